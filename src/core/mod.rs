@@ -1,0 +1,1 @@
+//! The transport-free core: registry, typed tools, policy, resources, prompts, sealing.

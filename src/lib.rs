@@ -1,0 +1,21 @@
+//! # strict-mcp
+//!
+//! A strict, verified implementation of the Model Context Protocol, revision
+//! `2026-07-28` (the stateless revision): server library, client library and CLI.
+//!
+//! ```text
+//!  bytes ──► codec (bounded ingress) ──► wire (exact types) ──► core (registry, policy)
+//!                                                │                    │
+//!                                          machine (pure state: ledger, epoch, listen, pacer)
+//!                                                │
+//!  server::{stdio,http} / client::{stdio,http} drive the machines; only they do I/O.
+//! ```
+//!
+//! Layers may only call downwards: `generated` ← `wire` ← `codec` ← `machine` ← `core` ←
+//! drivers. `wire`, `codec`, `machine` and `core` build without tokio or hyper.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod core;
+pub mod machine;
+pub mod wire;

@@ -1,0 +1,1 @@
+//! Every named bound of the wire, each with the threat it blocks.

@@ -1,0 +1,4 @@
+//! Exact wire types: the generated schema types plus the hand-written JSON-RPC glue.
+
+pub mod jsonrpc;
+pub mod limits;
