@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+// Reference MCP server built on the official TypeScript SDK v2
+// (@modelcontextprotocol/server 2.4.0). It exists only to prove that the
+// interop client drivers work; the strict-mcp Rust server is the real target.
+//
+//   node ref_server.mjs               # stdio (serveStdio: 2026-07-28 + 2025 eras)
+//   node ref_server.mjs --http PORT   # Streamable HTTP on http://127.0.0.1:PORT/mcp
+//
+// Tools:
+//   echo          {text: string}  -> text content "<text>"
+//   confirm_echo  {text: string}  -> first answers input_required with an
+//                                    elicitation {confirm: boolean}; on the retry
+//                                    answers "confirmed: <text>" (or "declined").
+import http from 'node:http';
+import {
+    McpServer,
+    acceptedContent,
+    createMcpHandler,
+    hostHeaderValidationResponse,
+    inputRequired,
+    inputResponse,
+    localhostAllowedHostnames
+} from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import * as z from 'zod';
+
+const SERVER_INFO = { name: 'strict-mcp-interop-ref', version: '0.1.0' };
+// Fixed, recognisable request state so transcripts show the byte-exact echo.
+// (A real server must integrity-protect requestState; this is a test fixture.)
+const CONFIRM_STATE = 'confirm_echo/round-1';
+
+function buildServer() {
+    const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} } });
+
+    server.registerTool(
+        'echo',
+        {
+            description: 'Echo the given text back.',
+            inputSchema: z.object({ text: z.string() })
+        },
+        async ({ text }) => ({ content: [{ type: 'text', text }] })
+    );
+
+    const confirmSchema = z.object({ confirm: z.boolean() });
+    server.registerTool(
+        'confirm_echo',
+        {
+            description: 'Ask the user (via elicitation / MRTR) to confirm, then echo the text.',
+            inputSchema: z.object({ text: z.string() })
+        },
+        async ({ text }, ctx) => {
+            const state = ctx.mcpReq.requestState?.();
+            const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+            if (view.kind === 'missing') {
+                return inputRequired({
+                    inputRequests: {
+                        confirm: inputRequired.elicit({
+                            message: `Echo "${text}"?`,
+                            requestedSchema: confirmSchema
+                        })
+                    },
+                    requestState: CONFIRM_STATE
+                });
+            }
+            const accepted = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmSchema);
+            const stateNote = state === CONFIRM_STATE ? '' : ` (unexpected requestState ${JSON.stringify(state)})`;
+            if (accepted?.confirm === true) {
+                return { content: [{ type: 'text', text: `confirmed: ${text}${stateNote}` }] };
+            }
+            return { content: [{ type: 'text', text: `declined${stateNote}` }] };
+        }
+    );
+    return server;
+}
+
+function parseArgs(argv) {
+    const out = { http: undefined };
+    for (let i = 0; i < argv.length; i++) {
+        if (argv[i] === '--http') out.http = Number(argv[++i]);
+        else if (argv[i] === '--help') {
+            process.stderr.write('usage: ref_server.mjs [--http PORT]\n');
+            process.exit(0);
+        } else {
+            process.stderr.write(`ref_server: unknown argument ${argv[i]}\n`);
+            process.exit(2);
+        }
+    }
+    return out;
+}
+
+// Minimal node:http <-> fetch adapter (the SDK's own adapter package,
+// @modelcontextprotocol/node, has no 2.4.0 release).
+async function toRequest(req) {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const body = chunks.length ? Buffer.concat(chunks) : undefined;
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+        if (Array.isArray(v)) v.forEach(x => headers.append(k, x));
+        else if (v !== undefined) headers.set(k, v);
+    }
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
+    const hasBody = body && req.method !== 'GET' && req.method !== 'HEAD';
+    return new Request(url, { method: req.method, headers, body: hasBody ? body : undefined });
+}
+
+async function writeResponse(res, response) {
+    const headers = {};
+    response.headers.forEach((v, k) => {
+        headers[k] = v;
+    });
+    res.writeHead(response.status, headers);
+    if (!response.body) return res.end();
+    const reader = response.body.getReader();
+    res.on('close', () => reader.cancel().catch(() => {}));
+    for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        res.write(value);
+    }
+    res.end();
+}
+
+function serveHttp(port) {
+    const handler = createMcpHandler(buildServer, {
+        onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`)
+    });
+    const allowed = localhostAllowedHostnames();
+    const srv = http.createServer(async (req, res) => {
+        try {
+            const request = await toRequest(req);
+            if (new URL(request.url).pathname !== '/mcp') {
+                res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+                return;
+            }
+            const rejected = hostHeaderValidationResponse(request, allowed);
+            await writeResponse(res, rejected ?? (await handler.fetch(request)));
+        } catch (err) {
+            process.stderr.write(`ref_server: ${err?.stack ?? err}\n`);
+            if (!res.headersSent) res.writeHead(500);
+            res.end();
+        }
+    });
+    srv.listen(port, '127.0.0.1', () => {
+        const addr = srv.address();
+        // One machine-readable line so a harness can wait for readiness.
+        process.stdout.write(JSON.stringify({ listening: `http://127.0.0.1:${addr.port}/mcp` }) + '\n');
+    });
+    const stop = () => {
+        handler.close().finally(() => srv.close(() => process.exit(0)));
+        setTimeout(() => process.exit(0), 1000).unref();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+}
+
+const args = parseArgs(process.argv.slice(2));
+if (args.http !== undefined) serveHttp(args.http);
+else serveStdio(buildServer, { onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`) });

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Runs every interop driver (ts, py, inspector) over stdio and Streamable HTTP
+# against a server and prints one summary line "N passed, N failed".
+#
+#   interop/smoke.sh                       # against the SDK reference server (ref_server.mjs)
+#   interop/smoke.sh --capture             # same, and rewrite interop/transcripts/*.txt
+#   SMOKE_STDIO_CMD='["path/to/server","--stdio"]' SMOKE_HTTP_CMD='["path/to/server","--http","0"]' \
+#       interop/smoke.sh                   # another server: the HTTP command must print
+#                                          # {"listening":"http://127.0.0.1:PORT/mcp"} as its first stdout line
+# Only loopback addresses are used. Needs .ci/install-peers first.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+node="$root/.interop/node/bin/node"
+py="$root/.interop/venv/bin/python"
+[[ -x "$node" && -x "$py" ]] || { echo "smoke.sh: run .ci/install-peers first" >&2; exit 2; }
+export PATH="$root/.interop/node/bin:$PATH"
+
+capture=0
+[[ "${1:-}" == "--capture" ]] && capture=1
+
+json_argv() { "$node" -e 'for (const a of JSON.parse(process.argv[1])) console.log(a)' "$1"; }
+stdio_cmd=("$node" "$here/node/ref_server.mjs")
+http_cmd=("$node" "$here/node/ref_server.mjs" --http 0)
+[[ -n "${SMOKE_STDIO_CMD:-}" ]] && mapfile -t stdio_cmd < <(json_argv "$SMOKE_STDIO_CMD")
+[[ -n "${SMOKE_HTTP_CMD:-}" ]] && mapfile -t http_cmd < <(json_argv "$SMOKE_HTTP_CMD")
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# start_bg NAME CMD... : runs CMD in the background, waits for its {"listening":URL} line, echoes URL.
+start_bg() {
+    local name="$1"; shift
+    "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    pids+=($!)
+    local i url=""
+    for ((i = 0; i < 100; i++)); do
+        url="$("$node" -e '
+            const l = require("node:fs").readFileSync(process.argv[1], "utf8").split("\n")[0];
+            try { process.stdout.write(JSON.parse(l).listening ?? ""); } catch {}' "$work/$name.out")"
+        [[ -n "$url" ]] && { echo "$url"; return 0; }
+        sleep 0.1
+    done
+    echo "smoke.sh: $name did not start; stderr:" >&2
+    cat "$work/$name.err" >&2
+    return 1
+}
+
+url="$(start_bg server "${http_cmd[@]}")"
+case "$url" in http://127.0.0.1:*|http://localhost:*|http://\[::1\]:*) ;; *) echo "smoke.sh: non-loopback URL $url" >&2; exit 1 ;; esac
+
+passed=0
+failed=0
+# check NAME CMD... : runs a driver, keeps its JSON lines, counts pass/fail by exit code.
+check() {
+    local name="$1"; shift
+    if "$@" >"$work/$name.jsonl" 2>"$work/$name.stderr"; then
+        passed=$((passed + 1))
+        echo "PASS $name"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $name"
+        sed 's/^/    /' "$work/$name.jsonl" | cut -c1-400
+        tail -n 20 "$work/$name.stderr" | sed 's/^/    stderr: /'
+    fi
+}
+
+mrtr=(--expect-text hello --mrtr-expect-text "confirmed: hi")
+if [[ -n "${SMOKE_STDIO_CMD:-}${SMOKE_HTTP_CMD:-}" ]]; then mrtr=(); fi
+
+check ts-stdio "$node" "$here/node/ts_client.mjs" "${mrtr[@]}" -- "${stdio_cmd[@]}"
+check ts-http "$node" "$here/node/ts_client.mjs" "${mrtr[@]}" --url "$url"
+check py-stdio "$py" "$here/python/py_client.py" "${mrtr[@]}" -- "${stdio_cmd[@]}"
+check py-http "$py" "$here/python/py_client.py" "${mrtr[@]}" --url "$url"
+check inspector-stdio "$here/inspector.sh" --expect-text hello -- "${stdio_cmd[@]}"
+check inspector-http "$here/inspector.sh" --expect-text hello --url "$url"
+
+if ((capture)); then
+    out="$here/transcripts"
+    mkdir -p "$out"
+    tap="$here/node/wire_tap.mjs"
+    for client in ts py inspector; do
+        case "$client" in
+            ts) run=("$node" "$here/node/ts_client.mjs") ;;
+            py) run=("$py" "$here/python/py_client.py") ;;
+            inspector) run=("$here/inspector.sh") ;;
+        esac
+        : >"$work/$client-stdio.log"
+        "${run[@]}" -- "$node" "$tap" stdio --log "$work/$client-stdio.log" -- "${stdio_cmd[@]}" >/dev/null 2>&1 || true
+        : >"$work/$client-http.log"
+        proxy="$(start_bg "proxy-$client" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http.log")"
+        "${run[@]}" --url "$proxy" >/dev/null 2>&1 || true
+        sleep 0.3
+        for t in stdio http; do
+            {
+                echo "# $client client -> $( [[ $t == stdio ]] && echo "${stdio_cmd[*]##*/}" || echo "HTTP ${http_cmd[*]##*/}" ), transport $t"
+                echo "# captured by interop/smoke.sh --capture (interop/node/wire_tap.mjs); Date headers vary per run"
+                echo
+                # pids -> proc=1,2,... in order of appearance (proc=1 may be a probe sibling)
+                awk '{ if (match($0, /pid=[0-9]+/)) { p = substr($0, RSTART + 4, RLENGTH - 4); if (!(p in m)) m[p] = ++n;
+                       $0 = substr($0, 1, RSTART - 1) "proc=" m[p] substr($0, RSTART + RLENGTH) } print }' "$work/$client-$t.log" |
+                    sed -E "s/^([Dd]ate): .*/\\1: <date>/; s#127\\.0\\.0\\.1:[0-9]+#127.0.0.1:PORT#g; s#$root/##g"
+            } >"$out/$client-$t.txt"
+        done
+    done
+    echo "transcripts written to interop/transcripts/"
+fi
+
+echo "interop: $passed passed, $failed failed"
+((failed == 0))
