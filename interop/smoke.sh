@@ -81,6 +81,14 @@ check py-stdio "$py" "$here/python/py_client.py" "${mrtr[@]}" -- "${stdio_cmd[@]
 check py-http "$py" "$here/python/py_client.py" "${mrtr[@]}" --url "$url"
 check inspector-stdio "$here/inspector.sh" --expect-text hello -- "${stdio_cmd[@]}"
 check inspector-http "$here/inspector.sh" --expect-text hello --url "$url"
+if [[ -z "${SMOKE_STDIO_CMD:-}${SMOKE_HTTP_CMD:-}" ]]; then
+    # SEP-2243 header mirroring (reference server's region_echo, x-mcp-header "Region"),
+    # called without a prior tools/list: exercises the -32020 re-list-and-retry path.
+    region=(--steps call --tool region_echo --args '{"region":"eu-west","text":"x"}' --expect-text "eu-west: x")
+    check ts-http-param "$node" "$here/node/ts_client.mjs" "${region[@]}" --url "$url"
+    check py-http-param "$py" "$here/python/py_client.py" "${region[@]}" --url "$url"
+    check inspector-http-param "$here/inspector.sh" "${region[@]}" --url "$url"
+fi
 
 if ((capture)); then
     out="$here/transcripts"
@@ -98,9 +106,17 @@ if ((capture)); then
         proxy="$(start_bg "proxy-$client" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http.log")"
         "${run[@]}" --url "$proxy" >/dev/null 2>&1 || true
         sleep 0.3
-        for t in stdio http; do
+        : >"$work/$client-http-param.log"
+        proxy="$(start_bg "proxy-$client-param" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http-param.log")"
+        "${run[@]}" --url "$proxy" --steps call --tool region_echo --args '{"region":"eu-west","text":"x"}' >/dev/null 2>&1 || true
+        sleep 0.3
+        for t in stdio http http-param; do
             {
-                echo "# $client client -> $( [[ $t == stdio ]] && echo "${stdio_cmd[*]##*/}" || echo "HTTP ${http_cmd[*]##*/}" ), transport $t"
+                case "$t" in
+                    stdio) echo "# $client client -> ${stdio_cmd[*]##*/} over stdio: connect, discover, tools/list, tools/call echo, MRTR confirm_echo" ;;
+                    http) echo "# $client client -> ${http_cmd[*]##*/} over Streamable HTTP: connect, discover, tools/list, tools/call echo, MRTR confirm_echo" ;;
+                    http-param) echo "# $client client -> ${http_cmd[*]##*/} over Streamable HTTP: tools/call region_echo with NO prior tools/list (x-mcp-header / Mcp-Param-Region, -32020 recovery)" ;;
+                esac
                 echo "# captured by interop/smoke.sh --capture (interop/node/wire_tap.mjs); Date headers vary per run"
                 echo
                 # pids -> proc=1,2,... in order of appearance (proc=1 may be a probe sibling)

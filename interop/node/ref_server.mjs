@@ -8,6 +8,8 @@
 //
 // Tools:
 //   echo          {text: string}  -> text content "<text>"
+//   region_echo   {region: string (x-mcp-header "Region"), text: string}
+//                                 -> text content "<region>: <text>"
 //   confirm_echo  {text: string}  -> first answers input_required with an
 //                                    elicitation {confirm: boolean}; on the retry
 //                                    answers "confirmed: <text>" (or "declined").
@@ -39,6 +41,20 @@ function buildServer() {
             inputSchema: z.object({ text: z.string() })
         },
         async ({ text }) => ({ content: [{ type: 'text', text }] })
+    );
+
+    // SEP-2243: `x-mcp-header` makes 2026-07-28 HTTP clients mirror the
+    // argument into an `Mcp-Param-Region` request header.
+    server.registerTool(
+        'region_echo',
+        {
+            description: 'Echo text prefixed by region; region is mirrored into the Mcp-Param-Region header.',
+            inputSchema: z.object({
+                region: z.string().meta({ 'x-mcp-header': 'Region' }),
+                text: z.string()
+            })
+        },
+        async ({ region, text }) => ({ content: [{ type: 'text', text: `${region}: ${text}` }] })
     );
 
     const confirmSchema = z.object({ confirm: z.boolean() });
