@@ -155,8 +155,10 @@ class Run:
             read_timeout_seconds=o.timeout,
         )
         t0 = time.monotonic()
+        connected = False
         try:
             async with client:
+                connected = True
                 emit(
                     {
                         "step": "connect",
@@ -175,7 +177,9 @@ class Run:
         except Exception as err:  # noqa: BLE001
             self.failed = True
             traceback.print_exc(file=sys.stderr)
-            emit({"step": "connect", "ok": False, "ms": round((time.monotonic() - t0) * 1000), "error": error_json(err)})
+            # After a successful connect, a transport crash surfaces here when the
+            # SDK's task group unwinds (the step in flight is cancelled, not failed).
+            emit({"step": "session" if connected else "connect", "ok": False, "ms": round((time.monotonic() - t0) * 1000), "error": error_json(err)})
         emit({"step": "done", "ok": not self.failed})
         return 1 if self.failed else 0
 
