@@ -126,6 +126,20 @@ if ((capture)); then
             } >"$out/$client-$t.txt"
         done
     done
+    if [[ -z "${SMOKE_HTTP_CMD:-}" ]]; then
+        # The same TS session against the reference server in SSE response mode.
+        sse_url="$(start_bg server-sse "$node" "$here/node/ref_server.mjs" --http 0 --sse)"
+        : >"$work/ts-http-sse.log"
+        proxy="$(start_bg proxy-ts-sse "$node" "$tap" http --listen 0 --target "$sse_url" --log "$work/ts-http-sse.log")"
+        "$node" "$here/node/ts_client.mjs" --url "$proxy" >/dev/null 2>&1 || true
+        sleep 0.3
+        {
+            echo "# ts client -> ref_server.mjs --http --sse (responseMode 'sse': every response is a text/event-stream)"
+            echo "# captured by interop/smoke.sh --capture (interop/node/wire_tap.mjs); Date headers vary per run"
+            echo
+            sed -E "s/^([Dd]ate): .*/\\1: <date>/; s#127\\.0\\.0\\.1:[0-9]+#127.0.0.1:PORT#g" "$work/ts-http-sse.log"
+        } >"$out/ts-http-sse.txt"
+    fi
     echo "transcripts written to interop/transcripts/"
 fi
 

@@ -5,6 +5,7 @@
 //
 //   node ref_server.mjs               # stdio (serveStdio: 2026-07-28 + 2025 eras)
 //   node ref_server.mjs --http PORT   # Streamable HTTP on http://127.0.0.1:PORT/mcp
+//   node ref_server.mjs --http PORT --sse   # same, every response as an SSE stream
 //
 // Tools:
 //   echo          {text: string}  -> text content "<text>"
@@ -90,11 +91,12 @@ function buildServer() {
 }
 
 function parseArgs(argv) {
-    const out = { http: undefined };
+    const out = { http: undefined, sse: false };
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === '--http') out.http = Number(argv[++i]);
+        else if (argv[i] === '--sse') out.sse = true;
         else if (argv[i] === '--help') {
-            process.stderr.write('usage: ref_server.mjs [--http PORT]\n');
+            process.stderr.write('usage: ref_server.mjs [--http PORT [--sse]]\n');
             process.exit(0);
         } else {
             process.stderr.write(`ref_server: unknown argument ${argv[i]}\n`);
@@ -137,8 +139,9 @@ async function writeResponse(res, response) {
     res.end();
 }
 
-function serveHttp(port) {
+function serveHttp(port, sse) {
     const handler = createMcpHandler(buildServer, {
+        responseMode: sse ? 'sse' : 'auto',
         onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`)
     });
     const allowed = localhostAllowedHostnames();
@@ -171,5 +174,5 @@ function serveHttp(port) {
 }
 
 const args = parseArgs(process.argv.slice(2));
-if (args.http !== undefined) serveHttp(args.http);
+if (args.http !== undefined) serveHttp(args.http, args.sse);
 else serveStdio(buildServer, { onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`) });
