@@ -13,6 +13,8 @@
 #   --tool NAME                tool for the call step (default echo)
 #   --args JSON                its arguments (default {"text":"hello"})
 #   --expect-text STR          fail the call step unless a text block equals STR
+#   --env KEY=VALUE            environment for the stdio server (repeatable); the
+#                              Inspector does NOT pass its own environment through
 #
 # Output: one JSON object per line on stdout:
 #   {"driver":"inspector","step":"tools/list","ok":true,"exit":0,"result":{...}}
@@ -39,6 +41,7 @@ tool=echo
 args='{"text":"hello"}'
 expect_text=""
 have_expect=0
+env_args=()
 while (($#)); do
     case "$1" in
         --) shift; cmd=("$@"); break ;;
@@ -48,7 +51,8 @@ while (($#)); do
         --tool) tool="$2"; shift 2 ;;
         --args) args="$2"; shift 2 ;;
         --expect-text) expect_text="$2"; have_expect=1; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --env) env_args+=(-e "$2"); shift 2 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) echo "inspector.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -68,7 +72,7 @@ target=()
 if [[ -n "$url" ]]; then
     target=(--server-url "$url" --transport http)
 else
-    target=(-- "${cmd[@]}")
+    target=("${env_args[@]}" -- "${cmd[@]}")
 fi
 
 tmp="$(mktemp -d)"
@@ -82,6 +86,7 @@ run() {
     "$node" "$inspector" --cli --protocol-era "$era" --format json --connect-timeout 15000 "$@" "${target[@]}" \
         >"$tmp/out" 2>"$tmp/err" || rc=$?
     [[ $rc -eq 0 ]] || failed=1
+    cat "$tmp/err" >&2 # the CLI's diagnostics and the stdio server's stderr
     STEP="$step" RC="$rc" EXPECT="$expect_text" HAVE_EXPECT="$have_expect" "$node" -e '
         const fs = require("node:fs");
         const [outFile, errFile] = process.argv.slice(1);

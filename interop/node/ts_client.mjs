@@ -142,7 +142,14 @@ client.setRequestHandler('elicitation/create', async request => {
 
 const transport = opts.url
     ? new StreamableHTTPClientTransport(new URL(opts.url))
-    : new StdioClientTransport({ command: opts.command[0], args: opts.command.slice(1), stderr: 'inherit' });
+    : new StdioClientTransport({
+          command: opts.command[0],
+          args: opts.command.slice(1),
+          // The SDK default passes only a few variables (HOME, PATH, ...); hand the
+          // server the driver's whole environment so tests can set e.g. RUST_LOG.
+          env: { ...process.env },
+          stderr: 'inherit'
+      });
 
 async function step(name, fn) {
     const t0 = Date.now();

@@ -145,7 +145,9 @@ class Run:
         if o.url:
             server = o.url
         else:
-            server = StdioServerParameters(command=o.command[0], args=list(o.command[1:]))
+            # The SDK default passes only a few variables (HOME, PATH, ...); hand the
+            # server the driver's whole environment so tests can set e.g. RUST_LOG.
+            server = StdioServerParameters(command=o.command[0], args=list(o.command[1:]), env=dict(os.environ))
         mode = o.pin if o.era == "modern" else o.era
         client = Client(
             server,
