@@ -140,6 +140,10 @@ if ((capture)); then
             sed -E "s/^([Dd]ate): .*/\\1: <date>/; s#127\\.0\\.0\\.1:[0-9]+#127.0.0.1:PORT#g" "$work/ts-http-sse.log"
         } >"$out/ts-http-sse.txt"
     fi
+    # How the server under test answers hand-built edge cases (diff these
+    # between the SDK reference server and strict-mcp).
+    "$node" "$here/node/http_probe.mjs" "$url" >"$out/edge-cases-http.jsonl"
+    "$node" "$here/node/stdio_probe.mjs" -- "${stdio_cmd[@]}" >"$out/edge-cases-stdio.jsonl"
     echo "transcripts written to interop/transcripts/"
 fi
 
