@@ -61,8 +61,12 @@ if [[ -z "$url" && ${#cmd[@]} -eq 0 ]]; then
     exit 2
 fi
 
-# Keep the Inspector's catalog, client config and secret store out of the real $HOME.
-state="${INSPECTOR_HOME:-$root/.interop/inspector-home}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# Keep the Inspector's catalog, client config and secret store out of the real
+# $HOME, in a per-run directory so parallel tests never share (or lock) them.
+state="${INSPECTOR_HOME:-$tmp/home}"
 mkdir -p "$state"
 export HOME="$state"
 export MCP_CATALOG_PATH="$state/mcp.json"
@@ -75,8 +79,6 @@ else
     target=("${env_args[@]}" -- "${cmd[@]}")
 fi
 
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
 failed=0
 
 # run STEP_NAME INSPECTOR_ARGS... : runs one inspector invocation, prints one JSON line.
