@@ -35,17 +35,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_bg NAME CMD... : runs CMD in the background, waits for its {"listening":URL} line, echoes URL.
+# start_bg NAME CMD... : runs CMD in the background (pid recorded for cleanup),
+# waits for its {"listening":URL} line and stores URL in $bg_url. Not to be
+# called inside $(...): the pid must be recorded in this shell.
+bg_url=""
 start_bg() {
     local name="$1"; shift
     "$@" >"$work/$name.out" 2>"$work/$name.err" &
     pids+=($!)
-    local i url=""
+    local i
+    bg_url=""
     for ((i = 0; i < 100; i++)); do
-        url="$("$node" -e '
+        bg_url="$("$node" -e '
             const l = require("node:fs").readFileSync(process.argv[1], "utf8").split("\n")[0];
             try { process.stdout.write(JSON.parse(l).listening ?? ""); } catch {}' "$work/$name.out")"
-        [[ -n "$url" ]] && { echo "$url"; return 0; }
+        [[ -n "$bg_url" ]] && return 0
         sleep 0.1
     done
     echo "smoke.sh: $name did not start; stderr:" >&2
@@ -53,7 +57,8 @@ start_bg() {
     return 1
 }
 
-url="$(start_bg server "${http_cmd[@]}")"
+start_bg server "${http_cmd[@]}"
+url="$bg_url"
 case "$url" in http://127.0.0.1:*|http://localhost:*|http://\[::1\]:*) ;; *) echo "smoke.sh: non-loopback URL $url" >&2; exit 1 ;; esac
 
 passed=0
@@ -103,11 +108,13 @@ if ((capture)); then
         : >"$work/$client-stdio.log"
         "${run[@]}" -- "$node" "$tap" stdio --log "$work/$client-stdio.log" -- "${stdio_cmd[@]}" >/dev/null 2>&1 || true
         : >"$work/$client-http.log"
-        proxy="$(start_bg "proxy-$client" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http.log")"
+        start_bg "proxy-$client" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http.log"
+        proxy="$bg_url"
         "${run[@]}" --url "$proxy" >/dev/null 2>&1 || true
         sleep 0.3
         : >"$work/$client-http-param.log"
-        proxy="$(start_bg "proxy-$client-param" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http-param.log")"
+        start_bg "proxy-$client-param" "$node" "$tap" http --listen 0 --target "$url" --log "$work/$client-http-param.log"
+        proxy="$bg_url"
         "${run[@]}" --url "$proxy" --steps call --tool region_echo --args '{"region":"eu-west","text":"x"}' >/dev/null 2>&1 || true
         sleep 0.3
         for t in stdio http http-param; do
@@ -128,9 +135,11 @@ if ((capture)); then
     done
     if [[ -z "${SMOKE_HTTP_CMD:-}" ]]; then
         # The same TS session against the reference server in SSE response mode.
-        sse_url="$(start_bg server-sse "$node" "$here/node/ref_server.mjs" --http 0 --sse)"
+        start_bg server-sse "$node" "$here/node/ref_server.mjs" --http 0 --sse
+        sse_url="$bg_url"
         : >"$work/ts-http-sse.log"
-        proxy="$(start_bg proxy-ts-sse "$node" "$tap" http --listen 0 --target "$sse_url" --log "$work/ts-http-sse.log")"
+        start_bg proxy-ts-sse "$node" "$tap" http --listen 0 --target "$sse_url" --log "$work/ts-http-sse.log"
+        proxy="$bg_url"
         "$node" "$here/node/ts_client.mjs" --url "$proxy" >/dev/null 2>&1 || true
         sleep 0.3
         {

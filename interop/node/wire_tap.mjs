@@ -129,7 +129,13 @@ if (mode === 'stdio') {
     server.listen(listen, '127.0.0.1', () => {
         process.stdout.write(JSON.stringify({ listening: `http://127.0.0.1:${server.address().port}${t.pathname}` }) + '\n');
     });
-    for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));
+    for (const sig of ['SIGTERM', 'SIGINT']) {
+        process.on(sig, () => {
+            server.close(() => process.exit(0));
+            server.closeAllConnections();
+            setTimeout(() => process.exit(0), 1000).unref();
+        });
+    }
 } else {
     usage('mode must be stdio or http');
 }
