@@ -2,3 +2,6 @@
 
 pub mod jsonrpc;
 pub mod limits;
+pub mod pin;
+
+pub use crate::generated::*;
