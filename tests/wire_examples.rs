@@ -1,0 +1,257 @@
+//! Round trip of every official example through the generated wire types (A1–A9, O87,
+//! O121–O124): each `examples/<TypeName>/*.json` must deserialize into the generated type of
+//! that name and re-serialize to an equal `serde_json::Value` — same members present, same
+//! explicit `null`s, `""`, `0`, `{}` and unknown `_meta` keys, nothing added.
+//!
+//! The examples come from `$(dirname MCP_SCHEMA_PATH)/examples`, default
+//! `../shared/schema/2026-07-28/examples`. Missing: the test fails under `CI=true` and prints
+//! a skip notice otherwise.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use strict_mcp::wire;
+
+/// What went wrong with one example, so the summary names the cause.
+#[derive(Debug)]
+enum Failure {
+    Decode(String),
+    Encode(String),
+    Differs { reencoded: Value },
+}
+
+/// Decodes `value` as `T` and re-encodes it.
+fn round_trip<T>(value: &Value) -> Result<Value, Failure>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let typed: T = serde_json::from_value(value.clone()).map_err(|e| Failure::Decode(e.to_string()))?;
+    let back = serde_json::to_value(&typed).map_err(|e| Failure::Encode(e.to_string()))?;
+    if &back == value {
+        Ok(back)
+    } else {
+        Err(Failure::Differs { reencoded: back })
+    }
+}
+
+/// The dispatch table: folder name → round trip through the generated type of that name.
+/// Folder names pass through typify's name sanitising (`ElicitRequestURLParams` →
+/// `ElicitRequestUrlParams`), written as `RustName = "FolderName"`.
+macro_rules! dispatch {
+    ($($ty:ident $(= $folder:literal)?),* $(,)?) => {
+        const TYPE_FOLDERS: &[&str] = &[$(dispatch!(@name $ty $(= $folder)?)),*];
+        fn round_trip_as(folder: &str, value: &Value) -> Option<Result<Value, Failure>> {
+            $(
+                if folder == dispatch!(@name $ty $(= $folder)?) {
+                    return Some(round_trip::<wire::$ty>(value));
+                }
+            )*
+            None
+        }
+    };
+    (@name $ty:ident = $folder:literal) => { $folder };
+    (@name $ty:ident) => { stringify!($ty) };
+}
+
+dispatch! {
+    AudioContent, BlobResourceContents, BooleanSchema, CallToolRequest, CallToolRequestParams,
+    CallToolResult, CallToolResultResponse, CancelledNotification, CancelledNotificationParams,
+    ClientCapabilities, CompleteRequest, CompleteRequestParams, CompleteResult,
+    CompleteResultResponse, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
+    DiscoverRequest, DiscoverResult, DiscoverResultResponse, ElicitRequest,
+    ElicitRequestFormParams, ElicitRequestUrlParams = "ElicitRequestURLParams", ElicitResult,
+    EmbeddedResource, GetPromptRequest, GetPromptRequestParams, GetPromptResult,
+    GetPromptResultResponse, HeaderMismatchError, ImageContent, InputRequests,
+    InputRequiredResult, InputResponses, InternalError, InvalidParamsError, ListPromptsRequest,
+    ListPromptsResult, ListPromptsResultResponse, ListResourceTemplatesRequest,
+    ListResourceTemplatesResult, ListResourceTemplatesResultResponse, ListResourcesRequest,
+    ListResourcesResult, ListResourcesResultResponse, ListRootsRequest, ListRootsResult,
+    ListToolsRequest, ListToolsResult, ListToolsResultResponse, LoggingMessageNotification,
+    LoggingMessageNotificationParams, MethodNotFoundError, MissingRequiredClientCapabilityError,
+    ModelPreferences, NumberSchema, PaginatedRequestParams, ParseError, ProgressNotification,
+    ProgressNotificationParams, PromptListChangedNotification, ReadResourceRequest,
+    ReadResourceResult, ReadResourceResultResponse, Resource, ResourceLink,
+    ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParams, Root, SamplingMessage, ServerCapabilities, StringSchema,
+    SubscriptionsAcknowledgedNotification, SubscriptionsListenRequest, SubscriptionsListenResult,
+    SubscriptionsListenResultResponse, TextContent, TextResourceContents,
+    TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, Tool, ToolListChangedNotification,
+    ToolResultContent, ToolUseContent, UnsupportedProtocolVersionError,
+    UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+}
+
+/// The one example the schema contradicts: it omits `ttlMs`/`cacheScope`, which
+/// `ReadResourceResult` requires (H1). It has its own test below.
+const CONTRADICTED: &str = "ReadResourceResultResponse/read-resource-result-response.json";
+
+fn examples_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("MCP_SCHEMA_PATH") {
+        Some(schema) => {
+            let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join(schema);
+            schema.parent().map(|p| p.join("examples"))?
+        }
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/schema/2026-07-28/examples"),
+    };
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true but the examples directory {} is missing",
+        dir.display()
+    );
+    eprintln!("skipped: examples directory {} not found (set MCP_SCHEMA_PATH)", dir.display());
+    None
+}
+
+fn load(dir: &Path, relative: &str) -> Value {
+    let text = fs::read_to_string(dir.join(relative)).expect("example readable");
+    serde_json::from_str(&text).expect("example is JSON")
+}
+
+/// A1–A9, O87, O121: all examples except the documented exception round-trip exactly.
+#[test]
+fn a1_a9_o87_every_official_example_round_trips_through_its_generated_type() {
+    let Some(dir) = examples_dir() else { return };
+    let mut folders: Vec<String> = fs::read_dir(&dir)
+        .expect("examples dir readable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    folders.sort();
+    let mut listed: Vec<&str> = TYPE_FOLDERS.to_vec();
+    listed.sort_unstable();
+    assert_eq!(folders, listed, "the dispatch table lists exactly the example folders");
+
+    let (mut total, mut passed) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    for folder in &folders {
+        let mut files: Vec<PathBuf> = fs::read_dir(dir.join(folder))
+            .expect("folder readable")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for file in files {
+            total += 1;
+            let relative = format!("{folder}/{}", file.file_name().unwrap().to_string_lossy());
+            let value = load(&dir, &relative);
+            match round_trip_as(folder, &value).expect("folder is in the table") {
+                Ok(_) => passed += 1,
+                Err(failure) => failures.push((relative, failure)),
+            }
+        }
+    }
+    println!("wire examples: {passed}/{total} round-trip exactly");
+    assert_eq!(total, 129, "the pinned schema ships 129 examples");
+    let unexpected: Vec<_> = failures.iter().filter(|(name, _)| name != CONTRADICTED).collect();
+    assert!(unexpected.is_empty(), "examples that failed: {unexpected:#?}");
+    assert_eq!(passed, 128, "exactly the contradicted example is expected to fail");
+}
+
+/// H1, A8, O124: the example without cache hints is rejected by the strict decoder (what our
+/// server accepts and emits) and accepted by the lenient one (what our client accepts),
+/// which fills in `ttlMs: 0` and `cacheScope: "private"`.
+#[test]
+fn h1_a8_o124_read_resource_example_without_cache_hints_strict_rejects_lenient_accepts() {
+    let Some(dir) = examples_dir() else { return };
+    let response = load(&dir, CONTRADICTED);
+    let result = response["result"].clone();
+    assert!(result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
+
+    let strict = wire::result::decode_strict(wire::result::Method::ResourcesRead, &result);
+    assert_eq!(
+        strict.unwrap_err(),
+        wire::result::ResultError::MissingCacheHint {
+            method: wire::result::Method::ResourcesRead,
+            field: "ttlMs",
+        }
+    );
+
+    let lenient = wire::result::decode_lenient(wire::result::Method::ResourcesRead, &result)
+        .expect("lenient decoder accepts a result without cache hints");
+    let wire::result::Decoded::Complete(wire::result::CompleteResult::ResourcesRead(read)) = lenient
+    else {
+        panic!("expected a complete resources/read result, got {lenient:?}");
+    };
+    assert_eq!(read.ttl_ms, 0);
+    assert_eq!(read.cache_scope, wire::ReadResourceResultCacheScope::Private);
+    assert_eq!(read.contents.len(), result["contents"].as_array().unwrap().len());
+}
+
+/// A1: `jsonrpc` is the one-value enum `"2.0"` (pass 1, const → enum); "1.0" is rejected.
+#[test]
+fn a1_jsonrpc_version_other_than_2_0_is_rejected() {
+    let ok = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                             "io.modelcontextprotocol/clientCapabilities": {}}}});
+    assert!(serde_json::from_value::<wire::ListToolsRequest>(ok.clone()).is_ok());
+    let mut bad = ok;
+    bad["jsonrpc"] = json!("1.0");
+    let err = serde_json::from_value::<wire::ListToolsRequest>(bad).unwrap_err();
+    assert!(err.is_data(), "typed serde data error, got {err}");
+}
+
+/// Content union: an unknown `type` matches no variant; a known one picks the right variant
+/// (most-specific-first ordering keeps `audio` from being read as `image`).
+#[test]
+fn content_block_union_rejects_unknown_type_and_keeps_audio_apart_from_image() {
+    let audio = json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"});
+    let decoded: wire::ContentBlock = serde_json::from_value(audio.clone()).unwrap();
+    assert!(matches!(decoded, wire::ContentBlock::AudioContent(_)), "{decoded:?}");
+    assert_eq!(serde_json::to_value(&decoded).unwrap(), audio);
+
+    let unknown = json!({"type": "video", "data": "AAAA", "mimeType": "video/mp4"});
+    let err = serde_json::from_value::<wire::ContentBlock>(unknown).unwrap_err();
+    assert!(err.is_data(), "{err}");
+}
+
+/// A7, O124: in `ServerResult`, an unknown `resultType` can only fall into the open base
+/// `Result` (for advertised extensions, A6); the typed decoders in `wire::result` reject it.
+#[test]
+fn a7_unknown_result_type_is_a_typed_error() {
+    let value = json!({"resultType": "streaming", "content": []});
+    let err = wire::result::decode_lenient(wire::result::Method::ToolsCall, &value).unwrap_err();
+    assert_eq!(err, wire::result::ResultError::UnknownResultType("streaming".into()));
+    let err = wire::result::decode_strict(wire::result::Method::ToolsCall, &value).unwrap_err();
+    assert_eq!(err, wire::result::ResultError::UnknownResultType("streaming".into()));
+    let base: wire::ServerResult = serde_json::from_value(value).unwrap();
+    assert!(matches!(base, wire::ServerResult::Result(_)), "{base:?}");
+}
+
+/// A9, A17: error codes are pinned per error type (pass 1): a `MethodNotFoundError` with code
+/// -32602 is rejected; the right code decodes.
+#[test]
+fn a9_a17_error_code_const_is_enforced() {
+    let good = json!({"jsonrpc": "2.0", "id": 3,
+        "error": {"code": -32601, "message": "Method not found"}});
+    let decoded: wire::MethodNotFoundError = serde_json::from_value(good.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&decoded).unwrap(), good);
+    let mut bad = good;
+    bad["error"]["code"] = json!(-32602);
+    assert!(serde_json::from_value::<wire::MethodNotFoundError>(bad).unwrap_err().is_data());
+}
+
+/// O121: explicit `null`, integers written without a fraction, and unknown `_meta` keys keep
+/// their form through the typed structs (passes 2, 7, 9).
+#[test]
+fn o121_explicit_null_integer_numbers_and_unknown_meta_keys_survive() {
+    let value = json!({"resultType": "complete", "content": [],
+        "structuredContent": null,
+        "_meta": {"com.example/trace": {"x": 1}}});
+    assert_eq!(round_trip::<wire::CallToolResult>(&value).unwrap(), value);
+
+    let progress = json!({"progressToken": "t", "progress": 50, "total": 100.5});
+    let back = round_trip::<wire::ProgressNotificationParams>(&progress).unwrap();
+    assert_eq!(back.to_string(), r#"{"progress":50,"progressToken":"t","total":100.5}"#);
+}
+
+/// B18: a declared capability with no settings (`roots: {}`) is kept, and an absent one stays
+/// absent (pass 6, presence-preserving hoisting).
+#[test]
+fn b18_empty_capability_object_is_kept_and_absent_stays_absent() {
+    let declared = json!({"roots": {}});
+    assert_eq!(round_trip::<wire::ClientCapabilities>(&declared).unwrap(), declared);
+    let absent = json!({});
+    assert_eq!(round_trip::<wire::ClientCapabilities>(&absent).unwrap(), absent);
+}
