@@ -222,8 +222,16 @@ fn for_each_schema(value: &mut Value, f: &mut dyn FnMut(&mut Map<String, Value>)
                     }
                 }
             }
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains"
-            | "propertyNames" | "additionalItems" | "unevaluatedProperties"
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "additionalItems"
+            | "unevaluatedProperties"
             | "unevaluatedItems" => for_each_schema(child, f),
             _ => {}
         }
@@ -268,7 +276,9 @@ fn plain_numbers(schema: &mut Value) -> Vec<Value> {
 /// `input_required` for `InputRequiredResult`, `complete` for every other concrete result.
 /// The open base `Result` keeps a free string (extensions may add values, A6).
 fn pin_result_type(schema: &mut Value) {
-    let Some(Value::Object(defs)) = schema.get_mut("$defs") else { return };
+    let Some(Value::Object(defs)) = schema.get_mut("$defs") else {
+        return;
+    };
     for (name, def) in defs.iter_mut() {
         if !name.ends_with("Result") || name == "Result" {
             continue;
@@ -276,7 +286,11 @@ fn pin_result_type(schema: &mut Value) {
         let Some(Value::Object(rt)) = def.pointer_mut("/properties/resultType") else {
             continue;
         };
-        let value = if name == "InputRequiredResult" { "input_required" } else { "complete" };
+        let value = if name == "InputRequiredResult" {
+            "input_required"
+        } else {
+            "complete"
+        };
         rt.insert("enum".into(), Value::Array(vec![Value::from(value)]));
     }
 }
@@ -293,21 +307,31 @@ fn any_of_to_one_of_most_specific_first(schema: &mut Value) {
         .map(|defs| {
             defs.iter()
                 .map(|(name, def)| {
-                    let n = def.get("required").and_then(Value::as_array).map_or(0, Vec::len);
+                    let n = def
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
                     (format!("#/$defs/{name}"), n)
                 })
                 .collect()
         })
         .unwrap_or_default();
     for_each_schema(schema, &mut |object| {
-        let Some(Value::Array(mut variants)) = object.remove("anyOf") else { return };
+        let Some(Value::Array(mut variants)) = object.remove("anyOf") else {
+            return;
+        };
         let refs: Option<Vec<usize>> = variants
             .iter()
-            .map(|v| v.get("$ref").and_then(Value::as_str).and_then(|r| required.get(r)).copied())
+            .map(|v| {
+                v.get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| required.get(r))
+                    .copied()
+            })
             .collect();
         if let Some(counts) = refs {
             let mut order: Vec<(usize, Value)> = counts.into_iter().zip(variants).collect();
-            order.sort_by(|a, b| b.0.cmp(&a.0));
+            order.sort_by_key(|entry| std::cmp::Reverse(entry.0));
             variants = order.into_iter().map(|(_, v)| v).collect();
         }
         object.insert("oneOf".into(), Value::Array(variants));
@@ -333,7 +357,9 @@ fn base_result_last(schema: &mut Value) {
 /// keeps absent, empty and non-empty apart. Names are `<Parent><Property>`, with a numeric
 /// suffix on clashes; definitions are visited in sorted order, so names are deterministic.
 fn hoist_optional_presence(schema: &mut Value) {
-    let Some(Value::Object(defs)) = schema.get_mut("$defs") else { return };
+    let Some(Value::Object(defs)) = schema.get_mut("$defs") else {
+        return;
+    };
     let mut taken: BTreeSet<String> = defs.keys().cloned().collect();
     let mut hoisted: Vec<(String, Value)> = Vec::new();
     let names: Vec<String> = defs.keys().cloned().collect();
@@ -355,11 +381,18 @@ fn hoist_in(
     taken: &mut BTreeSet<String>,
     out: &mut Vec<(String, Value)>,
 ) {
-    let Value::Object(object) = schema else { return };
+    let Value::Object(object) = schema else {
+        return;
+    };
     let required: BTreeSet<String> = object
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     if let Some(Value::Object(props)) = object.get_mut("properties") {
         for (prop, sub) in props.iter_mut() {
@@ -372,7 +405,10 @@ fn hoist_in(
                     n += 1;
                 }
                 taken.insert(name.clone());
-                let moved = std::mem::replace(sub, serde_json::json!({ "$ref": format!("#/$defs/{name}") }));
+                let moved = std::mem::replace(
+                    sub,
+                    serde_json::json!({ "$ref": format!("#/$defs/{name}") }),
+                );
                 out.push((name, moved));
             } else {
                 hoist_in(sub, &child, taken, out);
@@ -455,7 +491,9 @@ impl VisitMut for ExplicitNull {
     fn visit_field_mut(&mut self, field: &mut syn::Field) {
         let ty = &field.ty;
         let text = quote::quote!(#ty).to_string().replace(' ', "");
-        if text == "::std::option::Option<::serde_json::Value>" || text == "Option<::serde_json::Value>" {
+        if text == "::std::option::Option<::serde_json::Value>"
+            || text == "Option<::serde_json::Value>"
+        {
             let has_default = field.attrs.iter().any(|a| {
                 a.path().is_ident("serde") && quote::quote!(#a).to_string().contains("default")
             });

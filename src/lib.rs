@@ -16,7 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod codec;
-pub mod generated;
 pub mod core;
+pub mod generated;
 pub mod machine;
 pub mod wire;

@@ -36,7 +36,8 @@ fn round_trip<T>(value: &Value) -> Result<Value, Failure>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
-    let typed: T = serde_json::from_value(value.clone()).map_err(|e| Failure::Decode(e.to_string()))?;
+    let typed: T =
+        serde_json::from_value(value.clone()).map_err(|e| Failure::Decode(e.to_string()))?;
     let back = serde_json::to_value(&typed).map_err(|e| Failure::Encode(e.to_string()))?;
     if &back == value {
         Ok(back)
@@ -111,7 +112,10 @@ fn examples_dir() -> Option<PathBuf> {
         "CI=true but the examples directory {} is missing",
         dir.display()
     );
-    eprintln!("skipped: examples directory {} not found (set MCP_SCHEMA_PATH)", dir.display());
+    eprintln!(
+        "skipped: examples directory {} not found (set MCP_SCHEMA_PATH)",
+        dir.display()
+    );
     None
 }
 
@@ -131,7 +135,10 @@ fn a1_a9_o87_every_official_example_round_trips_through_its_generated_type() {
     folders.sort();
     let mut listed: Vec<&str> = TYPE_FOLDERS.to_vec();
     listed.sort_unstable();
-    assert_eq!(folders, listed, "the dispatch table lists exactly the example folders");
+    assert_eq!(
+        folders, listed,
+        "the dispatch table lists exactly the example folders"
+    );
 
     let (mut total, mut passed) = (0usize, 0usize);
     let mut failures = Vec::new();
@@ -162,8 +169,14 @@ fn a1_a9_o87_every_official_example_round_trips_through_its_generated_type() {
         .filter(|(name, _)| name != CONTRADICTED)
         .map(|(name, failure)| format!("{name}: {failure}"))
         .collect();
-    assert!(unexpected.is_empty(), "examples that failed: {unexpected:#?}");
-    assert_eq!(passed, 128, "exactly the contradicted example is expected to fail");
+    assert!(
+        unexpected.is_empty(),
+        "examples that failed: {unexpected:#?}"
+    );
+    assert_eq!(
+        passed, 128,
+        "exactly the contradicted example is expected to fail"
+    );
 }
 
 /// H1, A8, O124: the example without cache hints is rejected by the strict decoder (what our
@@ -187,13 +200,20 @@ fn h1_a8_o124_read_resource_example_without_cache_hints_strict_rejects_lenient_a
 
     let lenient = wire::result::decode_lenient(wire::result::Method::ResourcesRead, &result)
         .expect("lenient decoder accepts a result without cache hints");
-    let wire::result::Decoded::Complete(wire::result::CompleteResult::ResourcesRead(read)) = lenient
+    let wire::result::Decoded::Complete(wire::result::CompleteResult::ResourcesRead(read)) =
+        lenient
     else {
         panic!("expected a complete resources/read result, got {lenient:?}");
     };
     assert_eq!(read.ttl_ms, 0);
-    assert_eq!(read.cache_scope, wire::ReadResourceResultCacheScope::Private);
-    assert_eq!(read.contents.len(), result["contents"].as_array().unwrap().len());
+    assert_eq!(
+        read.cache_scope,
+        wire::ReadResourceResultCacheScope::Private
+    );
+    assert_eq!(
+        read.contents.len(),
+        result["contents"].as_array().unwrap().len()
+    );
 }
 
 /// A1: `jsonrpc` is the one-value enum `"2.0"` (pass 1, const → enum); "1.0" is rejected.
@@ -215,7 +235,10 @@ fn a1_jsonrpc_version_other_than_2_0_is_rejected() {
 fn content_block_union_rejects_unknown_type_and_keeps_audio_apart_from_image() {
     let audio = json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"});
     let decoded: wire::ContentBlock = serde_json::from_value(audio.clone()).unwrap();
-    assert!(matches!(decoded, wire::ContentBlock::AudioContent(_)), "{decoded:?}");
+    assert!(
+        matches!(decoded, wire::ContentBlock::AudioContent(_)),
+        "{decoded:?}"
+    );
     assert_eq!(serde_json::to_value(&decoded).unwrap(), audio);
 
     let unknown = json!({"type": "video", "data": "AAAA", "mimeType": "video/mp4"});
@@ -229,9 +252,15 @@ fn content_block_union_rejects_unknown_type_and_keeps_audio_apart_from_image() {
 fn a7_unknown_result_type_is_a_typed_error() {
     let value = json!({"resultType": "streaming", "content": []});
     let err = wire::result::decode_lenient(wire::result::Method::ToolsCall, &value).unwrap_err();
-    assert_eq!(err, wire::result::ResultError::UnknownResultType("streaming".into()));
+    assert_eq!(
+        err,
+        wire::result::ResultError::UnknownResultType("streaming".into())
+    );
     let err = wire::result::decode_strict(wire::result::Method::ToolsCall, &value).unwrap_err();
-    assert_eq!(err, wire::result::ResultError::UnknownResultType("streaming".into()));
+    assert_eq!(
+        err,
+        wire::result::ResultError::UnknownResultType("streaming".into())
+    );
     let base: wire::ServerResult = serde_json::from_value(value).unwrap();
     assert!(matches!(base, wire::ServerResult::Result(_)), "{base:?}");
 }
@@ -241,13 +270,20 @@ fn a7_unknown_result_type_is_a_typed_error() {
 #[test]
 fn a9_a17_error_code_const_is_enforced() {
     let good = json!({"code": -32601, "message": "Method not found", "data": null});
-    assert_eq!(round_trip::<wire::MethodNotFoundError>(&good).unwrap(), good);
+    assert_eq!(
+        round_trip::<wire::MethodNotFoundError>(&good).unwrap(),
+        good
+    );
     let mut bad = good;
     bad["code"] = json!(-32602);
-    assert!(serde_json::from_value::<wire::MethodNotFoundError>(bad).unwrap_err().is_data());
+    assert!(serde_json::from_value::<wire::MethodNotFoundError>(bad)
+        .unwrap_err()
+        .is_data());
 
     let header = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32021, "message": "m"}});
-    assert!(serde_json::from_value::<wire::HeaderMismatchError>(header).unwrap_err().is_data());
+    assert!(serde_json::from_value::<wire::HeaderMismatchError>(header)
+        .unwrap_err()
+        .is_data());
 }
 
 /// O121: explicit `null`, integers written without a fraction, and unknown `_meta` keys keep
@@ -261,7 +297,10 @@ fn o121_explicit_null_integer_numbers_and_unknown_meta_keys_survive() {
 
     let progress = json!({"progressToken": "t", "progress": 50, "total": 100.5});
     let back = round_trip::<wire::ProgressNotificationParams>(&progress).unwrap();
-    assert_eq!(back.to_string(), r#"{"progress":50,"progressToken":"t","total":100.5}"#);
+    assert_eq!(
+        back.to_string(),
+        r#"{"progress":50,"progressToken":"t","total":100.5}"#
+    );
 }
 
 /// B18: a declared capability with no settings (`roots: {}`) is kept, and an absent one stays
@@ -269,7 +308,13 @@ fn o121_explicit_null_integer_numbers_and_unknown_meta_keys_survive() {
 #[test]
 fn b18_empty_capability_object_is_kept_and_absent_stays_absent() {
     let declared = json!({"roots": {}});
-    assert_eq!(round_trip::<wire::ClientCapabilities>(&declared).unwrap(), declared);
+    assert_eq!(
+        round_trip::<wire::ClientCapabilities>(&declared).unwrap(),
+        declared
+    );
     let absent = json!({});
-    assert_eq!(round_trip::<wire::ClientCapabilities>(&absent).unwrap(), absent);
+    assert_eq!(
+        round_trip::<wire::ClientCapabilities>(&absent).unwrap(),
+        absent
+    );
 }

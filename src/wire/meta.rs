@@ -139,7 +139,9 @@ fn is_label(label: &str) -> bool {
         (Some(first), Some(last)) => {
             first.is_ascii_alphabetic()
                 && last.is_ascii_alphanumeric()
-                && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
         }
         _ => false,
     }
@@ -199,7 +201,11 @@ mod tests {
     fn b9_valid_keys_split_into_prefix_and_name() {
         let cases = [
             ("progressToken", None, "progressToken"),
-            ("io.modelcontextprotocol/protocolVersion", Some("io.modelcontextprotocol"), "protocolVersion"),
+            (
+                "io.modelcontextprotocol/protocolVersion",
+                Some("io.modelcontextprotocol"),
+                "protocolVersion",
+            ),
             ("com.example/", Some("com.example"), ""),
             ("", None, ""),
             ("a/b", Some("a"), "b"),
@@ -270,7 +276,8 @@ mod tests {
 
     #[test]
     fn b9_received_meta_objects_are_checked_key_by_key() {
-        let ok = json!({PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}, "com.example/x": 1});
+        let ok =
+            json!({PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}, "com.example/x": 1});
         assert_eq!(check_meta_keys(ok.as_object().unwrap()), Ok(()));
         let bad = json!({PROTOCOL_VERSION: "2026-07-28", "bad key": 1});
         assert_eq!(

@@ -130,7 +130,11 @@ mod tests {
 
     #[test]
     fn o87_one_modified_byte_is_a_hash_mismatch_naming_both_hashes() {
-        let pin = Pin::parse(&format!("repository = \"r\"\ncommit = \"c\"\npath = \"p\"\nsha256 = \"{}\"\n", sha256_hex(b"{}"))).unwrap();
+        let pin = Pin::parse(&format!(
+            "repository = \"r\"\ncommit = \"c\"\npath = \"p\"\nsha256 = \"{}\"\n",
+            sha256_hex(b"{}")
+        ))
+        .unwrap();
         assert_eq!(pin.verify(b"{}"), Ok(()));
         let err = pin.verify(b"{ ").unwrap_err();
         assert_eq!(

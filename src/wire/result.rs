@@ -112,8 +112,8 @@ impl std::fmt::Display for Method {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum CompleteResult {
-    /// `server/discover`
-    ServerDiscover(g::DiscoverResult),
+    /// `server/discover` (boxed: about twice the size of the other results).
+    ServerDiscover(Box<g::DiscoverResult>),
     /// `tools/list`
     ToolsList(g::ListToolsResult),
     /// `tools/call`
@@ -259,7 +259,10 @@ fn default_cache_hints(object: &mut Map<String, Value>) {
 }
 
 fn decode_complete(method: Method, value: Value) -> Result<Decoded, ResultError> {
-    fn typed<T: serde::de::DeserializeOwned>(method: Method, value: Value) -> Result<T, ResultError> {
+    fn typed<T: serde::de::DeserializeOwned>(
+        method: Method,
+        value: Value,
+    ) -> Result<T, ResultError> {
         serde_json::from_value(value).map_err(|e| ResultError::Schema {
             method,
             result_type: "complete".into(),
@@ -367,7 +370,8 @@ mod tests {
         assert_eq!(list.ttl_ms, 0);
         assert_eq!(list.cache_scope, g::ListToolsResultCacheScope::Private);
         // Strict keeps the schema's `minimum: 0`: a negative ttlMs is a schema error.
-        let value = list_tools(json!({"resultType": "complete", "ttlMs": -30, "cacheScope": "private"}));
+        let value =
+            list_tools(json!({"resultType": "complete", "ttlMs": -30, "cacheScope": "private"}));
         assert_eq!(
             decode_strict(Method::ToolsList, &value).unwrap_err(),
             ResultError::Schema {
