@@ -318,3 +318,65 @@ fn b18_empty_capability_object_is_kept_and_absent_stays_absent() {
         absent
     );
 }
+
+/// A2: a request id is a string or an integer, never `null` (nor a float or an object).
+#[test]
+fn a2_request_id_null_or_ill_typed_is_rejected() {
+    let request = |id: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                 "io.modelcontextprotocol/clientCapabilities": {}}}})
+    };
+    for id in [json!("abc"), json!(7)] {
+        let value = request(id);
+        assert_eq!(round_trip::<wire::ListToolsRequest>(&value).unwrap(), value);
+    }
+    for id in [json!(null), json!(1.5), json!({"n": 1})] {
+        let err = serde_json::from_value::<wire::ListToolsRequest>(request(id.clone()));
+        assert!(err.is_err(), "id {id} must be rejected");
+    }
+}
+
+/// A13: the client-request union knows only the core methods: `initialize` (removed) and an
+/// invented method match no variant; `tools/list` decodes as `ListToolsRequest`.
+#[test]
+fn a13_client_request_union_rejects_unknown_methods() {
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let known =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+    let decoded: wire::ClientRequest = serde_json::from_value(known.clone()).unwrap();
+    assert!(
+        matches!(decoded, wire::ClientRequest::ListToolsRequest(_)),
+        "{decoded:?}"
+    );
+    assert_eq!(serde_json::to_value(&decoded).unwrap(), known);
+    for method in ["initialize", "tools/lists"] {
+        let mut unknown = known.clone();
+        unknown["method"] = json!(method);
+        let err = serde_json::from_value::<wire::ClientRequest>(unknown).unwrap_err();
+        assert!(err.is_data(), "{method}: {err}");
+    }
+}
+
+/// Resource-contents union: text and blob stay apart, and contents with neither are refused.
+#[test]
+fn resource_contents_union_keeps_text_and_blob_apart_and_refuses_neither() {
+    let text = json!({"type": "resource", "resource": {"uri": "file:///a", "text": "hi"}});
+    let blob = json!({"type": "resource", "resource": {"uri": "file:///a", "blob": "AA=="}});
+    for value in [&text, &blob] {
+        assert_eq!(&round_trip::<wire::EmbeddedResource>(value).unwrap(), value);
+    }
+    let decoded: wire::EmbeddedResource = serde_json::from_value(blob).unwrap();
+    assert!(
+        matches!(
+            decoded.resource,
+            wire::EmbeddedResourceResource::BlobResourceContents(_)
+        ),
+        "{decoded:?}"
+    );
+    let neither = json!({"type": "resource", "resource": {"uri": "file:///a"}});
+    assert!(serde_json::from_value::<wire::EmbeddedResource>(neither)
+        .unwrap_err()
+        .is_data());
+}

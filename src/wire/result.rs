@@ -16,6 +16,7 @@
 use serde_json::{Map, Value};
 
 use crate::generated as g;
+use crate::wire::meta::{self, MetaKeyError};
 
 /// A client request method whose result this module decodes (A13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -178,6 +179,9 @@ pub enum ResultError {
         /// `ttlMs` or `cacheScope`.
         field: &'static str,
     },
+    /// A key of the result's `_meta` breaks the key syntax (B9).
+    #[error(transparent)]
+    Meta(#[from] MetaKeyError),
     /// The result does not match the schema type selected by `resultType` and method.
     #[error("`{method}` {result_type} result does not match the schema: {message}")]
     Schema {
@@ -193,6 +197,7 @@ pub enum ResultError {
 /// Strict decoding (server side): see the module docs.
 pub fn decode_strict(method: Method, result: &Value) -> Result<Decoded, ResultError> {
     let object = result.as_object().ok_or(ResultError::NotAnObject)?;
+    check_meta(object)?;
     let result_type = match object.get("resultType") {
         None => return Err(ResultError::MissingResultType),
         Some(Value::String(s)) => s.as_str(),
@@ -224,6 +229,7 @@ pub fn decode_strict(method: Method, result: &Value) -> Result<Decoded, ResultEr
 /// Lenient decoding (client side): see the module docs.
 pub fn decode_lenient(method: Method, result: &Value) -> Result<Decoded, ResultError> {
     let object = result.as_object().ok_or(ResultError::NotAnObject)?;
+    check_meta(object)?;
     let result_type = match object.get("resultType") {
         None => "complete",
         Some(Value::String(s)) => s.as_str(),
@@ -240,6 +246,15 @@ pub fn decode_lenient(method: Method, result: &Value) -> Result<Decoded, ResultE
         }
         "input_required" => decode_input_required(method, result.clone()),
         other => Err(ResultError::UnknownResultType(other.to_owned())),
+    }
+}
+
+/// B9 binds both sides, so both flavours check the result's `_meta` key syntax. A `_meta`
+/// that is not an object is left to the schema decode, which rejects it.
+fn check_meta(object: &Map<String, Value>) -> Result<(), ResultError> {
+    match object.get("_meta") {
+        Some(Value::Object(m)) => Ok(meta::check_meta_keys(m)?),
+        _ => Ok(()),
     }
 }
 
@@ -431,6 +446,24 @@ mod tests {
             decode_lenient(Method::ResourcesRead, &value),
             Ok(Decoded::InputRequired(_))
         ));
+    }
+
+    #[test]
+    fn b9_result_meta_keys_are_checked_in_both_flavours() {
+        let value = json!({"resultType": "complete", "content": [],
+            "_meta": {"com.example/ok": 1, "bad key": 2}});
+        let expected = ResultError::Meta(MetaKeyError::InvalidName {
+            key: "bad key".into(),
+            name: "bad key".into(),
+        });
+        assert_eq!(
+            decode_strict(Method::ToolsCall, &value).unwrap_err(),
+            expected
+        );
+        assert_eq!(
+            decode_lenient(Method::ToolsCall, &value).unwrap_err(),
+            expected
+        );
     }
 
     #[test]
