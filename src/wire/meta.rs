@@ -181,6 +181,142 @@ pub fn check_caller_key(key: &str) -> Result<MetaKey<'_>, MetaKeyError> {
     Ok(parsed)
 }
 
+/// Why the value of a reserved trace key is refused (B12: `traceparent`, `tracestate` and
+/// `baggage` must follow W3C Trace Context and W3C Baggage when present).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceValueError {
+    /// The value of a trace key is not a JSON string.
+    #[error("`_meta` `{0}` is not a string")]
+    NotAString(&'static str),
+    /// `traceparent` is not `version-traceid-parentid-flags` in lowercase hex, or uses the
+    /// invalid version `ff`, or an all-zero trace or parent id.
+    #[error("`traceparent` `{0}` is not a W3C traceparent")]
+    Traceparent(String),
+    /// A `tracestate` or `baggage` list member is not `key=value` with a valid key, or the
+    /// list is longer than W3C allows (32 `tracestate` members).
+    #[error("`{key}` member `{member}` is not a valid list member")]
+    ListMember {
+        /// `tracestate` or `baggage`.
+        key: &'static str,
+        /// The offending member, trimmed.
+        member: String,
+    },
+}
+
+/// Checks the values of `traceparent`, `tracestate` and `baggage` when present (B12).
+/// Other keys are not looked at.
+pub fn check_trace_values(meta: &Map<String, Value>) -> Result<(), TraceValueError> {
+    let text = |key: &'static str| match meta.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(TraceValueError::NotAString(key)),
+    };
+    if let Some(value) = text(TRACEPARENT)? {
+        if !is_traceparent(value) {
+            return Err(TraceValueError::Traceparent(value.to_owned()));
+        }
+    }
+    if let Some(value) = text(TRACESTATE)? {
+        check_list(TRACESTATE, value, 32, is_tracestate_key)?;
+    }
+    if let Some(value) = text(BAGGAGE)? {
+        check_list(BAGGAGE, value, usize::MAX, is_token)?;
+    }
+    Ok(())
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// W3C traceparent: `vv-<32 hex>-<16 hex>-ff`. Version `00` has exactly these four fields;
+/// later versions may append fields after another `-`, which are accepted unread.
+fn is_traceparent(value: &str) -> bool {
+    let mut parts = value.split('-');
+    let (Some(version), Some(trace_id), Some(parent_id), Some(flags)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let rest_ok = if version == "00" {
+        parts.next().is_none()
+    } else {
+        true
+    };
+    is_lower_hex(version, 2)
+        && version != "ff"
+        && is_lower_hex(trace_id, 32)
+        && trace_id.bytes().any(|b| b != b'0')
+        && is_lower_hex(parent_id, 16)
+        && parent_id.bytes().any(|b| b != b'0')
+        && is_lower_hex(flags, 2)
+        && rest_ok
+}
+
+/// Comma-separated `key=value` members; empty members (from `a=1,,b=2`) are allowed, as
+/// W3C lists permit them. The value is only required to be non-empty.
+fn check_list(
+    key: &'static str,
+    value: &str,
+    max_members: usize,
+    valid_key: fn(&str) -> bool,
+) -> Result<(), TraceValueError> {
+    let members: Vec<&str> = value
+        .split(',')
+        .map(|m| m.trim_matches([' ', '\t']))
+        .filter(|m| !m.is_empty())
+        .collect();
+    for member in &members {
+        let ok = member.split_once('=').is_some_and(|(k, v)| {
+            valid_key(k.trim_end_matches([' ', '\t'])) && !v.trim().is_empty()
+        });
+        if !ok {
+            return Err(TraceValueError::ListMember {
+                key,
+                member: (*member).to_owned(),
+            });
+        }
+    }
+    if members.len() > max_members {
+        return Err(TraceValueError::ListMember {
+            key,
+            member: members[max_members].to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// tracestate key: `simple-key` or `tenant@system`, lowercase letters first, then
+/// lowercase letters, digits, `_ - * /`; at most 256 characters.
+fn is_tracestate_key(key: &str) -> bool {
+    let part = |s: &str, first_may_be_digit: bool| {
+        let b = s.as_bytes();
+        !b.is_empty()
+            && (b[0].is_ascii_lowercase() || (first_may_be_digit && b[0].is_ascii_digit()))
+            && b.iter().all(|c| {
+                c.is_ascii_lowercase()
+                    || c.is_ascii_digit()
+                    || matches!(c, b'_' | b'-' | b'*' | b'/')
+            })
+    };
+    key.len() <= 256
+        && match key.split_once('@') {
+            Some((tenant, system)) => part(tenant, true) && part(system, false),
+            None => part(key, false),
+        }
+}
+
+/// HTTP token (RFC 9110 `tchar`), the baggage key syntax.
+fn is_token(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +421,80 @@ mod tests {
             Err(MetaKeyError::InvalidName {
                 key: "bad key".into(),
                 name: "bad key".into()
+            })
+        );
+    }
+
+    #[test]
+    fn b12_w3c_trace_values_are_checked_when_present() {
+        let ok = json!({
+            TRACEPARENT: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            TRACESTATE: "rojo=00f067aa0ba902b7, congo@t61rcWkgMzE=x",
+            BAGGAGE: "userId=alice, isProduction=false;p=1",
+        });
+        // `congo@t61rcWkgMzE` has an upper-case system part: not a valid tracestate key.
+        assert_eq!(
+            check_trace_values(ok.as_object().unwrap()),
+            Err(TraceValueError::ListMember {
+                key: TRACESTATE,
+                member: "congo@t61rcWkgMzE=x".into()
+            })
+        );
+        let ok = json!({
+            TRACEPARENT: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            TRACESTATE: "rojo=00f067aa0ba902b7,congo@t61=x",
+            BAGGAGE: "userId=alice, isProduction=false;p=1",
+        });
+        assert_eq!(check_trace_values(ok.as_object().unwrap()), Ok(()));
+        assert_eq!(check_trace_values(&Map::new()), Ok(()));
+    }
+
+    #[test]
+    fn b12_malformed_traceparent_values_are_typed_errors() {
+        for bad in [
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            let meta = json!({ TRACEPARENT: bad });
+            assert_eq!(
+                check_trace_values(meta.as_object().unwrap()),
+                Err(TraceValueError::Traceparent(bad.into())),
+                "{bad}"
+            );
+        }
+        let future =
+            json!({ TRACEPARENT: "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra" });
+        assert_eq!(check_trace_values(future.as_object().unwrap()), Ok(()));
+        let not_string = json!({ BAGGAGE: 5 });
+        assert_eq!(
+            check_trace_values(not_string.as_object().unwrap()),
+            Err(TraceValueError::NotAString(BAGGAGE))
+        );
+        let no_value = json!({ BAGGAGE: "a=1,b" });
+        assert_eq!(
+            check_trace_values(no_value.as_object().unwrap()),
+            Err(TraceValueError::ListMember {
+                key: BAGGAGE,
+                member: "b".into()
+            })
+        );
+    }
+
+    #[test]
+    fn b12_tracestate_has_at_most_32_members() {
+        let members: Vec<String> = (0..33).map(|i| format!("k{i}=v")).collect();
+        let meta = json!({ TRACESTATE: members[..32].join(",") });
+        assert_eq!(check_trace_values(meta.as_object().unwrap()), Ok(()));
+        let meta = json!({ TRACESTATE: members.join(",") });
+        assert_eq!(
+            check_trace_values(meta.as_object().unwrap()),
+            Err(TraceValueError::ListMember {
+                key: TRACESTATE,
+                member: "k32=v".into()
             })
         );
     }
