@@ -380,3 +380,77 @@ fn resource_contents_union_keeps_text_and_blob_apart_and_refuses_neither() {
         .unwrap_err()
         .is_data());
 }
+
+/// O124, A5, H1: every official result example decodes with the strict decoder (server side)
+/// and the lenient one (client side) for its method, and re-encodes unchanged. Folders
+/// `<X>Result` hold bare results, `<X>ResultResponse` full responses; input-required examples
+/// are decoded as answers to `tools/call`. The contradicted example is covered above.
+#[test]
+fn o124_a5_h1_every_official_result_example_decodes_strict_and_lenient() {
+    use wire::result::{decode_lenient, decode_strict, Decoded, Method};
+    let Some(dir) = examples_dir() else { return };
+    let methods = [
+        ("DiscoverResult", Method::ServerDiscover),
+        ("ListToolsResult", Method::ToolsList),
+        ("CallToolResult", Method::ToolsCall),
+        ("ListPromptsResult", Method::PromptsList),
+        ("GetPromptResult", Method::PromptsGet),
+        ("ListResourcesResult", Method::ResourcesList),
+        (
+            "ListResourceTemplatesResult",
+            Method::ResourcesTemplatesList,
+        ),
+        ("ReadResourceResult", Method::ResourcesRead),
+        ("CompleteResult", Method::CompletionComplete),
+        ("SubscriptionsListenResult", Method::SubscriptionsListen),
+        ("InputRequiredResult", Method::ToolsCall),
+    ];
+    let mut checked = 0;
+    for (stem, method) in methods {
+        for (folder, is_response) in [(stem.to_owned(), false), (format!("{stem}Response"), true)] {
+            let Ok(entries) = fs::read_dir(dir.join(&folder)) else {
+                continue;
+            };
+            let mut files: Vec<String> = entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            for file in files {
+                let relative = format!("{folder}/{file}");
+                if relative == CONTRADICTED {
+                    continue;
+                }
+                let example = load(&dir, &relative);
+                let result = if is_response {
+                    example["result"].clone()
+                } else {
+                    example
+                };
+                for (flavour, decode) in [
+                    ("strict", decode_strict as fn(Method, &Value) -> _),
+                    ("lenient", decode_lenient),
+                ] {
+                    let decoded: Decoded = decode(method, &result)
+                        .unwrap_or_else(|e| panic!("{relative} ({flavour}): {e}"));
+                    let expect_input = stem == "InputRequiredResult";
+                    assert_eq!(
+                        matches!(decoded, Decoded::InputRequired(_)),
+                        expect_input,
+                        "{relative} ({flavour}): {decoded:?}"
+                    );
+                    assert_eq!(
+                        serde_json::to_value(&decoded).unwrap(),
+                        result,
+                        "{relative} ({flavour}) re-encodes unchanged"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    println!("result examples decoded strict and lenient: {checked}");
+    assert_eq!(
+        checked, 21,
+        "number of official result examples (without the contradicted one)"
+    );
+}

@@ -109,8 +109,9 @@ impl std::fmt::Display for Method {
     }
 }
 
-/// A complete result, typed by the method that produced it.
-#[derive(Debug, Clone)]
+/// A complete result, typed by the method that produced it. Serializes as the inner result.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum CompleteResult {
     /// `server/discover` (boxed: about twice the size of the other results).
@@ -135,8 +136,10 @@ pub enum CompleteResult {
     SubscriptionsListen(g::SubscriptionsListenResult),
 }
 
-/// A decoded result: complete, or a request for more input (MRTR).
-#[derive(Debug, Clone)]
+/// A decoded result: complete, or a request for more input (MRTR). Serializes as the inner
+/// result.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum Decoded {
     /// `resultType: "complete"` (or absent, lenient only).
