@@ -122,7 +122,10 @@ fn run() -> Result<(), BuildError> {
     fs::write(&fresh, &code).map_err(|e| BuildError::Io(fresh.clone(), e))?;
 
     let snapshot = manifest.join(SNAPSHOT);
-    let committed = fs::read_to_string(&snapshot).unwrap_or_default();
+    // A checkout that converted line endings is still the same snapshot.
+    let committed = fs::read_to_string(&snapshot)
+        .unwrap_or_default()
+        .replace("\r\n", "\n");
     if committed == code {
         return Ok(());
     }
