@@ -17,5 +17,6 @@
 
 pub mod codec;
 pub mod core;
+pub mod generated;
 pub mod machine;
 pub mod wire;

@@ -1,4 +1,13 @@
 //! Exact wire types: the generated schema types plus the hand-written JSON-RPC glue.
+//!
+//! The generated types (from the pinned schema, see `build.rs`) are re-exported here so
+//! callers name them `wire::CallToolResult` etc.; `generated` stays an implementation
+//! detail that only this module and tests look through.
 
 pub mod jsonrpc;
 pub mod limits;
+pub mod meta;
+pub mod pin;
+pub mod result;
+
+pub use crate::generated::*;
