@@ -404,7 +404,9 @@ impl Chain {
     #[must_use]
     pub fn is_disposable(&self, now: Tick) -> bool {
         match self.phase {
-            Phase::Running { .. } | Phase::AwaitingAnswer { .. } => false,
+            Phase::Running { .. } => false,
+            // An unanswered prompt past its expiry can only ever be rejected.
+            Phase::AwaitingAnswer { expires, .. } => now.has_reached(expires),
             Phase::Invalidated { running } => !running,
             Phase::Expired => true,
             Phase::Completed | Phase::Failed => now.has_reached(self.last_expires),
