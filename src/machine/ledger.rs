@@ -26,6 +26,39 @@
 //!
 //! Why a chain per interaction rather than one ledger object: chains are independent, a shared
 //! store can hold them as separate records, and a model can compose as many as it needs.
+//!
+//! # Example: one round, as the core drives it
+//!
+//! ```
+//! use strict_mcp::core::seal::{open, principal_digest, request_digest, seal, KeyRing, SealKey};
+//! use strict_mcp::machine::ledger::*;
+//! use strict_mcp::machine::{Epoch, Tick};
+//!
+//! let ring = KeyRing::new(SealKey::new(1, [7; 32]));
+//! let principal = principal_digest(b"alice");
+//! let request = request_digest(Method::ToolsCall, "deploy", br#"{"env":"prod"}"#);
+//! let binding = Binding { principal, method: Method::ToolsCall, request };
+//!
+//! // The first invocation asks for input: create the chain and issue round 1.
+//! let mut chain = Chain::new(ChainId([1; 16]), binding, Epoch(0), LedgerConfig::default());
+//! let LedgerEffect::Prompt { state, .. } =
+//!     chain.handle(Tick(0), LedgerEvent::HandlerAsked { prompt: br#"{"input":{}}"#.to_vec() })
+//! else { unreachable!() };
+//! let token = seal(&ring, [0; 12], &state); // nonce: 12 random bytes from the core
+//!
+//! // The retry: open the token, then let the chain decide.
+//! let resume = Resume {
+//!     state: open(&ring, &token).expect("our own token"),
+//!     principal,
+//!     method: Method::ToolsCall,
+//!     request,
+//!     serving_epoch: Epoch(0),
+//!     answer: Some(br#"{"action":"accept","content":{}}"#.to_vec()),
+//! };
+//! assert_eq!(chain.handle(Tick(5), LedgerEvent::Resume(resume)), LedgerEffect::Dispatch { round: 1 });
+//! assert_eq!(chain.answers().len(), 1); // exact bytes, handed to the handler
+//! assert_eq!(chain.handle(Tick(9), LedgerEvent::HandlerCompleted), LedgerEffect::Completed);
+//! ```
 
 use super::{Digest, Epoch, Tick};
 
