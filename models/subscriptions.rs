@@ -8,8 +8,8 @@ mod common;
 
 use stateright::{Checker, Model, Property};
 use strict_mcp::machine::subscriptions::{
-    Change, Filter, Listen, ListenEffect, ListenEvent, ListenFaults, ServerSupport, SubscriptionId,
-    Transport,
+    Change, ClientListen, Filter, Incoming, Listen, ListenEffect, ListenEvent, ListenFaults,
+    ServerSupport, SubscriptionId, Transport, Verdict,
 };
 use strict_mcp::machine::Tick;
 
@@ -26,6 +26,10 @@ struct State {
     stream: Listen,
     /// Everything sent on the stream, in order.
     log: Vec<ListenEffect>,
+    /// The strict client's view of the same stream, fed every message.
+    client: ClientListen,
+    /// The client refused a message the server sent.
+    client_rejected: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -77,6 +81,8 @@ impl Model for ListenModel {
             .map(|t| State {
                 stream: Listen::with_faults(SubscriptionId(ID.into()), t, requested(), self.faults),
                 log: Vec::new(),
+                client: ClientListen::new(SubscriptionId(ID.into()), requested()),
+                client_rejected: false,
             })
             .collect()
     }
@@ -106,7 +112,21 @@ impl Model for ListenModel {
             Action::ServerClosing => ListenEvent::ServerClosing,
         };
         let effects = s.stream.handle(Tick(0), event);
-        s.log.extend(effects.0);
+        for e in effects.0 {
+            let incoming = match e.clone() {
+                ListenEffect::SendAcknowledged { id, filter } => {
+                    Incoming::Acknowledged { id, filter }
+                }
+                ListenEffect::SendNotification { id, change } => {
+                    Incoming::Notification { id, change }
+                }
+                ListenEffect::SendClosingResult { id } => Incoming::ClosingResult { id },
+                ListenEffect::SendCancelled { id } => Incoming::Cancelled { id },
+                ListenEffect::CloseStream => Incoming::StreamClosed,
+            };
+            s.client_rejected |= matches!(s.client.handle(Tick(0), incoming), Verdict::Reject(_));
+            s.log.push(e);
+        }
         Some(s)
     }
 
@@ -186,6 +206,10 @@ impl Model for ListenModel {
                     }),
                 },
             ),
+            Property::always(
+                "K7: the strict client accepts everything the server sends",
+                |_, s: &State| !s.client_rejected,
+            ),
             Property::sometimes("K12: a notification is delivered", |_, s: &State| {
                 s.log
                     .iter()
@@ -239,5 +263,17 @@ fn planted_notify_before_ack_is_caught() {
         "notify_before_ack",
         model(faults),
         "K3: no notification precedes its acknowledgement",
+    );
+}
+
+#[test]
+fn planted_notify_before_ack_is_also_refused_by_the_strict_client() {
+    let faults = ListenFaults {
+        notify_before_ack: true,
+    };
+    common::hunt(
+        "notify_before_ack (client view)",
+        model(faults),
+        "K7: the strict client accepts everything the server sends",
     );
 }

@@ -94,13 +94,34 @@ impl Number {
         })
     }
 
+    /// A number from a handler's `f64` (shortest round-tripping text); `None` if not finite.
+    #[must_use]
+    pub fn from_f64(value: f64) -> Option<Number> {
+        let n = serde_json::Number::from_f64(value)?;
+        Some(Number {
+            raw: n.to_string(),
+            bits: value.to_bits(),
+        })
+    }
+
+    /// A number from a handler's integer.
+    #[must_use]
+    pub fn from_u64(value: u64) -> Number {
+        // Exact text; the comparison value is the nearest f64 (see `value`).
+        Number {
+            raw: value.to_string(),
+            bits: (value as f64).to_bits(),
+        }
+    }
+
     /// The exact JSON text (so `0`, `0.0` and `1e2` go out as they came in).
     #[must_use]
     pub fn as_json(&self) -> &str {
         &self.raw
     }
 
-    /// The value, for comparisons only.
+    /// The value, for comparisons only. Integers beyond 2^53 compare by their nearest `f64`, so
+    /// two huge values that differ only past that precision count as "not increasing".
     #[must_use]
     pub fn value(&self) -> f64 {
         f64::from_bits(self.bits)
@@ -140,6 +161,8 @@ pub enum ProgressProblem {
     InvalidTotal,
     /// An update arrived while no invocation runs.
     NotRunning,
+    /// The handler supplied a value that is not a finite JSON number.
+    InvalidNumber,
 }
 
 impl ProgressProblem {
@@ -150,6 +173,7 @@ impl ProgressProblem {
             ProgressProblem::NotIncreasing => "progress_not_increasing",
             ProgressProblem::InvalidTotal => "progress_invalid_total",
             ProgressProblem::NotRunning => "progress_not_running",
+            ProgressProblem::InvalidNumber => "progress_invalid_number",
         }
     }
 }
@@ -169,6 +193,9 @@ pub enum PacerEvent {
     InvocationStarted,
     /// The handler reported an update.
     Update(Update),
+    /// The handler reported an update the core could not turn into an [`Update`] (e.g. a
+    /// non-finite number); it is reported like any other problem, at most once per invocation.
+    Invalid(ProgressProblem),
     /// The core invocation ended (any pending update is discarded).
     InvocationEnded,
     /// The outer call was answered; the pacer is finished for good.
@@ -313,6 +340,13 @@ impl Pacer {
                 PacerEffect::Ignored
             }
             PacerEvent::Update(update) => self.on_update(now, update),
+            PacerEvent::Invalid(problem) => {
+                if self.token.is_none() {
+                    PacerEffect::Ignored
+                } else {
+                    self.report(problem)
+                }
+            }
         }
     }
 
@@ -571,6 +605,49 @@ mod tests {
         );
         assert_eq!(p.handle_timeout(Tick(20)), PacerEffect::Ignored);
         let _ = delivered(p.handle_timeout(Tick(1_100)));
+    }
+
+    #[test]
+    fn o59_invalid_values_are_reported_once_per_invocation() {
+        let mut p = running("1");
+        let bad = PacerEvent::Invalid(ProgressProblem::InvalidNumber);
+        assert_eq!(
+            p.handle(Tick(0), bad.clone()),
+            PacerEffect::Report(ProgressProblem::InvalidNumber)
+        );
+        assert_eq!(p.handle(Tick(0), bad.clone()), PacerEffect::Ignored);
+        assert_eq!(p.handle(Tick(0), upd("1")), delivered_effect("1"));
+        let mut disabled = Pacer::new(None);
+        assert_eq!(
+            disabled.handle(Tick(0), bad),
+            PacerEffect::Ignored,
+            "O57: disabled means silent"
+        );
+        assert_eq!(
+            ProgressProblem::InvalidNumber.code(),
+            "progress_invalid_number"
+        );
+    }
+
+    fn delivered_effect(p: &str) -> PacerEffect {
+        PacerEffect::Deliver(Notification {
+            token: ProgressToken::parse("1").unwrap(),
+            progress: num(p),
+            total: None,
+            message: None,
+        })
+    }
+
+    #[test]
+    fn numbers_from_handler_values() {
+        assert_eq!(
+            Number::from_f64(0.5).map(|n| n.as_json().to_owned()),
+            Some("0.5".to_owned())
+        );
+        assert!(Number::from_f64(f64::NAN).is_none());
+        assert!(Number::from_f64(f64::INFINITY).is_none());
+        assert_eq!(Number::from_u64(u64::MAX).as_json(), "18446744073709551615");
+        assert_eq!(Number::from_u64(3).value(), 3.0);
     }
 
     #[test]

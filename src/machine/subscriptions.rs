@@ -1,4 +1,5 @@
-//! One `subscriptions/listen` stream (K-section, O6).
+//! One `subscriptions/listen` stream (K-section, O6): [`Listen`] is the server side,
+//! [`ClientListen`] the strict client's check of what arrives (K6, K7).
 //!
 //! `Requested → Acknowledged → Closed` (or `Requested → Closed`). The stream's first message is
 //! the acknowledgement carrying the effective filter (requested ∩ supported, K3, K13); every later
@@ -309,6 +310,213 @@ impl Listen {
     }
 }
 
+/// A message received on a listen stream by the client (after decoding).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Incoming {
+    /// `notifications/subscriptions/acknowledged`.
+    Acknowledged {
+        /// `_meta.subscriptionId`.
+        id: SubscriptionId,
+        /// `notifications` as acknowledged.
+        filter: Filter,
+    },
+    /// A stream notification.
+    Notification {
+        /// `_meta.subscriptionId`.
+        id: SubscriptionId,
+        /// What changed.
+        change: Change,
+    },
+    /// The listen result (the server ends the subscription, K10).
+    ClosingResult {
+        /// `_meta.subscriptionId`.
+        id: SubscriptionId,
+    },
+    /// Server-sent `notifications/cancelled` for the listen id (stdio, J12).
+    Cancelled {
+        /// The listen request id it references.
+        id: SubscriptionId,
+    },
+    /// The transport closed the stream.
+    StreamClosed,
+}
+
+/// A server message the strict client refuses (K7). The stream stays usable: one bad message is
+/// dropped, not the subscription.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Violation {
+    /// A notification before the acknowledgement.
+    BeforeAck,
+    /// A subscription id other than this stream's.
+    UnknownId,
+    /// A notification type or URI outside the acknowledged filter.
+    OutsideFilter,
+    /// A second acknowledgement.
+    DuplicateAck,
+    /// The acknowledgement grants something that was not requested.
+    AckWidensFilter,
+    /// Anything after the subscription ended.
+    AfterEnd,
+}
+
+/// The client's verdict on one incoming message.
+#[must_use = "a verdict says whether to deliver, drop or end"]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The subscription is live with this effective filter; `dropped` is what the server did not
+    /// honour (K6), for the application to cope with (e.g. poll instead).
+    Acknowledged {
+        /// Effective filter.
+        filter: Filter,
+        /// Requested but not acknowledged.
+        dropped: Filter,
+    },
+    /// Hand this change to the application.
+    Deliver(Change),
+    /// Refuse and drop this message.
+    Reject(Violation),
+    /// The subscription ended. `graceful` is false when the stream closed without the listen
+    /// result, which a client may treat as unexpected and re-listen (K11).
+    Ended {
+        /// The server sent the closing result first.
+        graceful: bool,
+    },
+    /// Nothing to do (e.g. the stdio `notifications/cancelled` after the result).
+    Nothing,
+}
+
+fn subset(granted: &Filter, requested: &Filter) -> bool {
+    (!granted.tools_list_changed || requested.tools_list_changed)
+        && (!granted.prompts_list_changed || requested.prompts_list_changed)
+        && (!granted.resources_list_changed || requested.resources_list_changed)
+        && match (
+            &granted.resource_subscriptions,
+            &requested.resource_subscriptions,
+        ) {
+            (None, _) => true,
+            (Some(g), Some(r)) => g.is_subset(r),
+            (Some(_), None) => false,
+        }
+}
+
+fn minus(requested: &Filter, granted: &Filter) -> Filter {
+    Filter {
+        tools_list_changed: requested.tools_list_changed && !granted.tools_list_changed,
+        prompts_list_changed: requested.prompts_list_changed && !granted.prompts_list_changed,
+        resources_list_changed: requested.resources_list_changed && !granted.resources_list_changed,
+        resource_subscriptions: requested.resource_subscriptions.as_ref().and_then(|r| {
+            let left: BTreeSet<String> = match &granted.resource_subscriptions {
+                Some(g) => r.difference(g).cloned().collect(),
+                None => r.clone(),
+            };
+            (!left.is_empty()).then_some(left)
+        }),
+    }
+}
+
+/// The client side of one listen stream: checks every incoming message against K3, K4 and K7.
+///
+/// Calling order: [`ClientListen::new`] with the id and filter the client sent, then
+/// [`ClientListen::handle`] for each message demultiplexed to this stream (on stdio by
+/// `subscriptionId`, K7), then once [`Incoming::StreamClosed`] when the transport ends.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientListen {
+    id: SubscriptionId,
+    requested: Filter,
+    phase: ClientPhase,
+}
+
+/// Where a client-side stream stands.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ClientPhase {
+    /// Waiting for the acknowledgement.
+    AwaitingAck,
+    /// Live with this effective filter.
+    Live(Filter),
+    /// The listen result arrived; only `notifications/cancelled` and the close may follow.
+    Closing,
+    /// Over.
+    Ended,
+}
+
+impl ClientListen {
+    /// A stream for the listen request `id` that asked for `requested`.
+    #[must_use]
+    pub fn new(id: SubscriptionId, requested: Filter) -> ClientListen {
+        ClientListen {
+            id,
+            requested,
+            phase: ClientPhase::AwaitingAck,
+        }
+    }
+
+    /// Current phase.
+    #[must_use]
+    pub fn phase(&self) -> &ClientPhase {
+        &self.phase
+    }
+
+    /// Judge one incoming message. `now` is accepted for uniformity; nothing here depends on it.
+    pub fn handle(&mut self, _now: super::Tick, incoming: Incoming) -> Verdict {
+        let id_ok = |id: &SubscriptionId| *id == self.id;
+        match (&self.phase, incoming) {
+            (ClientPhase::Ended, Incoming::StreamClosed) => Verdict::Nothing,
+            (ClientPhase::Ended, _) => Verdict::Reject(Violation::AfterEnd),
+            (ClientPhase::Closing, Incoming::StreamClosed) => {
+                self.phase = ClientPhase::Ended;
+                Verdict::Ended { graceful: true }
+            }
+            (_, Incoming::StreamClosed) => {
+                self.phase = ClientPhase::Ended;
+                Verdict::Ended { graceful: false }
+            }
+            (
+                _,
+                Incoming::Acknowledged { id, .. }
+                | Incoming::Notification { id, .. }
+                | Incoming::ClosingResult { id }
+                | Incoming::Cancelled { id },
+            ) if !id_ok(&id) => Verdict::Reject(Violation::UnknownId),
+            (ClientPhase::Closing, Incoming::Cancelled { .. }) => {
+                self.phase = ClientPhase::Ended;
+                Verdict::Ended { graceful: true }
+            }
+            (ClientPhase::Closing, _) => Verdict::Reject(Violation::AfterEnd),
+            (ClientPhase::AwaitingAck, Incoming::Acknowledged { filter, .. }) => {
+                if !subset(&filter, &self.requested) {
+                    return Verdict::Reject(Violation::AckWidensFilter);
+                }
+                let dropped = minus(&self.requested, &filter);
+                self.phase = ClientPhase::Live(filter.clone());
+                Verdict::Acknowledged { filter, dropped }
+            }
+            (
+                ClientPhase::AwaitingAck,
+                Incoming::Notification { .. } | Incoming::ClosingResult { .. },
+            ) => Verdict::Reject(Violation::BeforeAck),
+            (ClientPhase::Live(_), Incoming::Acknowledged { .. }) => {
+                Verdict::Reject(Violation::DuplicateAck)
+            }
+            (ClientPhase::Live(filter), Incoming::Notification { change, .. }) => {
+                if filter.admits(&change) {
+                    Verdict::Deliver(change)
+                } else {
+                    Verdict::Reject(Violation::OutsideFilter)
+                }
+            }
+            (ClientPhase::Live(_), Incoming::ClosingResult { .. }) => {
+                self.phase = ClientPhase::Closing;
+                Verdict::Nothing
+            }
+            // A server-sent cancel without the result first still ends the subscription (J12).
+            (ClientPhase::AwaitingAck | ClientPhase::Live(_), Incoming::Cancelled { .. }) => {
+                self.phase = ClientPhase::Ended;
+                Verdict::Ended { graceful: false }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,5 +716,182 @@ mod tests {
             vec![]
         );
         assert_eq!(l.poll_timeout(), None);
+    }
+    fn client() -> ClientListen {
+        ClientListen::new(id(), requested())
+    }
+
+    fn ack(filter: Filter) -> Incoming {
+        Incoming::Acknowledged { id: id(), filter }
+    }
+
+    fn note(change: Change) -> Incoming {
+        Incoming::Notification { id: id(), change }
+    }
+
+    #[test]
+    fn k7_client_rejects_notifications_before_the_ack_and_unknown_ids() {
+        let mut c = client();
+        assert_eq!(
+            c.handle(Tick(0), note(Change::ToolsListChanged)),
+            Verdict::Reject(Violation::BeforeAck)
+        );
+        let foreign = Incoming::Notification {
+            id: SubscriptionId("\"other\"".into()),
+            change: Change::ToolsListChanged,
+        };
+        assert_eq!(
+            c.handle(Tick(0), foreign),
+            Verdict::Reject(Violation::UnknownId)
+        );
+        // K4: same value, other JSON type (string "1" vs integer 1) is another id.
+        let mut numeric = ClientListen::new(SubscriptionId("1".into()), Filter::default());
+        let typed = Incoming::Acknowledged {
+            id: SubscriptionId("\"1\"".into()),
+            filter: Filter::default(),
+        };
+        assert_eq!(
+            numeric.handle(Tick(0), typed),
+            Verdict::Reject(Violation::UnknownId)
+        );
+    }
+
+    #[test]
+    fn k6_k7_client_reports_dropped_types_and_rejects_outside_filter() {
+        let mut c = client();
+        let only_tools = Filter {
+            tools_list_changed: true,
+            ..Filter::default()
+        };
+        assert_eq!(
+            c.handle(Tick(0), ack(only_tools.clone())),
+            Verdict::Acknowledged {
+                filter: only_tools,
+                dropped: Filter {
+                    tools_list_changed: false,
+                    ..requested()
+                },
+            }
+        );
+        assert_eq!(
+            c.handle(Tick(1), note(Change::ToolsListChanged)),
+            Verdict::Deliver(Change::ToolsListChanged)
+        );
+        assert_eq!(
+            c.handle(Tick(1), note(Change::ResourcesListChanged)),
+            Verdict::Reject(Violation::OutsideFilter)
+        );
+        assert_eq!(
+            c.handle(Tick(1), ack(Filter::default())),
+            Verdict::Reject(Violation::DuplicateAck)
+        );
+    }
+
+    #[test]
+    fn k3_client_rejects_an_ack_granting_more_than_requested() {
+        let mut c = client();
+        let wider = Filter {
+            prompts_list_changed: true,
+            ..requested()
+        };
+        assert_eq!(
+            c.handle(Tick(0), ack(wider)),
+            Verdict::Reject(Violation::AckWidensFilter)
+        );
+        let more_uris = Filter {
+            resource_subscriptions: Some(
+                ["file:///a".to_string(), "file:///z".to_string()]
+                    .into_iter()
+                    .collect(),
+            ),
+            ..requested()
+        };
+        assert_eq!(
+            c.handle(Tick(0), ack(more_uris)),
+            Verdict::Reject(Violation::AckWidensFilter)
+        );
+        assert_eq!(c.phase(), &ClientPhase::AwaitingAck);
+    }
+
+    #[test]
+    fn k10_k11_graceful_and_unexpected_ends() {
+        let mut c = client();
+        let _ = c.handle(Tick(0), ack(requested()));
+        assert_eq!(
+            c.handle(Tick(1), Incoming::ClosingResult { id: id() }),
+            Verdict::Nothing
+        );
+        assert_eq!(
+            c.handle(Tick(1), note(Change::ToolsListChanged)),
+            Verdict::Reject(Violation::AfterEnd)
+        );
+        assert_eq!(
+            c.handle(Tick(1), Incoming::Cancelled { id: id() }),
+            Verdict::Ended { graceful: true }
+        );
+        assert_eq!(c.handle(Tick(2), Incoming::StreamClosed), Verdict::Nothing);
+        assert_eq!(
+            c.handle(Tick(2), note(Change::ToolsListChanged)),
+            Verdict::Reject(Violation::AfterEnd)
+        );
+
+        let mut abrupt = client();
+        let _ = abrupt.handle(Tick(0), ack(requested()));
+        assert_eq!(
+            abrupt.handle(Tick(1), Incoming::StreamClosed),
+            Verdict::Ended { graceful: false }
+        );
+    }
+
+    #[test]
+    fn server_and_client_machines_agree() {
+        // Whatever the server machine emits, the client machine accepts.
+        let mut server = Listen::new(id(), Transport::Stdio, requested());
+        let mut c = client();
+        let support = ServerSupport {
+            tools_list_changed: true,
+            resources_subscribe: true,
+            ..ServerSupport::default()
+        };
+        let mut sent = server.handle(Tick(0), ListenEvent::Acknowledge(support)).0;
+        for change in [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourceUpdated {
+                uri: "file:///a".into(),
+            },
+        ] {
+            sent.extend(server.handle(Tick(1), ListenEvent::Change(change)).0);
+        }
+        sent.extend(server.handle(Tick(2), ListenEvent::ServerClosing).0);
+        let verdicts: Vec<Verdict> = sent
+            .into_iter()
+            .map(|e| {
+                let incoming = match e {
+                    ListenEffect::SendAcknowledged { id, filter } => {
+                        Incoming::Acknowledged { id, filter }
+                    }
+                    ListenEffect::SendNotification { id, change } => {
+                        Incoming::Notification { id, change }
+                    }
+                    ListenEffect::SendClosingResult { id } => Incoming::ClosingResult { id },
+                    ListenEffect::SendCancelled { id } => Incoming::Cancelled { id },
+                    ListenEffect::CloseStream => Incoming::StreamClosed,
+                };
+                c.handle(Tick(3), incoming)
+            })
+            .collect();
+        assert!(
+            verdicts.iter().all(|v| !matches!(v, Verdict::Reject(_))),
+            "{verdicts:?}"
+        );
+        assert_eq!(
+            verdicts
+                .iter()
+                .filter(|v| matches!(v, Verdict::Deliver(_)))
+                .count(),
+            2
+        );
+        assert!(verdicts.contains(&Verdict::Ended { graceful: true }));
     }
 }
