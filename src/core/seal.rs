@@ -25,7 +25,8 @@ use crate::machine::{Digest, Epoch, Tick};
 /// Format byte of the current token layout.
 const FORMAT: u8 = 1;
 const HEADER_LEN: usize = 1 + 4;
-const NONCE_LEN: usize = 12;
+/// Bytes of nonce per token (ChaCha20-Poly1305's 96-bit nonce).
+pub const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 /// `chain(16) ‖ principal(32) ‖ method(1) ‖ request(32) ‖ round(1) ‖ expires(8) ‖ epoch(8)`.
 const PLAINTEXT_LEN: usize = 16 + 32 + 1 + 32 + 1 + 8 + 8;
@@ -189,6 +190,20 @@ fn decode_state(p: &[u8]) -> Option<RequestState> {
         expires: Tick(u64::from_be_bytes(expires.try_into().ok()?)),
         epoch: Epoch(u64::from_be_bytes(epoch.try_into().ok()?)),
     })
+}
+
+/// 12 fresh random nonce bytes from the OS, for [`seal`].
+pub fn random_nonce() -> Result<[u8; NONCE_LEN], getrandom::Error> {
+    let mut nonce = [0u8; NONCE_LEN];
+    getrandom::getrandom(&mut nonce)?;
+    Ok(nonce)
+}
+
+/// A fresh random chain id from the OS, for `Chain::new` (the machine never draws randomness).
+pub fn random_chain_id() -> Result<ChainId, getrandom::Error> {
+    let mut id = [0u8; 16];
+    getrandom::getrandom(&mut id)?;
+    Ok(ChainId(id))
 }
 
 /// Seal `state` under the ring's current key with this (random, never reused) nonce.
@@ -373,6 +388,12 @@ mod tests {
         );
         assert_ne!(principal_digest(b"x"), principal_digest(b"y"));
         assert_eq!(principal_digest(b"x"), principal_digest(b"x"));
+    }
+
+    #[test]
+    fn random_nonces_and_chain_ids_differ() {
+        assert_ne!(random_nonce().unwrap(), random_nonce().unwrap());
+        assert_ne!(random_chain_id().unwrap(), random_chain_id().unwrap());
     }
 
     #[test]
