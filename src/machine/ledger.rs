@@ -182,6 +182,18 @@ pub struct LedgerConfig {
     pub faults: LedgerFaults,
 }
 
+impl LedgerConfig {
+    /// A configuration with this state lifetime. Prefer this (or `..LedgerConfig::default()`)
+    /// over a struct literal: model builds add a `faults` field.
+    #[must_use]
+    pub fn with_ttl(state_ttl_ms: u64) -> LedgerConfig {
+        LedgerConfig {
+            state_ttl_ms,
+            ..LedgerConfig::default()
+        }
+    }
+}
+
 impl Default for LedgerConfig {
     fn default() -> Self {
         LedgerConfig {
@@ -666,10 +678,7 @@ mod tests {
     const TTL: u64 = 1_000;
 
     fn chain() -> Chain {
-        let config = LedgerConfig {
-            state_ttl_ms: TTL,
-            ..LedgerConfig::default()
-        };
+        let config = LedgerConfig::with_ttl(TTL);
         Chain::new(
             ID,
             Binding {
