@@ -50,7 +50,7 @@ proptest! {
     fn ledger_random_sequences(ops in proptest::collection::vec((ledger_op(), any::<u16>()), 0..80), ttl in 1u64..5_000) {
         let alice = Digest([1; 32]);
         let req = Digest([2; 32]);
-        let config = LedgerConfig { state_ttl_ms: ttl, ..LedgerConfig::default() };
+        let config = LedgerConfig::with_ttl(ttl);
         let mut chain = Chain::new(ChainId([5; 16]), Binding { principal: alice, method: Method::ToolsCall, request: req }, Epoch(0), config);
         let mut tokens: Vec<RequestState> = Vec::new();
         let (mut dispatches, mut completions) = (0usize, 0usize);

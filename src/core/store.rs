@@ -186,10 +186,7 @@ mod tests {
             method: Method::ToolsCall,
             request: Digest([2; 32]),
         };
-        let config = LedgerConfig {
-            state_ttl_ms: 100,
-            ..LedgerConfig::default()
-        };
+        let config = LedgerConfig::with_ttl(100);
         Chain::new(ChainId([id; 16]), binding, Epoch(0), config)
     }
 

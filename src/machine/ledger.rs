@@ -183,24 +183,21 @@ pub struct LedgerConfig {
 }
 
 impl LedgerConfig {
-    /// A configuration with this state lifetime. Prefer this (or `..LedgerConfig::default()`)
-    /// over a struct literal: model builds add a `faults` field.
+    /// A configuration with this state lifetime. Prefer this over a struct literal: model builds
+    /// add a `faults` field that normal builds do not have.
     #[must_use]
     pub fn with_ttl(state_ttl_ms: u64) -> LedgerConfig {
         LedgerConfig {
             state_ttl_ms,
-            ..LedgerConfig::default()
+            #[cfg(feature = "model")]
+            faults: LedgerFaults::default(),
         }
     }
 }
 
 impl Default for LedgerConfig {
     fn default() -> Self {
-        LedgerConfig {
-            state_ttl_ms: DEFAULT_STATE_TTL_MS,
-            #[cfg(feature = "model")]
-            faults: LedgerFaults::default(),
-        }
+        LedgerConfig::with_ttl(DEFAULT_STATE_TTL_MS)
     }
 }
 
