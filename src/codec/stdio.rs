@@ -57,6 +57,7 @@ impl LineFramer {
             return (consumed, Some(LineEvent::Oversized));
         }
         if newline.is_none() {
+            self.grow_within_bound(chunk.len());
             self.buf.extend_from_slice(chunk);
             return (consumed, None);
         }
@@ -71,6 +72,19 @@ impl LineFramer {
             return (consumed, None);
         }
         (consumed, Some(LineEvent::Line(line)))
+    }
+
+    /// Reserves room for `extra` more bytes, doubling like `Vec` but never past the bound, so
+    /// the buffer's capacity (not just its length) stays within `max_line_bytes`.
+    fn grow_within_bound(&mut self, extra: usize) {
+        let needed = self.buf.len() + extra;
+        if needed > self.buf.capacity() {
+            let target = needed
+                .max(self.buf.capacity().saturating_mul(2))
+                .max(64)
+                .min(self.max_line_bytes);
+            self.buf.reserve_exact(target - self.buf.len());
+        }
     }
 
     /// End of input: a final line without a newline is still delivered.
