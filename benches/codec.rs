@@ -32,17 +32,24 @@ fn tools_call(target: usize) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Best-of-rounds seconds per iteration of `f`.
-fn time(mut f: impl FnMut(), iters: u32) -> f64 {
-    let mut best = Duration::MAX;
-    for _ in 0..7 {
+/// Seconds per iteration of `a` and of `b`, best of several rounds. The two are measured in
+/// alternation so that load from other processes hits both alike.
+fn time_pair(mut a: impl FnMut(), mut b: impl FnMut(), iters: u32, rounds: u32) -> (f64, f64) {
+    let (mut best_a, mut best_b) = (Duration::MAX, Duration::MAX);
+    for _ in 0..rounds {
         let start = Instant::now();
         for _ in 0..iters {
-            f();
+            a();
         }
-        best = best.min(start.elapsed());
+        best_a = best_a.min(start.elapsed());
+        let start = Instant::now();
+        for _ in 0..iters {
+            b();
+        }
+        best_b = best_b.min(start.elapsed());
     }
-    best.as_secs_f64() / f64::from(iters)
+    let per = |d: Duration| d.as_secs_f64() / f64::from(iters);
+    (per(best_a), per(best_b))
 }
 
 fn main() {
@@ -55,21 +62,22 @@ fn main() {
         ("1MiB", 1024 * 1024, 25),
     ] {
         let frame = tools_call(size);
-        assert!(decode(&frame, &IngressLimits::SERVER).is_ok(), "bench frame must decode");
+        assert!(
+            decode(&frame, &IngressLimits::SERVER).is_ok(),
+            "bench frame must decode"
+        );
         let iters = if quick { 1 } else { iters };
-        let t_decode = time(
+        let (t_decode, t_value) = time_pair(
             || {
                 let _ = black_box(decode(black_box(&frame), &IngressLimits::SERVER));
             },
-            iters,
-        );
-        let t_value = time(
             || {
                 let _ = black_box(serde_json::from_slice::<serde_json::Value>(black_box(
                     &frame,
                 )));
             },
             iters,
+            if quick { 1 } else { 15 },
         );
         let mbs = |t: f64| frame.len() as f64 / t / 1e6;
         println!(

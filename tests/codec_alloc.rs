@@ -54,7 +54,9 @@ fn oversized_line_is_never_buffered() {
         events.extend(ev);
     }
     let peak = dhat::HeapStats::get().max_bytes.saturating_sub(base);
-    println!("10 MiB oversized line: peak {peak} bytes above baseline (bound {MAX_REQUEST_FRAME_BYTES})");
+    println!(
+        "10 MiB oversized line: peak {peak} bytes above baseline (bound {MAX_REQUEST_FRAME_BYTES})"
+    );
     assert!(
         peak <= MAX_REQUEST_FRAME_BYTES + 4096,
         "framer peak {peak} exceeds the bound"
@@ -72,7 +74,8 @@ fn oversized_line_is_never_buffered() {
 
 /// A frame exactly at the bound decodes with about one copy of its params as extra memory.
 fn frame_at_bound_costs_about_one_copy() {
-    let head = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":""#;
+    let head =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":""#;
     let tail = br#""}}}"#;
     let mut frame = Vec::with_capacity(MAX_REQUEST_FRAME_BYTES);
     frame.extend_from_slice(head);

@@ -4,8 +4,8 @@
 
 use serde_json::value::RawValue;
 use strict_mcp::codec::{
-    check_identity, encode, encode_line, preflight_result, EgressBound, EgressError,
-    EgressLimits, LineWriter,
+    check_identity, encode, encode_line, preflight_result, EgressBound, EgressError, EgressLimits,
+    LineWriter,
 };
 use strict_mcp::wire::jsonrpc::{
     ErrorCode, ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
@@ -51,17 +51,25 @@ fn o39_result_payload_at_16mib_minus_reserve_passes_one_over_is_too_large() {
         limit: 16_769_024,
         actual: 16_769_025,
     };
-    assert_eq!(preflight_result(&over, &EgressLimits::SERVER), Err(expected.clone()));
+    assert_eq!(
+        preflight_result(&over, &EgressLimits::SERVER),
+        Err(expected.clone())
+    );
     let err = encode(&success(over), &EgressLimits::SERVER).expect_err("too large");
     assert_eq!(err, expected);
-    assert!(err.is_too_large(), "O40: the server's cue for result_too_large");
+    assert!(
+        err.is_too_large(),
+        "O40: the server's cue for result_too_large"
+    );
     assert_eq!(err.code(), ErrorCode::InternalError);
 }
 
 #[test]
 fn o39_whole_message_bound_at_n_and_n_plus_1() {
     let message = success(raw(r#"{"resultType":"complete","content":[]}"#.into()));
-    let len = encode(&message, &EgressLimits::SERVER).expect("encode").len();
+    let len = encode(&message, &EgressLimits::SERVER)
+        .expect("encode")
+        .len();
     let exact = EgressLimits {
         max_message_bytes: len,
         reserve_bytes: 0,
@@ -99,7 +107,10 @@ fn o42_notification_params_at_8kib_pass_one_over_is_too_large() {
 
 #[test]
 fn o39_identity_at_4kib_passes_one_over_is_too_large() {
-    assert_eq!(check_identity(&object_of_len(4096), &EgressLimits::SERVER), Ok(()));
+    assert_eq!(
+        check_identity(&object_of_len(4096), &EgressLimits::SERVER),
+        Ok(())
+    );
     assert_eq!(
         check_identity(&object_of_len(4097), &EgressLimits::SERVER),
         Err(EgressError::TooLarge {
@@ -163,8 +174,11 @@ fn c1_pretty_raw_values_are_compacted_to_one_line_and_strings_keep_escapes() {
         None,
         ErrorObject::new(ErrorCode::InvalidParams, "two\nlines"),
     );
-    let line = encode_line(&Message::Response(Response::Error(err)), &EgressLimits::SERVER)
-        .expect("line");
+    let line = encode_line(
+        &Message::Response(Response::Error(err)),
+        &EgressLimits::SERVER,
+    )
+    .expect("line");
     assert_eq!(
         line.into_bytes(),
         b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,\"message\":\"two\\nlines\"}}\n"
@@ -182,7 +196,10 @@ fn o36_client_requests_bounded_to_what_servers_accept() {
     };
     assert!(encode(&request(1024), &EgressLimits::CLIENT).is_ok());
     assert!(matches!(
-        encode(&request(limits::MAX_REQUEST_FRAME_BYTES), &EgressLimits::CLIENT),
+        encode(
+            &request(limits::MAX_REQUEST_FRAME_BYTES),
+            &EgressLimits::CLIENT
+        ),
         Err(EgressError::TooLarge {
             bound: EgressBound::Message,
             ..

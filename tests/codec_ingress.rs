@@ -51,7 +51,8 @@ fn id(token: &str) -> ReplyTo {
 
 /// A request whose total length is exactly `len`, padded inside a string argument.
 fn request_of_len(len: usize) -> Vec<u8> {
-    let head = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":""#;
+    let head =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":""#;
     let tail = br#""}}}"#;
     let mut frame = head.to_vec();
     frame.resize(len - tail.len(), b'x');
@@ -125,9 +126,15 @@ fn o37_string_id_of_256_encoded_bytes_accepted_257_rejected() {
 #[test]
 fn o37_escapes_count_toward_the_id_bound() {
     // 42 escapes of 6 bytes + 2 plain bytes + 2 quotes = 256 encoded bytes, 44 decoded.
-    let ok = format!(r#"{{"jsonrpc":"2.0","id":"{}aa","method":"m"}}"#, r"\u0061".repeat(42));
+    let ok = format!(
+        r#"{{"jsonrpc":"2.0","id":"{}aa","method":"m"}}"#,
+        r"\u0061".repeat(42)
+    );
     assert_eq!(request(ok.as_bytes()).id.as_str(), Some(&*"a".repeat(44)));
-    let over = format!(r#"{{"jsonrpc":"2.0","id":"{}aaa","method":"m"}}"#, r"\u0061".repeat(42));
+    let over = format!(
+        r#"{{"jsonrpc":"2.0","id":"{}aaa","method":"m"}}"#,
+        r"\u0061".repeat(42)
+    );
     assert_eq!(
         rejected(over.as_bytes()).error,
         IngressError::IdTooLong { limit: 256 }
@@ -194,9 +201,16 @@ fn o42_notification_params_at_8kib_accepted_one_over_rejected_silently() {
     ));
     let over = build(limits::MAX_NOTIFICATION_PARAMS_BYTES + 1);
     let r = client(over.as_bytes()).expect_err("over");
-    assert_eq!(r.error, IngressError::NotificationParamsTooLarge { limit: 8192 });
+    assert_eq!(
+        r.error,
+        IngressError::NotificationParamsTooLarge { limit: 8192 }
+    );
     assert_eq!(r.code().code(), -32600);
-    assert_eq!(r.reply_to, ReplyTo::Nobody, "A11: never answer a notification");
+    assert_eq!(
+        r.reply_to,
+        ReplyTo::Nobody,
+        "A11: never answer a notification"
+    );
     assert_eq!(r.to_response(), None);
 }
 
@@ -316,7 +330,12 @@ fn a1_parse_errors_are_32700_with_null_id() {
     ];
     for frame in cases {
         let r = rejected(frame);
-        assert_eq!(r.code(), ErrorCode::ParseError, "{:?}", String::from_utf8_lossy(frame));
+        assert_eq!(
+            r.code(),
+            ErrorCode::ParseError,
+            "{:?}",
+            String::from_utf8_lossy(frame)
+        );
         assert_eq!(r.code().code(), -32700);
         assert_eq!(r.reply_to, ReplyTo::NullId);
     }
@@ -344,29 +363,68 @@ fn a21_batches_are_invalid_requests() {
 #[test]
 fn o13_envelope_shape_errors() {
     let cases: [(&[u8], IngressError, ReplyTo); 9] = [
-        (br#"{"id":1,"method":"m"}"#, IngressError::BadVersion, id("1")),
-        (br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#, IngressError::BadVersion, id("1")),
-        (br#"{"jsonrpc":2.0,"id":1,"method":"m"}"#, IngressError::BadVersion, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1,"method":"m","extra":0}"#, IngressError::UnknownMember, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1,"method":7}"#, IngressError::MethodNotString, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#, IngressError::ParamsNotObject, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1}"#, IngressError::NotAMessage, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#, IngressError::AmbiguousEnvelope, id("1")),
-        (br#"{"jsonrpc":"2.0","id":1,"result":{}}"#, IngressError::UnexpectedResponse, id("1")),
+        (
+            br#"{"id":1,"method":"m"}"#,
+            IngressError::BadVersion,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            IngressError::BadVersion,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":2.0,"id":1,"method":"m"}"#,
+            IngressError::BadVersion,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","extra":0}"#,
+            IngressError::UnknownMember,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            IngressError::MethodNotString,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            IngressError::ParamsNotObject,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            IngressError::NotAMessage,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+            IngressError::AmbiguousEnvelope,
+            id("1"),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            IngressError::UnexpectedResponse,
+            id("1"),
+        ),
     ];
     for (frame, error, reply) in cases {
         let r = rejected(frame);
         assert_eq!((r.error.clone(), r.reply_to.clone()), (error, reply));
     }
     assert_eq!(
-        rejected(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#).code().code(),
+        rejected(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#)
+            .code()
+            .code(),
         -32602
     );
 }
 
 #[test]
 fn a12_client_side_envelope_rules() {
-    let r = client(br#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}"#).expect_err("req");
+    let r =
+        client(br#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}"#).expect_err("req");
     assert_eq!(r.error, IngressError::UnexpectedRequest);
     let r = client(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)
         .expect_err("both");
@@ -376,9 +434,11 @@ fn a12_client_side_envelope_rules() {
     assert_eq!(r.error, IngressError::MissingResponseId);
     let r = client(br#"{"jsonrpc":"2.0","id":1,"result":[]}"#).expect_err("array");
     assert_eq!(r.error, IngressError::ResultNotObject);
-    let r = client(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#).expect_err("code");
+    let r = client(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#)
+        .expect_err("code");
     assert_eq!(r.error, IngressError::BadErrorObject);
-    let r = client(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":1}}"#).expect_err("x");
+    let r = client(br#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":1}}"#)
+        .expect_err("x");
     assert_eq!(r.error, IngressError::BadErrorObject);
 }
 
@@ -392,7 +452,10 @@ fn a9_error_responses_keep_id_code_and_exact_data() {
     assert_eq!(id.map(|i| i.token().to_owned()), Some("\"q\"".to_owned()));
     assert_eq!(error.code, -32002);
     assert_eq!(error.error_code(), None);
-    assert_eq!(error.data.as_deref().map(|d| d.get()), Some(r#"{"uri":"x","n":1E2}"#));
+    assert_eq!(
+        error.data.as_deref().map(|d| d.get()),
+        Some(r#"{"uri":"x","n":1E2}"#)
+    );
     for frame in [
         &br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"p"}}"#[..],
         br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"p","data":null}}"#,
@@ -421,10 +484,12 @@ fn o44_o56_o121_params_bytes_are_kept_exactly() {
 
 #[test]
 fn a11_malformed_notifications_get_no_reply() {
-    let r = rejected(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"a":1,"a":1}}"#);
+    let r =
+        rejected(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"a":1,"a":1}}"#);
     assert_eq!(r.reply_to, ReplyTo::Nobody);
     assert_eq!(r.to_response(), None);
-    let n = server(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    let n =
+        server(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
     assert!(matches!(n, Ok(Message::Notification(_))));
 }
 

@@ -58,8 +58,10 @@ fn json_text(ws: fn() -> BoxedStrategy<String>) -> impl Strategy<Value = String>
     leaf.prop_recursive(5, 48, 6, move |inner| {
         prop_oneof![
             (prop::collection::vec((inner.clone(), ws(), ws()), 0..6)).prop_map(|items| {
-                let parts: Vec<String> =
-                    items.into_iter().map(|(v, a, b)| format!("{a}{v}{b}")).collect();
+                let parts: Vec<String> = items
+                    .into_iter()
+                    .map(|(v, a, b)| format!("{a}{v}{b}"))
+                    .collect();
                 format!("[{}]", parts.join(","))
             }),
             object_of(inner, ws),
@@ -102,13 +104,18 @@ fn raw(text: String) -> Box<RawValue> {
 fn message() -> impl Strategy<Value = Message> {
     let method = prop_oneof!["[a-z]{1,12}/[a-zA-Z_]{1,12}", "[^\u{0}]{0,30}"];
     prop_oneof![
-        (id(), method.clone(), prop::option::of(params_text(ws_inline))).prop_map(|(id, method, p)| {
-            Message::Request(Request {
-                id,
-                method,
-                params: p.map(raw),
-            })
-        }),
+        (
+            id(),
+            method.clone(),
+            prop::option::of(params_text(ws_inline))
+        )
+            .prop_map(|(id, method, p)| {
+                Message::Request(Request {
+                    id,
+                    method,
+                    params: p.map(raw),
+                })
+            }),
         (method, prop::option::of(params_text(ws_inline))).prop_map(|(method, p)| {
             Message::Notification(Notification {
                 method,

@@ -86,12 +86,8 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
     }
     let text = std::str::from_utf8(frame)
         .map_err(|_| Rejection::new(IngressError::InvalidUtf8, ReplyTo::NullId))?;
-    let scanned = scan::scan(text, limits.max_depth).map_err(|e| {
-        Rejection::new(
-            IngressError::Syntax { offset: e.offset },
-            ReplyTo::NullId,
-        )
-    })?;
+    let scanned = scan::scan(text, limits.max_depth)
+        .map_err(|e| Rejection::new(IngressError::Syntax { offset: e.offset }, ReplyTo::NullId))?;
     match scanned.top {
         Kind::Object => {}
         Kind::Array => return Err(Rejection::new(IngressError::Batch, ReplyTo::NullId)),
@@ -116,7 +112,8 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
     }
     // Repeats were reported as duplicates above, so every slot is Absent or One from here.
     match one(m.jsonrpc) {
-        Some(v) if v.kind == Kind::String && unescape(v.text).as_deref() == Some(JSONRPC_VERSION) => {}
+        Some(v)
+            if v.kind == Kind::String && unescape(v.text).as_deref() == Some(JSONRPC_VERSION) => {}
         _ => return Err(reject(IngressError::BadVersion)),
     }
     if let Some(method) = one(m.method) {
@@ -187,7 +184,10 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
                 Some(id) => Some(read_id(id, limits).map_err(reject)?),
             };
             let error = read_error_object(error).map_err(reject)?;
-            Ok(Message::Response(Response::Error(ErrorResponse { id, error })))
+            Ok(Message::Response(Response::Error(ErrorResponse {
+                id,
+                error,
+            })))
         }
         _ => Err(reject(IngressError::AmbiguousEnvelope)),
     }

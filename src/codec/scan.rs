@@ -550,7 +550,10 @@ mod tests {
     #[test]
     fn accepts_rfc8259_values_and_reports_kinds() {
         assert_eq!(ok("{}").top, Kind::Object);
-        assert_eq!(ok(" [1, 2.5, -0, 1e400, \"x\", true, false, null] ").top, Kind::Array);
+        assert_eq!(
+            ok(" [1, 2.5, -0, 1e400, \"x\", true, false, null] ").top,
+            Kind::Array
+        );
         assert_eq!(ok("-12").top, Kind::Integer);
         assert_eq!(ok("1.0").top, Kind::Number);
         assert_eq!(ok("\"\\ud83d\\ude00\"").top, Kind::String);
@@ -559,9 +562,31 @@ mod tests {
     #[test]
     fn rejects_invalid_json() {
         for bad in [
-            "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "01", "1.", "1e", "-", "+1",
-            "NaN", "Infinity", "nul", "\"\t\"", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"",
-            "\"\\ud800\\u0041\"", "{} x", "{}{}", "\u{feff}{}", "'a'", "{a:1}",
+            "",
+            " ",
+            "{",
+            "}",
+            "[1,]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "01",
+            "1.",
+            "1e",
+            "-",
+            "+1",
+            "NaN",
+            "Infinity",
+            "nul",
+            "\"\t\"",
+            "\"\\x\"",
+            "\"\\ud800\"",
+            "\"\\udc00\"",
+            "\"\\ud800\\u0041\"",
+            "{} x",
+            "{}{}",
+            "\u{feff}{}",
+            "'a'",
+            "{a:1}",
         ] {
             assert!(scan(bad, 64).is_err(), "accepted {bad:?}");
         }
@@ -599,6 +624,10 @@ mod tests {
         assert!(matches!(s.members.id, Slot::One(_)));
         let broken = format!("{{\"x\":{}", nest(100));
         assert!(scan(&broken, 64).is_err());
-        assert!(scan(&format!("{}{{\"a\" 1}}{}", "[".repeat(70), "]".repeat(70)), 64).is_err());
+        assert!(scan(
+            &format!("{}{{\"a\" 1}}{}", "[".repeat(70), "]".repeat(70)),
+            64
+        )
+        .is_err());
     }
 }

@@ -587,7 +587,10 @@ mod tests {
         let escaped = RequestId::from_token(r#""\u0061b""#).expect("string id");
         assert_eq!(escaped.token(), r#""\u0061b""#);
         assert_eq!(escaped, RequestId::string("ab"));
-        assert_eq!(serde_json::to_string(&escaped).expect("ser"), r#""\u0061b""#);
+        assert_eq!(
+            serde_json::to_string(&escaped).expect("ser"),
+            r#""\u0061b""#
+        );
     }
 
     #[test]
@@ -595,20 +598,47 @@ mod tests {
         let big = RequestId::from_token("18446744073709551617").expect("big id");
         assert_eq!(big.token(), "18446744073709551617");
         assert_eq!(big.as_i64(), None);
-        assert_eq!(serde_json::to_string(&big).expect("ser"), "18446744073709551617");
-        assert_eq!(RequestId::from_token("-0").expect("-0"), RequestId::integer(0));
+        assert_eq!(
+            serde_json::to_string(&big).expect("ser"),
+            "18446744073709551617"
+        );
+        assert_eq!(
+            RequestId::from_token("-0").expect("-0"),
+            RequestId::integer(0)
+        );
     }
 
     #[test]
     fn a2_rejects_null_fractional_and_structured_ids() {
         assert_eq!(RequestId::from_token("null").unwrap_err(), InvalidId::Null);
-        assert_eq!(RequestId::from_token("1.5").unwrap_err(), InvalidId::NotInteger);
-        assert_eq!(RequestId::from_token("1.0").unwrap_err(), InvalidId::NotInteger);
-        assert_eq!(RequestId::from_token("1e3").unwrap_err(), InvalidId::NotInteger);
-        assert_eq!(RequestId::from_token("{}").unwrap_err(), InvalidId::WrongType);
-        assert_eq!(RequestId::from_token("[1]").unwrap_err(), InvalidId::WrongType);
-        assert_eq!(RequestId::from_token("true").unwrap_err(), InvalidId::WrongType);
-        assert_eq!(RequestId::from_token("01").unwrap_err(), InvalidId::Malformed);
+        assert_eq!(
+            RequestId::from_token("1.5").unwrap_err(),
+            InvalidId::NotInteger
+        );
+        assert_eq!(
+            RequestId::from_token("1.0").unwrap_err(),
+            InvalidId::NotInteger
+        );
+        assert_eq!(
+            RequestId::from_token("1e3").unwrap_err(),
+            InvalidId::NotInteger
+        );
+        assert_eq!(
+            RequestId::from_token("{}").unwrap_err(),
+            InvalidId::WrongType
+        );
+        assert_eq!(
+            RequestId::from_token("[1]").unwrap_err(),
+            InvalidId::WrongType
+        );
+        assert_eq!(
+            RequestId::from_token("true").unwrap_err(),
+            InvalidId::WrongType
+        );
+        assert_eq!(
+            RequestId::from_token("01").unwrap_err(),
+            InvalidId::Malformed
+        );
     }
 
     #[test]
