@@ -85,9 +85,32 @@ fn o39_whole_message_bound_at_n_and_n_plus_1() {
         Err(EgressError::TooLarge {
             bound: EgressBound::Message,
             limit,
-            ..
-        }) if limit == len - 1
+            actual,
+        }) if limit == len - 1 && actual > limit
     ));
+    // Regression (found by egress_preflight): the reported size exceeds the limit even when
+    // the refused write is a large chunk far from the limit's edge.
+    let big = success(raw(format!("{{\"s\":\"{}\"}}", "x".repeat(1000))));
+    let small = EgressLimits {
+        max_message_bytes: 40,
+        reserve_bytes: 0,
+        ..EgressLimits::SERVER
+    };
+    let err = encode(
+        &big,
+        &EgressLimits {
+            max_message_bytes: 2000,
+            ..small
+        },
+    )
+    .map(|b| b.len());
+    assert_eq!(err, Ok(1042));
+    match encode(&big, &small) {
+        Err(EgressError::TooLarge {
+            limit: 40, actual, ..
+        }) => assert!(actual > 40),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
 }
 
 #[test]

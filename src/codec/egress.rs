@@ -133,13 +133,15 @@ fn preflight(message: &Message, limits: &EgressLimits) -> Result<(), EgressError
 struct Bounded {
     buf: Vec<u8>,
     limit: usize,
-    overflowed: bool,
+    /// Size the refused write would have reached (a lower bound on the full message size).
+    overflowed_at: Option<usize>,
 }
 
 impl io::Write for Bounded {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if self.buf.len().saturating_add(data.len()) > self.limit {
-            self.overflowed = true;
+        let wanted = self.buf.len().saturating_add(data.len());
+        if wanted > self.limit {
+            self.overflowed_at = Some(wanted);
             return Err(io::Error::other("message exceeds its bound"));
         }
         self.buf.extend_from_slice(data);
@@ -157,18 +159,13 @@ pub fn encode(message: &Message, limits: &EgressLimits) -> Result<Vec<u8>, Egres
     let mut out = Bounded {
         buf: Vec::new(),
         limit: limits.max_message_bytes,
-        overflowed: false,
+        overflowed_at: None,
     };
     let result = message.serialize(&mut serde_json::Serializer::new(&mut out));
     if let Err(e) = result {
-        return Err(if out.overflowed {
-            too_large(
-                EgressBound::Message,
-                limits.max_message_bytes,
-                out.buf.len().saturating_add(1),
-            )
-        } else {
-            EgressError::Encode(e.to_string())
+        return Err(match out.overflowed_at {
+            Some(wanted) => too_large(EgressBound::Message, limits.max_message_bytes, wanted),
+            None => EgressError::Encode(e.to_string()),
         });
     }
     let mut buf = out.buf;

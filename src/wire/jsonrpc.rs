@@ -155,9 +155,7 @@ fn classify_id_token(text: &str) -> Result<(IdKind, Box<str>), InvalidId> {
                 // `-0` means zero; every other integer token is already canonical.
                 let key = if text == "-0" { "0" } else { text };
                 Ok((IdKind::Integer, key.into()))
-            } else if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
-                || is_number_syntax(bytes)
-            {
+            } else if is_number_syntax(bytes) {
                 Err(InvalidId::NotInteger)
             } else {
                 Err(InvalidId::Malformed)
@@ -170,7 +168,7 @@ fn classify_id_token(text: &str) -> Result<(IdKind, Box<str>), InvalidId> {
 }
 
 /// RFC 8259 number grammar, used to tell `1.5`/`1e999` (numbers, not integers) from garbage.
-pub(crate) fn is_number_syntax(bytes: &[u8]) -> bool {
+fn is_number_syntax(bytes: &[u8]) -> bool {
     let mut i = 0;
     if bytes.get(i) == Some(&b'-') {
         i += 1;
