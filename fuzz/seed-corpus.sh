@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Copies the official 2026-07-28 wire examples into fuzz/corpus/<target>/ (gitignored) as seeds.
+# The examples are not committed here; they come from the shared, pinned schema checkout.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+# Same lookup as the crate's example tests: $(dirname MCP_SCHEMA_PATH)/examples (relative to the
+# crate root), else ../shared/schema/2026-07-28/examples; EXAMPLES_DIR overrides both.
+crate="$(cd "$here/.." && pwd)"
+if [ -n "${EXAMPLES_DIR:-}" ]; then
+  examples="$EXAMPLES_DIR"
+elif [ -n "${MCP_SCHEMA_PATH:-}" ]; then
+  examples="$(cd "$crate" && cd "$(dirname "$MCP_SCHEMA_PATH")" && pwd)/examples"
+else
+  examples="$crate/../shared/schema/2026-07-28/examples"
+fi
+if [ ! -d "$examples" ]; then
+  echo "seed-corpus: no examples at $examples (set EXAMPLES_DIR)" >&2
+  exit 1
+fi
+for target in stdio_line http_body egress_preflight; do
+  dir="$here/corpus/$target"
+  mkdir -p "$dir"
+  find "$examples" -name '*.json' -print0 | while IFS= read -r -d '' f; do
+    name="$(basename "$(dirname "$f")")-$(basename "$f")"
+    case "$target" in
+      # stdio_line: first byte is the chunk size, then the example as compact lines.
+      stdio_line) { printf '\x07'; tr -d '\n' < "$f"; printf '\n'; } > "$dir/$name" ;;
+      # egress_preflight: 4 header bytes (bounds and kind), then the example as payload.
+      egress_preflight) { printf '\xff\xff\x20\x40'; cat "$f"; } > "$dir/$name" ;;
+      *) cp "$f" "$dir/$name" ;;
+    esac
+  done
+done
+echo "seed-corpus: $(find "$here/corpus" -type f | wc -l) seeds in $here/corpus"

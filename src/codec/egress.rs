@@ -1,0 +1,255 @@
+//! Guarded encoding of outbound messages: compact single-line JSON (C1) that is checked against
+//! its bound before a single byte leaves (O39, O41, O42).
+//!
+//! Encoding writes into a buffer that refuses to grow past the message ceiling, so an oversized
+//! result costs at most the ceiling in memory and is reported as [`EgressError::TooLarge`]; the
+//! server turns that into the `result_too_large` tool failure (O40). Raw values (`result`,
+//! `params`, `error.data`) are written verbatim; if one contains a raw line break (insignificant
+//! whitespace of a pretty-printed value) the encoded text is compacted so the line stays one line.
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::error::{EgressBound, EgressError};
+use crate::wire::jsonrpc::{Message, Response};
+use crate::wire::limits;
+
+/// The bounds for one direction of outbound traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EgressLimits {
+    /// Ceiling for one encoded message (the JSON text, newline excluded).
+    pub max_message_bytes: usize,
+    /// Part of the ceiling held back from payloads for envelope, id and identity.
+    pub reserve_bytes: usize,
+    /// Ceiling for notification params (O42).
+    pub max_notification_params_bytes: usize,
+    /// Ceiling for an encoded request id (O39: 256 B).
+    pub max_id_bytes: usize,
+    /// Ceiling for the encoded server identity (O39: 4 KiB).
+    pub max_identity_bytes: usize,
+}
+
+impl EgressLimits {
+    /// What a server emits: 16 MiB responses with an 8 KiB reserve, 8 KiB notification params.
+    pub const SERVER: EgressLimits = EgressLimits {
+        max_message_bytes: limits::MAX_RESPONSE_BYTES,
+        reserve_bytes: limits::RESPONSE_RESERVE_BYTES,
+        max_notification_params_bytes: limits::MAX_NOTIFICATION_PARAMS_BYTES,
+        max_id_bytes: limits::MAX_ID_BYTES,
+        max_identity_bytes: limits::MAX_IDENTITY_BYTES,
+    };
+
+    /// What a client emits: requests a conforming server accepts (2 MiB, O36).
+    pub const CLIENT: EgressLimits = EgressLimits {
+        max_message_bytes: limits::MAX_REQUEST_FRAME_BYTES,
+        reserve_bytes: 0,
+        max_notification_params_bytes: limits::MAX_NOTIFICATION_PARAMS_BYTES,
+        max_id_bytes: limits::MAX_ID_BYTES,
+        max_identity_bytes: limits::MAX_IDENTITY_BYTES,
+    };
+
+    /// The largest payload (`result`, `params`, `error.data`) a message may carry.
+    pub const fn max_payload_bytes(&self) -> usize {
+        self.max_message_bytes.saturating_sub(self.reserve_bytes)
+    }
+}
+
+fn too_large(bound: EgressBound, limit: usize, actual: usize) -> EgressError {
+    EgressError::TooLarge {
+        bound,
+        limit,
+        actual,
+    }
+}
+
+/// Checks a result payload before it is wrapped into a response (O39): at most the ceiling
+/// minus the reserve. Call it on a tool's encoded result to decide on `result_too_large` early.
+pub fn preflight_result(result: &RawValue, limits: &EgressLimits) -> Result<(), EgressError> {
+    let len = result.get().len();
+    let limit = limits.max_payload_bytes();
+    if len > limit {
+        return Err(too_large(EgressBound::ResultPayload, limit, len));
+    }
+    Ok(())
+}
+
+/// Checks the encoded server identity (`serverInfo`) against its share of the reserve (O39).
+pub fn check_identity(identity: &RawValue, limits: &EgressLimits) -> Result<(), EgressError> {
+    let len = identity.get().len();
+    if len > limits.max_identity_bytes {
+        return Err(too_large(
+            EgressBound::Identity,
+            limits.max_identity_bytes,
+            len,
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the parts of a message whose size the caller controls, before encoding.
+fn preflight(message: &Message, limits: &EgressLimits) -> Result<(), EgressError> {
+    let payload_limit = limits.max_payload_bytes();
+    let check_payload = |raw: Option<&RawValue>| match raw {
+        Some(raw) if raw.get().len() > payload_limit => Err(too_large(
+            EgressBound::ResultPayload,
+            payload_limit,
+            raw.get().len(),
+        )),
+        _ => Ok(()),
+    };
+    let check_id = |token: Option<&str>| match token {
+        Some(t) if t.len() > limits.max_id_bytes => {
+            Err(too_large(EgressBound::Id, limits.max_id_bytes, t.len()))
+        }
+        _ => Ok(()),
+    };
+    match message {
+        Message::Request(r) => {
+            check_id(Some(r.id.token()))?;
+            check_payload(r.params.as_deref())
+        }
+        Message::Notification(n) => match n.params.as_deref() {
+            Some(p) if p.get().len() > limits.max_notification_params_bytes => Err(too_large(
+                EgressBound::NotificationParams,
+                limits.max_notification_params_bytes,
+                p.get().len(),
+            )),
+            _ => Ok(()),
+        },
+        Message::Response(Response::Success(r)) => {
+            check_id(Some(r.id.token()))?;
+            check_payload(Some(&r.result))
+        }
+        Message::Response(Response::Error(r)) => {
+            check_id(r.id.as_ref().map(|id| id.token()))?;
+            check_payload(r.error.data.as_deref())
+        }
+    }
+}
+
+/// A buffer that fails instead of growing past `limit` bytes.
+struct Bounded {
+    buf: Vec<u8>,
+    limit: usize,
+    /// Size the refused write would have reached (a lower bound on the full message size).
+    overflowed_at: Option<usize>,
+}
+
+impl io::Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let wanted = self.buf.len().saturating_add(data.len());
+        if wanted > self.limit {
+            self.overflowed_at = Some(wanted);
+            return Err(io::Error::other("message exceeds its bound"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Encodes one message as compact JSON, checked against `limits` (no trailing newline).
+pub fn encode(message: &Message, limits: &EgressLimits) -> Result<Vec<u8>, EgressError> {
+    preflight(message, limits)?;
+    let mut out = Bounded {
+        buf: Vec::new(),
+        limit: limits.max_message_bytes,
+        overflowed_at: None,
+    };
+    let result = message.serialize(&mut serde_json::Serializer::new(&mut out));
+    if let Err(e) = result {
+        return Err(match out.overflowed_at {
+            Some(wanted) => too_large(EgressBound::Message, limits.max_message_bytes, wanted),
+            None => EgressError::Encode(e.to_string()),
+        });
+    }
+    let mut buf = out.buf;
+    if buf.iter().any(|&b| b == b'\n' || b == b'\r') {
+        compact(&mut buf);
+    }
+    Ok(buf)
+}
+
+/// Removes whitespace outside strings. Only used when a raw value brought a line break: raw
+/// line breaks can only be insignificant whitespace (inside strings they are escaped).
+fn compact(buf: &mut Vec<u8>) {
+    let mut in_string = false;
+    let mut escaped = false;
+    buf.retain(|&b| {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            true
+        } else if b == b'"' {
+            in_string = true;
+            true
+        } else {
+            !matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+        }
+    });
+}
+
+/// One complete, checked stdio line (compact JSON plus `\n`); only these reach the pipe (O41).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedLine(Vec<u8>);
+
+impl EncodedLine {
+    /// The bytes to write, newline included.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The bytes to write, newline included, without copying.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+/// Encodes one message as a stdio line: the whole line is built and checked before the caller
+/// writes any of it, so a tripped guard never leaves a partial line (O41, C1).
+pub fn encode_line(message: &Message, limits: &EgressLimits) -> Result<EncodedLine, EgressError> {
+    let mut buf = encode(message, limits)?;
+    buf.push(b'\n');
+    Ok(EncodedLine(buf))
+}
+
+/// A blocking stdio writer that only ever writes whole, checked lines (O41).
+///
+/// Async drivers use [`encode_line`] and their own `write_all` the same way.
+#[derive(Debug)]
+pub struct LineWriter<W> {
+    inner: W,
+    limits: EgressLimits,
+}
+
+impl<W: io::Write> LineWriter<W> {
+    /// Wraps a sink (usually stdout) with the given bounds.
+    pub fn new(inner: W, limits: EgressLimits) -> Self {
+        Self { inner, limits }
+    }
+
+    /// Encodes, checks and writes one message. On a guard violation nothing is written; on an
+    /// I/O error the transport must be considered failed.
+    pub fn send(&mut self, message: &Message) -> Result<(), EgressError> {
+        let line = encode_line(message, &self.limits)?;
+        self.inner
+            .write_all(line.as_bytes())
+            .and_then(|()| self.inner.flush())
+            .map_err(|e| EgressError::Encode(e.to_string()))
+    }
+
+    /// Gives back the sink.
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+}
