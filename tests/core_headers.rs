@@ -2,10 +2,10 @@
 
 use serde_json::value::RawValue;
 use strict_mcp::core::schema::check_mcp_headers;
-use strict_mcp::core::{BuildError, DynamicOutput, DynamicTool, Invocation, RegistryBuilder};
+use strict_mcp::core::{BuildError, DynamicOutput, Invocation, RegistryBuilder, ToolDef};
 
 fn build(schema: &str) -> Result<(), BuildError> {
-    let tool = DynamicTool::new(
+    let tool = ToolDef::dynamic(
         "t",
         schema,
         None,

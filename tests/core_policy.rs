@@ -7,12 +7,12 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use strict_mcp::core::descriptor::ContentBlock;
 use strict_mcp::core::{
-    Access, Caller, Clock, CoreError, CursorKey, DynamicOutput, DynamicTool, FailureCode,
-    Invocation, Policy, Registry, RegistryBuilder, ToolDef, ToolReply,
+    Access, Caller, Clock, CoreError, CursorKey, DynamicOutput, FailureCode, Invocation, Policy,
+    Registry, RegistryBuilder, ToolDef, ToolReply,
 };
 
 fn tool(name: &str, description: &str) -> ToolDef {
-    DynamicTool::new(
+    ToolDef::dynamic(
         name,
         r#"{"type":"object"}"#,
         None,

@@ -10,8 +10,8 @@ use serde_json::json;
 use serde_json::value::RawValue;
 use strict_mcp::core::descriptor::{ContentBlock, ToolAnnotations};
 use strict_mcp::core::{
-    BuildError, Caller, CancelToken, ClientCapabilities, CoreError, DynamicOutput, DynamicTool,
-    FailureCode, Invocation, Outcome, Registry, RegistryBuilder, ToolFailure, ToolReply, TypedTool,
+    BuildError, Caller, CancelToken, ClientCapabilities, CoreError, DynamicOutput, FailureCode,
+    Invocation, Outcome, Registry, RegistryBuilder, ToolDef, ToolFailure, ToolReply,
 };
 
 fn raw(s: &str) -> Box<RawValue> {
@@ -41,7 +41,7 @@ struct AddOut {
 }
 
 fn add_tool() -> strict_mcp::core::ToolDef {
-    TypedTool::new("add", |_inv: Invocation, i: AddIn| async move {
+    ToolDef::typed("add", |_inv: Invocation, i: AddIn| async move {
         Ok(AddOut {
             sum: i.a + i.b,
             label: i.label,
@@ -52,7 +52,7 @@ fn add_tool() -> strict_mcp::core::ToolDef {
 
 /// Echoes the exact argument bytes back as text and structured content.
 fn echo_tool(schema: &str) -> strict_mcp::core::ToolDef {
-    DynamicTool::new(
+    ToolDef::dynamic(
         "echo",
         schema,
         None,
@@ -205,7 +205,7 @@ async fn depth_bound_before_validation() {
 #[test]
 fn o108_bare_array_output_refused() {
     let err = RegistryBuilder::new()
-        .tool(TypedTool::new(
+        .tool(ToolDef::typed(
             "list",
             |_i: Invocation, _a: AddIn| async move { Ok(vec![1_u32]) },
         ))
@@ -226,7 +226,7 @@ struct Generic {
 #[test]
 fn o108_generic_items_refused() {
     let err = RegistryBuilder::new()
-        .tool(TypedTool::new(
+        .tool(ToolDef::typed(
             "gen",
             |_i: Invocation, _a: AddIn| async move { Ok(Generic { items: vec![] }) },
         ))
@@ -352,7 +352,7 @@ async fn dynamic_boolean_id_relative_ref_and_dynamic_ref() {
 
 #[tokio::test]
 async fn o107_dynamic_output_validated() {
-    let tool = DynamicTool::new(
+    let tool = ToolDef::dynamic(
         "bad",
         r#"{"type":"object"}"#,
         Some(r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#),
@@ -371,7 +371,7 @@ async fn o107_dynamic_output_validated() {
 
 #[tokio::test]
 async fn o109_panicking_handler_is_internal_failure_without_message() {
-    let tool = TypedTool::new("boom", |_i: Invocation, _a: AddIn| async move {
+    let tool = ToolDef::typed("boom", |_i: Invocation, _a: AddIn| async move {
         if true {
             panic!("secret database password");
         }
@@ -390,7 +390,7 @@ async fn o109_panicking_handler_is_internal_failure_without_message() {
 
 #[tokio::test]
 async fn o109_handler_failure_is_typed() {
-    let tool = TypedTool::new("fail", |_i: Invocation, _a: AddIn| async move {
+    let tool = ToolDef::typed("fail", |_i: Invocation, _a: AddIn| async move {
         Err::<AddOut, _>(
             ToolFailure::new(FailureCode::Internal, "backend down")
                 .retryable(false)
@@ -412,7 +412,7 @@ async fn o109_handler_failure_is_typed() {
 
 #[tokio::test]
 async fn cancellation_ends_the_call_with_cancelled() {
-    let tool = DynamicTool::new(
+    let tool = ToolDef::dynamic(
         "wait",
         r#"{"type":"object"}"#,
         None,
@@ -440,7 +440,7 @@ async fn cancellation_ends_the_call_with_cancelled() {
 async fn recovery_typed_tools_answer_already_completed_unless_opted_in() {
     let runs = Arc::new(AtomicUsize::new(0));
     let r1 = Arc::clone(&runs);
-    let plain = TypedTool::new("plain", move |_i: Invocation, _a: AddIn| {
+    let plain = ToolDef::typed("plain", move |_i: Invocation, _a: AddIn| {
         r1.fetch_add(1, Ordering::SeqCst);
         async move {
             Ok(AddOut {
@@ -449,7 +449,7 @@ async fn recovery_typed_tools_answer_already_completed_unless_opted_in() {
             })
         }
     });
-    let safe = TypedTool::new("safe", |i: Invocation, _a: AddIn| async move {
+    let safe = ToolDef::typed("safe", |i: Invocation, _a: AddIn| async move {
         Ok(AddOut {
             sum: if i.is_recovery() { 2 } else { 1 },
             label: None,
@@ -483,7 +483,7 @@ struct Deleted {
 
 #[tokio::test]
 async fn o46_ask_for_input_gated_on_capabilities() {
-    let tool = TypedTool::interactive("delete", |i: Invocation, c: Confirm| async move {
+    let tool = ToolDef::typed_interactive("delete", |i: Invocation, c: Confirm| async move {
         if i.input_response("confirm").is_some() {
             return Ok(Outcome::Complete(Deleted { deleted: c.item }));
         }
@@ -585,7 +585,7 @@ fn e6_invalid_and_duplicate_names() {
         .build()
         .unwrap_err();
     assert_eq!(err.to_string(), "duplicate tool `echo`");
-    let bad = DynamicTool::new(
+    let bad = ToolDef::dynamic(
         "has space",
         r#"{"type":"object"}"#,
         None,

@@ -16,25 +16,31 @@
 //! # Example: a typed tool in ten lines
 //!
 //! ```
-//! use strict_mcp::core::{Caller, Invocation, RegistryBuilder, ToolReply, TypedTool};
+//! use strict_mcp::core::{Caller, Invocation, RegistryBuilder, ToolDef, ToolReply};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
 //!
 //! #[derive(Deserialize, JsonSchema)]
-//! struct AddInput { /// First addend.
-//!     a: i64, /// Second addend.
-//!     b: i64 }
+//! struct AddInput {
+//!     /// First addend.
+//!     a: i64,
+//!     /// Second addend.
+//!     b: i64,
+//! }
+//!
 //! #[derive(Serialize, JsonSchema)]
-//! struct AddOutput { /// The sum of both addends.
-//!     sum: i64 }
+//! struct AddOutput {
+//!     /// The sum of both addends.
+//!     sum: i64,
+//! }
 //!
-//! let registry = RegistryBuilder::new()
-//!     .tool(TypedTool::new("add", |_inv: Invocation, i: AddInput| async move {
-//!         Ok(AddOutput { sum: i.a + i.b })
-//!     }).description("Adds two integers."))
-//!     .build()
-//!     .unwrap();
+//! let add = ToolDef::typed("add", |_inv: Invocation, i: AddInput| async move {
+//!     Ok(AddOutput { sum: i.a + i.b })
+//! })
+//! .description("Adds two integers.");
+//! let registry = RegistryBuilder::new().tool(add).build().unwrap();
 //!
+//! // What a server does for `tools/call {"name":"add","arguments":{"a":2,"b":40}}`:
 //! let args = serde_json::value::RawValue::from_string(r#"{"a":2,"b":40}"#.into()).unwrap();
 //! let inv = Invocation::new(Caller::anonymous());
 //! let reply = futures_util::FutureExt::now_or_never(
@@ -70,4 +76,4 @@ pub use registry::{
     DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
 };
 pub use resource::{ReadReply, ResourceDef, ResourceError, TemplateDef};
-pub use tool::{DynamicOutput, DynamicTool, ToolDef, ToolReply, TypedTool};
+pub use tool::{DynamicOutput, ToolDef, ToolReply};

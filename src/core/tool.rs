@@ -42,8 +42,8 @@ pub(crate) enum SchemaSource {
     Text(String),
 }
 
-/// A tool ready for registration. Build it with [`TypedTool`] or [`DynamicTool`] and refine it
-/// with the builder methods.
+/// A tool ready for registration. Create it with [`ToolDef::typed`] (the normal way) or
+/// [`ToolDef::dynamic`] (explicit schemas) and refine it with the builder methods.
 #[derive(Clone)]
 pub struct ToolDef {
     pub(crate) name: String,
@@ -132,7 +132,7 @@ impl ToolDef {
     }
 }
 
-/// Constructors for typed tools: the input type gives `inputSchema`, the output type gives
+/// Typed tools: the input type gives `inputSchema`, the output type gives
 /// `outputSchema`, so the handler cannot answer in a shape the schema does not describe.
 ///
 /// Input and output derive `schemars::JsonSchema`; fields that are not `Option` are required,
@@ -142,16 +142,13 @@ impl ToolDef {
 /// The handler receives the exact argument bytes deserialised into the input type; arguments
 /// are validated against the input schema first and results against the output schema after.
 /// A panic in the handler is caught and reported as the failure `internal`.
-#[derive(Debug, Clone, Copy)]
-pub struct TypedTool;
-
-impl TypedTool {
+impl ToolDef {
     /// A typed tool whose handler completes in one step.
     ///
     /// ```
     /// use schemars::JsonSchema;
     /// use serde::{Deserialize, Serialize};
-    /// use strict_mcp::core::{FailureCode, Invocation, ToolFailure, TypedTool};
+    /// use strict_mcp::core::{FailureCode, Invocation, ToolDef, ToolFailure};
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct Query { /// Branch name prefix.
@@ -161,7 +158,7 @@ impl TypedTool {
     ///     branches: Vec<String>, /// Whether the list stopped at its limit.
     ///     truncated: bool }
     ///
-    /// let tool = TypedTool::new("list_branches", |_inv: Invocation, q: Query| async move {
+    /// let tool = ToolDef::typed("list_branches", |_inv: Invocation, q: Query| async move {
     ///     if q.prefix.is_empty() {
     ///         return Err(ToolFailure::new(FailureCode::InvalidArguments, "prefix is empty").into());
     ///     }
@@ -169,7 +166,7 @@ impl TypedTool {
     /// }).description("Lists branches by prefix.");
     /// assert_eq!(tool.name(), "list_branches");
     /// ```
-    pub fn new<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
+    pub fn typed<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
     where
         In: DeserializeOwned + JsonSchema + Send + 'static,
         Out: Serialize + JsonSchema + Send + 'static,
@@ -177,7 +174,7 @@ impl TypedTool {
         Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        Self::build::<In, Out>(
+        Self::build_typed::<In, Out>(
             name.into(),
             Arc::new(move |inv, args: Box<RawValue>| {
                 let handler = Arc::clone(&handler);
@@ -192,7 +189,7 @@ impl TypedTool {
 
     /// A typed tool whose handler may ask the client for input first
     /// (see [`Invocation::elicit_form`] and friends).
-    pub fn interactive<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
+    pub fn typed_interactive<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
     where
         In: DeserializeOwned + JsonSchema + Send + 'static,
         Out: Serialize + JsonSchema + Send + 'static,
@@ -200,7 +197,7 @@ impl TypedTool {
         Fut: Future<Output = Result<Outcome<Out>, ToolError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        Self::build::<In, Out>(
+        Self::build_typed::<In, Out>(
             name.into(),
             Arc::new(move |inv, args: Box<RawValue>| {
                 let handler = Arc::clone(&handler);
@@ -217,7 +214,10 @@ impl TypedTool {
         )
     }
 
-    fn build<In: JsonSchema, Out: JsonSchema>(name: String, handler: ErasedHandler) -> ToolDef {
+    fn build_typed<In: JsonSchema, Out: JsonSchema>(
+        name: String,
+        handler: ErasedHandler,
+    ) -> ToolDef {
         ToolDef {
             name,
             title: None,
@@ -276,19 +276,16 @@ fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
     })
 }
 
-/// Constructors for dynamic tools: explicit schema text kept byte-exact (for proxies and
+/// Dynamic tools: explicit schema text kept byte-exact (for proxies and
 /// conformance fixtures). `$schema` (draft-07, 2020-12), boolean subschemas, `$id`-relative
 /// `$ref` and `$dynamicRef`/`$dynamicAnchor` keep their meaning; nothing is fetched.
-#[derive(Debug, Clone, Copy)]
-pub struct DynamicTool;
-
-impl DynamicTool {
+impl ToolDef {
     /// A dynamic tool. The handler receives the exact argument bytes (after validation).
     ///
     /// ```
-    /// use strict_mcp::core::{DynamicOutput, DynamicTool, Invocation};
+    /// use strict_mcp::core::{DynamicOutput, Invocation, ToolDef};
     /// use strict_mcp::core::descriptor::ContentBlock;
-    /// let tool = DynamicTool::new(
+    /// let tool = ToolDef::dynamic(
     ///     "echo",
     ///     r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#,
     ///     None,
@@ -298,7 +295,7 @@ impl DynamicTool {
     /// );
     /// assert_eq!(tool.name(), "echo");
     /// ```
-    pub fn new<F, Fut>(
+    pub fn dynamic<F, Fut>(
         name: impl Into<String>,
         input_schema: &str,
         output_schema: Option<&str>,
@@ -309,14 +306,14 @@ impl DynamicTool {
         Fut: Future<Output = Result<DynamicOutput, ToolError>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        Self::interactive(name, input_schema, output_schema, move |inv, args| {
+        Self::dynamic_interactive(name, input_schema, output_schema, move |inv, args| {
             let fut = handler(inv, args);
             async move { fut.await.map(Outcome::Complete) }
         })
     }
 
     /// A dynamic tool whose handler may ask for input.
-    pub fn interactive<F, Fut>(
+    pub fn dynamic_interactive<F, Fut>(
         name: impl Into<String>,
         input_schema: &str,
         output_schema: Option<&str>,
