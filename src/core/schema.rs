@@ -8,8 +8,9 @@
 //! `arbitrary_precision` feature, integers beyond `u64`/`i64` (and all non-integers) become
 //! `f64` *for validation only*. Numeric keywords (`minimum`, `maximum`, `multipleOf`, ...)
 //! therefore compare such values approximately: integers beyond 2^53 that are not `u64`/`i64`
-//! may compare equal to a nearby bound. Type checks, string, object and array keywords are
-//! exact. No defaults are inserted: validation never modifies the instance.
+//! may compare equal to a nearby bound. Numbers beyond the `f64` range (about ±1.8e308)
+//! cannot be represented at all and are refused with the diagnostic keyword `number`. Type
+//! checks, string, object and array keywords are exact. No defaults are inserted: validation never modifies the instance.
 //!
 //! # References
 //!
@@ -161,11 +162,21 @@ impl CompiledSchema {
                 allowed_keys: None,
             }]);
         }
-        let value: Value = serde_json::from_str(bytes).map_err(|_| {
+        let value: Value = serde_json::from_str(bytes).map_err(|e| {
+            // serde_json refuses numbers beyond the f64 range (about ±1.8e308): valid JSON
+            // the validator cannot represent. Say so instead of calling it malformed.
+            let (keyword, message) = if e.to_string().starts_with("number out of range") {
+                (
+                    "number",
+                    "a number is beyond the range this server can validate (about ±1.8e308)",
+                )
+            } else {
+                ("json", "the value is not well-formed JSON")
+            };
             vec![Diagnostic {
                 pointer: String::new(),
-                keyword: "json".to_owned(),
-                message: "the value is not well-formed JSON".to_owned(),
+                keyword: keyword.to_owned(),
+                message: message.to_owned(),
                 expected: None,
                 allowed_keys: None,
             }]
@@ -346,9 +357,33 @@ pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
     value
 }
 
+/// Turns schemars' integer `format` annotations into `minimum`/`maximum`, so the schema refuses
+/// exactly what the Rust integer type cannot hold (the deserializer and the schema agree).
+fn integer_bounds(map: &mut Map<String, Value>) {
+    let Some(Value::String(format)) = map.get("format") else {
+        return;
+    };
+    let (min, max): (Value, Value) = match format.as_str() {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" => (0.into(), u32::MAX.into()),
+        "uint64" => (0.into(), u64::MAX.into()),
+        "uint" => (0.into(), usize::MAX.into()),
+        "int" => (isize::MIN.into(), isize::MAX.into()),
+        _ => return,
+    };
+    map.entry("minimum").or_insert(min);
+    map.entry("maximum").or_insert(max);
+}
+
 fn strip_optional_null(value: &mut Value) {
     match value {
         Value::Object(map) => {
+            integer_bounds(map);
             let required: BTreeSet<String> = map
                 .get("required")
                 .and_then(Value::as_array)
