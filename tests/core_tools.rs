@@ -596,3 +596,87 @@ fn e6_invalid_and_duplicate_names() {
         BuildError::InvalidName { .. }
     ));
 }
+
+#[tokio::test]
+async fn o109_panic_before_the_future_exists_is_caught_too() {
+    let tool = ToolDef::dynamic(
+        "sync_boom",
+        r#"{"type":"object"}"#,
+        None,
+        |_i: Invocation, _a: Box<RawValue>| {
+            if true {
+                panic!("private detail");
+            }
+            async move { Ok(DynamicOutput::default()) }
+        },
+    );
+    let reg = RegistryBuilder::new().tool(tool).build().unwrap();
+    assert_eq!(
+        failure(call(&reg, "sync_boom", "{}").await.unwrap()),
+        ToolFailure::internal()
+    );
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sloppy {
+    value: i64,
+    /// Serialised as `null` when None: the schema says "omit it".
+    note: Option<String>,
+}
+
+#[test]
+fn o110_option_output_must_be_omitted_not_null() {
+    let tool = ToolDef::typed("sloppy", |_i: Invocation, a: AddIn| async move {
+        Ok(Sloppy {
+            value: a.a,
+            note: a.label,
+        })
+    });
+    let err = RegistryBuilder::new().tool(tool).build().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool `sloppy`: output must be an object that names its payload: property `note` is an Option that serialises as null; mark it #[serde(skip_serializing_if = \"Option::is_none\")] so None is omitted"
+    );
+}
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<(u64, Option<u64>, Option<String>)>>);
+impl strict_mcp::core::ProgressSink for Recorder {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        self.0.lock().unwrap().push((
+            progress as u64,
+            total.map(|t| t as u64),
+            message.map(str::to_owned),
+        ));
+    }
+}
+
+#[tokio::test]
+async fn progress_reaches_the_sink_and_is_a_no_op_without_one() {
+    let tool = ToolDef::dynamic(
+        "work",
+        r#"{"type":"object"}"#,
+        None,
+        |i: Invocation, _a: Box<RawValue>| async move {
+            i.report_progress(1.0, Some(2.0), Some("half"));
+            i.report_progress(2.0, Some(2.0), None);
+            Ok(DynamicOutput::default())
+        },
+    );
+    let reg = RegistryBuilder::new().tool(tool).build().unwrap();
+    let sink = Arc::new(Recorder::default());
+    let with = Invocation::new(Caller::anonymous()).with_progress(sink.clone());
+    assert!(matches!(
+        reg.call_tool(with, "work", None).await.unwrap(),
+        ToolReply::Success { .. }
+    ));
+    assert_eq!(
+        *sink.0.lock().unwrap(),
+        vec![(1, Some(2), Some("half".to_owned())), (2, Some(2), None)]
+    );
+    let without = Invocation::new(Caller::anonymous());
+    assert!(matches!(
+        reg.call_tool(without, "work", None).await.unwrap(),
+        ToolReply::Success { .. }
+    ));
+}

@@ -658,7 +658,13 @@ impl Registry {
             ));
         }
         let token = inv.cancel_token().clone();
-        let handler = (tool.def.handler)(inv, args);
+        // A handler may panic while creating its future, or while it runs: both are caught.
+        let Ok(handler) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| (tool.def.handler)(inv, args)))
+        else {
+            tracing::error!(tool = name, "tool handler panicked");
+            return Ok(ToolReply::Failure(ToolFailure::internal()));
+        };
         let guarded = AssertUnwindSafe(handler).catch_unwind();
         let cancelled_fut = Box::pin(token.cancelled());
         let outcome = match select(guarded, cancelled_fut).await {
@@ -773,7 +779,12 @@ impl Registry {
             }
             Access::Allowed => {}
         }
-        let future = handler(inv, uri.to_owned(), vars);
+        let Ok(future) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
+        else {
+            tracing::error!(uri, "resource handler panicked");
+            return Err(CoreError::Internal { retryable: true });
+        };
         let result = AssertUnwindSafe(future).catch_unwind().await;
         let reply = match result {
             Err(_) => {
@@ -870,10 +881,13 @@ impl Registry {
                 message: format!("missing required argument `{}`", missing.name),
             });
         }
-        match AssertUnwindSafe((prompt.handler)(inv, arguments))
-            .catch_unwind()
-            .await
-        {
+        let Ok(future) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| (prompt.handler)(inv, arguments)))
+        else {
+            tracing::error!(prompt = name, "prompt handler panicked");
+            return Err(CoreError::Internal { retryable: true });
+        };
+        match AssertUnwindSafe(future).catch_unwind().await {
             Err(_) => {
                 tracing::error!(prompt = name, "prompt handler panicked");
                 Err(CoreError::Internal { retryable: true })

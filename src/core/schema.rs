@@ -463,7 +463,48 @@ pub(crate) fn check_named_payload(schema: &Value) -> Result<(), String> {
                 .to_owned(),
         );
     }
+    if let Some(name) = required_nullable(schema) {
+        return Err(format!(
+            "property `{name}` is an Option that serialises as null; mark it \
+             #[serde(skip_serializing_if = \"Option::is_none\")] so None is omitted"
+        ));
+    }
     Ok(())
+}
+
+/// Finds a required property that admits `null` anywhere in a derived output schema: the
+/// shape of an `Option` field serialised without `skip_serializing_if`.
+fn required_nullable(schema: &Value) -> Option<String> {
+    match schema {
+        Value::Object(map) => {
+            if let (Some(Value::Array(required)), Some(Value::Object(props))) =
+                (map.get("required"), map.get("properties"))
+            {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if props.get(name).is_some_and(admits_null) {
+                        return Some(name.to_owned());
+                    }
+                }
+            }
+            map.values().find_map(required_nullable)
+        }
+        Value::Array(items) => items.iter().find_map(required_nullable),
+        _ => None,
+    }
+}
+
+fn admits_null(prop: &Value) -> bool {
+    let null = Value::String("null".to_owned());
+    match prop.get("type") {
+        Some(Value::Array(types)) if types.contains(&null) => return true,
+        Some(t) if *t == null => return false,
+        _ => {}
+    }
+    ["anyOf", "oneOf"].iter().any(|k| {
+        prop.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(|b| b.get("type") == Some(&null)))
+    })
 }
 
 /// Largest integer allowed in an `x-mcp-header` integer property (2^53 − 1).
