@@ -639,8 +639,10 @@ fn o110_option_output_must_be_omitted_not_null() {
     );
 }
 
+type Report = (u64, Option<u64>, Option<String>);
+
 #[derive(Default)]
-struct Recorder(std::sync::Mutex<Vec<(u64, Option<u64>, Option<String>)>>);
+struct Recorder(std::sync::Mutex<Vec<Report>>);
 impl strict_mcp::core::ProgressSink for Recorder {
     fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         self.0.lock().unwrap().push((
