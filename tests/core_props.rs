@@ -94,7 +94,10 @@ fn int32_bounds_come_from_the_rust_type() {
     assert_eq!(diags[0].keyword, "maximum");
 }
 
+/// `deny_unknown_fields` makes serde as strict as the derived input schema, which closes
+/// input objects (`additionalProperties: false`) whether or not the type asks for it.
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Agree {
     small: u8,

@@ -317,12 +317,20 @@ pub enum Side {
     Output,
 }
 
-/// Derives a 2020-12 schema for `T` with an explicit `$schema`.
+/// Derives a 2020-12 schema for `T` with an explicit `$schema`, in the portable profile:
 ///
-/// Optional members (`Option` fields, which are not `required`) do not accept `null`: the
-/// published schema says "omit it", which is portable across strict clients. Output types
-/// should therefore mark `Option` fields `#[serde(skip_serializing_if = "Option::is_none")]`;
-/// an output that serialises `null` for them is refused as `invalid_result`.
+/// - non-recursive `$defs` are inlined (recursive ones stay as `$ref`), so clients that do not
+///   resolve references still see the whole shape;
+/// - optional members (`Option` fields, which are not `required`) do not accept `null` (no
+///   `null` in `type` arrays or `enum`): the schema says "omit it". Output types therefore
+///   mark `Option` fields `#[serde(skip_serializing_if = "Option::is_none")]`; the registry
+///   refuses an output type whose `Option` would serialise as `null`;
+/// - `const` becomes a one-value `enum`;
+/// - integer formats (`int32`, `uint64`, ...) become `minimum`/`maximum`, so the schema refuses
+///   what the Rust type cannot hold;
+/// - on the input side, plain object schemas get `additionalProperties: false` unless they
+///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
+///   silently ignored.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -347,7 +355,11 @@ pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
+    inline_defs(&mut value);
     strip_optional_null(&mut value);
+    if side == Side::Input {
+        close_objects(&mut value);
+    }
     if let Value::Object(map) = &mut value {
         map.insert(
             "$schema".to_owned(),
@@ -380,10 +392,137 @@ fn integer_bounds(map: &mut Map<String, Value>) {
     map.entry("maximum").or_insert(max);
 }
 
+/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive.
+fn inline_defs(root: &mut Value) {
+    let Some(Value::Object(defs)) = root.get("$defs").cloned() else {
+        return;
+    };
+    let recursive: BTreeSet<String> = defs
+        .keys()
+        .filter(|name| reaches(&defs, name, name, &mut BTreeSet::new()))
+        .cloned()
+        .collect();
+    // Every inlining step removes one level of non-recursive references; the depth of such
+    // references is bounded by the number of definitions.
+    for _ in 0..=defs.len() {
+        if !replace_refs(root, &defs, &recursive, true) {
+            break;
+        }
+    }
+    if let Value::Object(map) = root {
+        if recursive.is_empty() {
+            map.remove("$defs");
+        } else if let Some(Value::Object(kept)) = map.get_mut("$defs") {
+            kept.retain(|name, _| recursive.contains(name));
+        }
+    }
+}
+
+fn def_ref(node: &Value) -> Option<&str> {
+    node.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
+}
+
+fn refs_in<'a>(node: &'a Value, out: &mut Vec<&'a str>) {
+    match node {
+        Value::Object(map) => {
+            if let Some(name) = def_ref(node) {
+                out.push(name);
+            }
+            map.values().for_each(|v| refs_in(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs_in(v, out)),
+        _ => {}
+    }
+}
+
+fn reaches(
+    defs: &Map<String, Value>,
+    from: &str,
+    target: &str,
+    seen: &mut BTreeSet<String>,
+) -> bool {
+    let Some(def) = defs.get(from) else {
+        return false;
+    };
+    let mut refs = Vec::new();
+    refs_in(def, &mut refs);
+    refs.into_iter().any(|next| {
+        next == target || (seen.insert(next.to_owned()) && reaches(defs, next, target, seen))
+    })
+}
+
+fn replace_refs(
+    node: &mut Value,
+    defs: &Map<String, Value>,
+    recursive: &BTreeSet<String>,
+    is_root: bool,
+) -> bool {
+    let mut changed = false;
+    if let Some(name) = def_ref(node).map(str::to_owned) {
+        if !recursive.contains(&name) {
+            if let (Some(Value::Object(def)), Value::Object(map)) = (defs.get(&name), &mut *node) {
+                map.remove("$ref");
+                for (k, v) in def {
+                    map.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                changed = true;
+            }
+        }
+    }
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if is_root && key == "$defs" {
+                    continue;
+                }
+                changed |= replace_refs(child, defs, recursive, false);
+            }
+        }
+        Value::Array(items) => {
+            for child in items {
+                changed |= replace_refs(child, defs, recursive, false);
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
+/// Adds `additionalProperties: false` to plain object schemas (input side only).
+fn close_objects(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let plain = map.get("type") == Some(&Value::String("object".to_owned()))
+                && map.contains_key("properties")
+                && ![
+                    "additionalProperties",
+                    "unevaluatedProperties",
+                    "patternProperties",
+                    "allOf",
+                    "anyOf",
+                    "oneOf",
+                    "$ref",
+                    "$dynamicRef",
+                ]
+                .iter()
+                .any(|k| map.contains_key(*k));
+            if plain {
+                map.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
 fn strip_optional_null(value: &mut Value) {
     match value {
         Value::Object(map) => {
             integer_bounds(map);
+            if let Some(c) = map.remove("const") {
+                map.entry("enum").or_insert(Value::Array(vec![c]));
+            }
             let required: BTreeSet<String> = map
                 .get("required")
                 .and_then(Value::as_array)
