@@ -641,6 +641,8 @@ fn o110_option_output_must_be_omitted_not_null() {
 
 type Report = (u64, Option<u64>, Option<String>);
 
+static LATE: std::sync::Mutex<Option<Invocation>> = std::sync::Mutex::new(None);
+
 #[derive(Default)]
 struct Recorder(std::sync::Mutex<Vec<Report>>);
 impl strict_mcp::core::ProgressSink for Recorder {
@@ -661,7 +663,12 @@ async fn progress_reaches_the_sink_and_is_a_no_op_without_one() {
         None,
         |i: Invocation, _a: Box<RawValue>| async move {
             i.report_progress(1.0, Some(2.0), Some("half"));
+            i.report_progress(1.0, Some(2.0), Some("repeat: dropped"));
+            i.report_progress(f64::NAN, None, Some("NaN: dropped"));
+            i.report_progress(1.5, Some(-1.0), Some("negative total: dropped"));
             i.report_progress(2.0, Some(2.0), None);
+            // Keep a clone past the end of the call: later reports are dropped.
+            LATE.lock().unwrap().replace(i.clone());
             Ok(DynamicOutput::default())
         },
     );
@@ -676,6 +683,12 @@ async fn progress_reaches_the_sink_and_is_a_no_op_without_one() {
         *sink.0.lock().unwrap(),
         vec![(1, Some(2), Some("half".to_owned())), (2, Some(2), None)]
     );
+    LATE.lock()
+        .unwrap()
+        .take()
+        .unwrap()
+        .report_progress(3.0, None, Some("late"));
+    assert_eq!(sink.0.lock().unwrap().len(), 2);
     let without = Invocation::new(Caller::anonymous());
     assert!(matches!(
         reg.call_tool(without, "work", None).await.unwrap(),

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -120,9 +121,42 @@ impl<T> Outcome<T> {
 }
 
 /// Receives progress reports; the server wires it to the pacer and the client's token.
+///
+/// The core forwards only valid reports: finite values, `progress` strictly increasing,
+/// `total` (when given) finite and not negative, and nothing after the call has ended.
 pub trait ProgressSink: Send + Sync {
-    /// One report. `progress` should increase between reports.
+    /// One report.
     fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+}
+
+/// Filters reports for one invocation and closes when the call ends.
+#[derive(Default)]
+pub(crate) struct ProgressGate {
+    last: Mutex<Option<f64>>,
+    ended: AtomicBool,
+}
+
+impl ProgressGate {
+    fn admit(&self, progress: f64, total: Option<f64>) -> bool {
+        if self.ended.load(Ordering::Acquire)
+            || !progress.is_finite()
+            || total.is_some_and(|t| !t.is_finite() || t < 0.0)
+        {
+            return false;
+        }
+        let Ok(mut last) = self.last.lock() else {
+            return false;
+        };
+        if last.is_some_and(|l| progress <= l) {
+            return false;
+        }
+        *last = Some(progress);
+        true
+    }
+
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
 }
 
 /// The context of one request: who calls, what the client can do, cancellation, progress,
@@ -133,6 +167,7 @@ pub struct Invocation {
     caps: ClientCapabilities,
     cancel: CancelToken,
     progress: Option<Arc<dyn ProgressSink>>,
+    gate: Arc<ProgressGate>,
     recovery: bool,
     responses: Arc<BTreeMap<String, Box<RawValue>>>,
 }
@@ -159,6 +194,7 @@ impl Invocation {
             caps: ClientCapabilities::default(),
             cancel: CancelToken::new(),
             progress: None,
+            gate: Arc::new(ProgressGate::default()),
             recovery: false,
             responses: Arc::new(BTreeMap::new()),
         }
@@ -235,11 +271,18 @@ impl Invocation {
         self.recovery
     }
 
-    /// Reports progress; does nothing when the client asked for none.
+    /// Reports progress; does nothing when the client asked for none, when the values are
+    /// invalid (not finite, not increasing, negative total) or after the call has ended.
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         if let Some(sink) = &self.progress {
-            sink.report(progress, total, message);
+            if self.gate.admit(progress, total) {
+                sink.report(progress, total, message);
+            }
         }
+    }
+
+    pub(crate) fn progress_gate(&self) -> Arc<ProgressGate> {
+        Arc::clone(&self.gate)
     }
 
     /// The exact bytes of the answer under `key`, if the client sent one.

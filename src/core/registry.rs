@@ -658,6 +658,8 @@ impl Registry {
             ));
         }
         let token = inv.cancel_token().clone();
+        let gate = inv.progress_gate();
+        let _end_progress = EndProgress(gate);
         // A handler may panic while creating its future, or while it runs: both are caught.
         let Ok(handler) =
             std::panic::catch_unwind(AssertUnwindSafe(|| (tool.def.handler)(inv, args)))
@@ -949,6 +951,15 @@ impl Registry {
             .map(|c| c(caller, value, context))
             .unwrap_or_default();
         Ok(CompletionReply::from_values(values))
+    }
+}
+
+/// Closes the invocation's progress reporting when the call returns (by any path).
+struct EndProgress(Arc<crate::core::invocation::ProgressGate>);
+
+impl Drop for EndProgress {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
