@@ -1,0 +1,404 @@
+//! The per-request invocation context handed to every handler.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::core::caller::{Caller, CancelToken};
+use crate::core::error::CoreError;
+
+/// The client capabilities declared on the current request (never remembered across requests).
+///
+/// ```
+/// use strict_mcp::core::{ClientCapabilities, ElicitMode};
+/// let caps = ClientCapabilities::from_value(serde_json::json!({"elicitation": {}}));
+/// assert!(caps.supports(ElicitMode::Form));
+/// assert!(!caps.supports(ElicitMode::Url)); // URL only when declared explicitly (O45)
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientCapabilities {
+    form: bool,
+    url: bool,
+    sampling: bool,
+    roots: bool,
+}
+
+impl ClientCapabilities {
+    /// Reads the request's `clientCapabilities` object. Anything not an object declares nothing.
+    #[must_use]
+    pub fn from_value(value: Value) -> Self {
+        let elicitation = value.get("elicitation").and_then(Value::as_object);
+        let form = elicitation
+            .is_some_and(|e| e.is_empty() || e.get("form").is_some_and(Value::is_object));
+        let url = elicitation.is_some_and(|e| e.get("url").is_some_and(Value::is_object));
+        ClientCapabilities {
+            form,
+            url,
+            sampling: value.get("sampling").is_some_and(Value::is_object),
+            roots: value.get("roots").is_some_and(Value::is_object),
+        }
+    }
+
+    /// Whether the client accepts elicitation in this mode (O45, O46).
+    #[must_use]
+    pub fn supports(&self, mode: ElicitMode) -> bool {
+        match mode {
+            ElicitMode::Form => self.form,
+            ElicitMode::Url => self.url,
+        }
+    }
+
+    /// Whether the client declared `sampling`.
+    #[must_use]
+    pub fn sampling(&self) -> bool {
+        self.sampling
+    }
+
+    /// Whether the client declared `roots`.
+    #[must_use]
+    pub fn roots(&self) -> bool {
+        self.roots
+    }
+}
+
+/// Elicitation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitMode {
+    /// An in-client form described by a flat schema.
+    Form,
+    /// An out-of-band URL the user visits.
+    Url,
+}
+
+/// One server-initiated request under `inputRequests` (`InputRequest`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InputRequest {
+    method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<Value>,
+}
+
+impl InputRequest {
+    /// The JSON-RPC method (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+    #[must_use]
+    pub fn method(&self) -> &'static str {
+        self.method
+    }
+
+    /// The params object.
+    #[must_use]
+    pub fn params(&self) -> Option<&Value> {
+        self.params.as_ref()
+    }
+}
+
+/// What a handler that may ask for input returns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// The operation finished.
+    Complete(T),
+    /// The operation needs client input first; the server binds this to the ledger and
+    /// answers `resultType: "input_required"`.
+    InputRequired {
+        /// Requests keyed by server-chosen ids.
+        requests: BTreeMap<String, InputRequest>,
+    },
+}
+
+impl<T> Outcome<T> {
+    /// One input request under `key`.
+    #[must_use]
+    pub fn input(key: impl Into<String>, request: InputRequest) -> Self {
+        let mut requests = BTreeMap::new();
+        requests.insert(key.into(), request);
+        Outcome::InputRequired { requests }
+    }
+}
+
+/// Receives progress reports; the server wires it to the pacer and the client's token.
+///
+/// The core forwards only valid reports: finite values, `progress` strictly increasing,
+/// `total` (when given) finite and not negative, and nothing after the call has ended.
+pub trait ProgressSink: Send + Sync {
+    /// One report.
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+}
+
+/// Filters reports for one invocation and closes when the call ends.
+#[derive(Default)]
+pub(crate) struct ProgressGate {
+    last: Mutex<Option<f64>>,
+    ended: AtomicBool,
+}
+
+impl ProgressGate {
+    fn admit(&self, progress: f64, total: Option<f64>) -> bool {
+        if self.ended.load(Ordering::Acquire)
+            || !progress.is_finite()
+            || total.is_some_and(|t| !t.is_finite() || t < 0.0)
+        {
+            return false;
+        }
+        let Ok(mut last) = self.last.lock() else {
+            return false;
+        };
+        if last.is_some_and(|l| progress <= l) {
+            return false;
+        }
+        *last = Some(progress);
+        true
+    }
+
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+    }
+}
+
+/// The context of one request: who calls, what the client can do, cancellation, progress,
+/// recovery mode and the answers to earlier input requests.
+#[derive(Clone)]
+pub struct Invocation {
+    caller: Caller,
+    caps: ClientCapabilities,
+    cancel: CancelToken,
+    progress: Option<Arc<dyn ProgressSink>>,
+    gate: Arc<ProgressGate>,
+    recovery: bool,
+    responses: Arc<BTreeMap<String, Box<RawValue>>>,
+}
+
+impl fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Invocation")
+            .field("caller", &self.caller)
+            .field("caps", &self.caps)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("progress", &self.progress.is_some())
+            .field("recovery", &self.recovery)
+            .field("responses", &self.responses.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Invocation {
+    /// A context with no declared capabilities, a fresh token and no progress sink.
+    #[must_use]
+    pub fn new(caller: Caller) -> Self {
+        Invocation {
+            caller,
+            caps: ClientCapabilities::default(),
+            cancel: CancelToken::new(),
+            progress: None,
+            gate: Arc::new(ProgressGate::default()),
+            recovery: false,
+            responses: Arc::new(BTreeMap::new()),
+        }
+    }
+
+    /// Sets the request's declared client capabilities.
+    #[must_use]
+    pub fn with_capabilities(mut self, caps: ClientCapabilities) -> Self {
+        self.caps = caps;
+        self
+    }
+
+    /// Sets the cancellation token the driver will trigger.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Sets the progress sink (only when the client sent a valid progress token).
+    #[must_use]
+    pub fn with_progress(mut self, sink: Arc<dyn ProgressSink>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Marks the call as the replay of a completed chain (O53).
+    #[must_use]
+    pub fn with_recovery(mut self, recovery: bool) -> Self {
+        self.recovery = recovery;
+        self
+    }
+
+    /// Supplies the exact answer bytes of `inputResponses`, by key.
+    #[must_use]
+    pub fn with_input_responses(mut self, responses: BTreeMap<String, Box<RawValue>>) -> Self {
+        self.responses = Arc::new(responses);
+        self
+    }
+
+    /// The caller.
+    #[must_use]
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The declared client capabilities.
+    #[must_use]
+    pub fn capabilities(&self) -> &ClientCapabilities {
+        &self.caps
+    }
+
+    /// Whether the current request supports an elicitation mode.
+    #[must_use]
+    pub fn supports(&self, mode: ElicitMode) -> bool {
+        self.caps.supports(mode)
+    }
+
+    /// The cancellation token.
+    #[must_use]
+    pub fn cancel_token(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// Whether the call was cancelled.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Whether this is a replay of a completed chain: do not repeat side effects.
+    #[must_use]
+    pub fn is_recovery(&self) -> bool {
+        self.recovery
+    }
+
+    /// Reports progress; does nothing when the client asked for none, when the values are
+    /// invalid (not finite, not increasing, negative total) or after the call has ended.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.progress {
+            if self.gate.admit(progress, total) {
+                sink.report(progress, total, message);
+            }
+        }
+    }
+
+    pub(crate) fn progress_gate(&self) -> Arc<ProgressGate> {
+        Arc::clone(&self.gate)
+    }
+
+    /// The exact bytes of the answer under `key`, if the client sent one.
+    #[must_use]
+    pub fn input_response(&self, key: &str) -> Option<&RawValue> {
+        self.responses.get(key).map(AsRef::as_ref)
+    }
+
+    /// Builds a form elicitation. The schema must be a flat object of primitive properties.
+    ///
+    /// # Errors
+    /// -32021 when the request did not declare form elicitation; -32603 when the schema is
+    /// not a flat primitive object (a programming error, logged).
+    ///
+    /// ```
+    /// use strict_mcp::core::{Caller, ClientCapabilities, Invocation};
+    /// let inv = Invocation::new(Caller::anonymous());
+    /// let err = inv.elicit_form("Name?", serde_json::json!({"type":"object"})).unwrap_err();
+    /// assert_eq!(err.code(), -32021);
+    /// ```
+    pub fn elicit_form(
+        &self,
+        message: &str,
+        requested_schema: Value,
+    ) -> Result<InputRequest, CoreError> {
+        if !self.caps.form {
+            return Err(CoreError::MissingCapability {
+                required: json!({"elicitation": {"form": {}}}),
+            });
+        }
+        if let Err(reason) = check_flat_schema(&requested_schema) {
+            tracing::warn!(%reason, "elicitation schema is not a flat primitive object");
+            return Err(CoreError::Internal { retryable: false });
+        }
+        Ok(InputRequest {
+            method: "elicitation/create",
+            params: Some(json!({
+                "mode": "form",
+                "message": message,
+                "requestedSchema": requested_schema,
+            })),
+        })
+    }
+
+    /// Builds a URL elicitation.
+    ///
+    /// # Errors
+    /// -32021 when the request did not declare URL elicitation.
+    pub fn elicit_url(&self, message: &str, url: &str) -> Result<InputRequest, CoreError> {
+        if !self.caps.url {
+            return Err(CoreError::MissingCapability {
+                required: json!({"elicitation": {"url": {}}}),
+            });
+        }
+        Ok(InputRequest {
+            method: "elicitation/create",
+            params: Some(json!({ "mode": "url", "message": message, "url": url })),
+        })
+    }
+
+    /// Builds a sampling request from `CreateMessageRequestParams`.
+    ///
+    /// # Errors
+    /// -32021 when the request did not declare `sampling`.
+    pub fn sample(&self, params: Value) -> Result<InputRequest, CoreError> {
+        if !self.caps.sampling {
+            return Err(CoreError::MissingCapability {
+                required: json!({"sampling": {}}),
+            });
+        }
+        Ok(InputRequest {
+            method: "sampling/createMessage",
+            params: Some(params),
+        })
+    }
+
+    /// Builds a roots request.
+    ///
+    /// # Errors
+    /// -32021 when the request did not declare `roots`.
+    pub fn list_roots(&self) -> Result<InputRequest, CoreError> {
+        if !self.caps.roots {
+            return Err(CoreError::MissingCapability {
+                required: json!({"roots": {}}),
+            });
+        }
+        Ok(InputRequest {
+            method: "roots/list",
+            params: None,
+        })
+    }
+}
+
+fn check_flat_schema(schema: &Value) -> Result<(), String> {
+    if schema.get("type") != Some(&Value::String("object".to_owned())) {
+        return Err("root must be `type: object`".to_owned());
+    }
+    let Some(props) = schema.get("properties") else {
+        return Ok(());
+    };
+    let props = props.as_object().ok_or("`properties` must be an object")?;
+    for (name, prop) in props {
+        let ty = prop.get("type").and_then(Value::as_str).unwrap_or("");
+        let ok = match ty {
+            "string" | "number" | "integer" | "boolean" => true,
+            "array" => {
+                prop.get("items")
+                    .and_then(|i| i.get("type"))
+                    .and_then(Value::as_str)
+                    == Some("string")
+            }
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("property `{name}` is not a primitive"));
+        }
+    }
+    Ok(())
+}

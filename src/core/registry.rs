@@ -1,0 +1,1007 @@
+//! The immutable registry: build-time checks, per-request policy, listing with cursors,
+//! search, tool calls, resource reads, prompt gets and completion.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::future::{select, Either};
+use futures_util::FutureExt as _;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::core::caller::{Caller, Clock, SystemClock};
+use crate::core::cursor::{CursorKey, ListKind};
+use crate::core::descriptor::{CacheHints, Prompt, Resource, ResourceTemplate, Tool};
+use crate::core::error::{BuildError, CoreError, FailureCode, ToolError, ToolFailure};
+use crate::core::invocation::{Invocation, Outcome};
+use crate::core::policy::{Access, AllowAll, Policy};
+use crate::core::prompt::{CompletionReply, PromptDef, PromptReply};
+use crate::core::resource::{
+    check_uri, match_template, parse_template, Part, ReadReply, ResourceDef, ResourceError,
+    TemplateDef,
+};
+use crate::core::schema::{
+    check_mcp_headers, check_named_payload, check_object_root, CompiledSchema,
+};
+use crate::core::tool::{SchemaSource, ToolDef, ToolReply};
+
+/// Items per list page (O21: at most 20 tools per page).
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+/// Search results when no limit is given (O12).
+pub const DEFAULT_SEARCH_LIMIT: u32 = 5;
+/// Largest accepted search limit (O12).
+pub const MAX_SEARCH_LIMIT: u32 = 20;
+/// Default cursor lifetime.
+pub const DEFAULT_CURSOR_TTL_MS: u64 = 10 * 60 * 1000;
+/// Default limit on the encoded `contents` of one read (16 MiB response minus 8 KiB reserve).
+pub const DEFAULT_MAX_READ_BYTES: usize = 16 * 1024 * 1024 - 8 * 1024;
+
+struct CompiledTool {
+    def: ToolDef,
+    input: CompiledSchema,
+    output: Option<CompiledSchema>,
+    descriptor: Tool,
+}
+
+struct CompiledTemplate {
+    def: TemplateDef,
+    parts: Vec<Part>,
+}
+
+struct Inner {
+    tools: BTreeMap<String, CompiledTool>,
+    resources: BTreeMap<String, ResourceDef>,
+    templates: Vec<CompiledTemplate>,
+    prompts: BTreeMap<String, PromptDef>,
+    policy: Arc<dyn Policy>,
+    cursor_key: CursorKey,
+    clock: Arc<dyn Clock>,
+    page_size: usize,
+    cursor_ttl_ms: u64,
+    max_read_bytes: usize,
+    digest: [u8; 32],
+}
+
+/// Collects tools, resources, templates and prompts, then builds an immutable [`Registry`].
+pub struct RegistryBuilder {
+    tools: Vec<ToolDef>,
+    resources: Vec<ResourceDef>,
+    templates: Vec<TemplateDef>,
+    prompts: Vec<PromptDef>,
+    policy: Arc<dyn Policy>,
+    cursor_key: Option<CursorKey>,
+    clock: Arc<dyn Clock>,
+    page_size: usize,
+    cursor_ttl_ms: u64,
+    max_read_bytes: usize,
+}
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field("tools", &self.tools.len())
+            .field("resources", &self.resources.len())
+            .field("templates", &self.templates.len())
+            .field("prompts", &self.prompts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RegistryBuilder {
+    fn default() -> Self {
+        RegistryBuilder::new()
+    }
+}
+
+impl RegistryBuilder {
+    /// An empty builder with [`AllowAll`], a random cursor key and the [`SystemClock`].
+    #[must_use]
+    pub fn new() -> Self {
+        RegistryBuilder {
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            policy: Arc::new(AllowAll),
+            cursor_key: None,
+            clock: Arc::new(SystemClock::new()),
+            page_size: DEFAULT_PAGE_SIZE,
+            cursor_ttl_ms: DEFAULT_CURSOR_TTL_MS,
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
+
+    /// Adds a tool.
+    #[must_use]
+    pub fn tool(mut self, tool: ToolDef) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds a static resource.
+    #[must_use]
+    pub fn resource(mut self, resource: ResourceDef) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Adds a resource template.
+    #[must_use]
+    pub fn template(mut self, template: TemplateDef) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Adds a prompt.
+    #[must_use]
+    pub fn prompt(mut self, prompt: PromptDef) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Sets the policy consulted on every request.
+    #[must_use]
+    pub fn policy(mut self, policy: impl Policy) -> Self {
+        self.policy = Arc::new(policy);
+        self
+    }
+
+    /// Sets the cursor key (share it between instances behind one load balancer).
+    #[must_use]
+    pub fn cursor_key(mut self, key: CursorKey) -> Self {
+        self.cursor_key = Some(key);
+        self
+    }
+
+    /// Sets the clock (tests use a manual one).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Items per list page (1..=20 for tools by O21; clamped to that range).
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = size.clamp(1, DEFAULT_PAGE_SIZE);
+        self
+    }
+
+    /// Cursor lifetime in milliseconds.
+    #[must_use]
+    pub fn cursor_ttl_ms(mut self, ttl: u64) -> Self {
+        self.cursor_ttl_ms = ttl;
+        self
+    }
+
+    /// Limit on the encoded `contents` of one read (O33).
+    #[must_use]
+    pub fn max_read_bytes(mut self, limit: usize) -> Self {
+        self.max_read_bytes = limit;
+        self
+    }
+
+    /// Compiles every schema and checks every declaration.
+    ///
+    /// # Errors
+    /// The first problem found, naming the tool, property, prompt or URI.
+    pub fn build(self) -> Result<Registry, BuildError> {
+        let mut hasher = Sha256::new();
+        let mut tools = BTreeMap::new();
+        for def in self.tools {
+            let compiled = compile_tool(def)?;
+            if tools.contains_key(&compiled.def.name) {
+                return Err(BuildError::Duplicate {
+                    kind: "tool",
+                    name: compiled.def.name.clone(),
+                });
+            }
+            tools.insert(compiled.def.name.clone(), compiled);
+        }
+        for (name, t) in &tools {
+            hasher.update(b"tool\0");
+            hasher.update(name.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(t.input.raw().get().as_bytes());
+            if let Some(o) = &t.output {
+                hasher.update(o.raw().get().as_bytes());
+            }
+        }
+        let mut resources = BTreeMap::new();
+        for def in self.resources {
+            check_uri(def.uri())?;
+            if resources.contains_key(def.uri()) {
+                return Err(BuildError::Duplicate {
+                    kind: "resource",
+                    name: def.uri().to_owned(),
+                });
+            }
+            hasher.update(b"resource\0");
+            hasher.update(def.uri().as_bytes());
+            resources.insert(def.uri().to_owned(), def);
+        }
+        let mut templates: Vec<CompiledTemplate> = Vec::new();
+        for def in self.templates {
+            let parts = parse_template(&def.descriptor.uri_template)?;
+            let vars: Vec<&str> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Var(v) => Some(v.as_str()),
+                    Part::Literal(_) => None,
+                })
+                .collect();
+            if let Some(unknown) = def.completers.keys().find(|k| !vars.contains(&k.as_str())) {
+                return Err(BuildError::Resource {
+                    uri: def.descriptor.uri_template.clone(),
+                    reason: format!("completer for unknown variable `{unknown}`"),
+                });
+            }
+            if templates
+                .iter()
+                .any(|t| t.def.descriptor.uri_template == def.descriptor.uri_template)
+            {
+                return Err(BuildError::Duplicate {
+                    kind: "resource template",
+                    name: def.descriptor.uri_template.clone(),
+                });
+            }
+            hasher.update(b"template\0");
+            hasher.update(def.descriptor.uri_template.as_bytes());
+            templates.push(CompiledTemplate { def, parts });
+        }
+        templates.sort_by(|a, b| {
+            a.def
+                .descriptor
+                .uri_template
+                .cmp(&b.def.descriptor.uri_template)
+        });
+        let mut prompts = BTreeMap::new();
+        for def in self.prompts {
+            def.check()?;
+            if prompts.contains_key(def.name()) {
+                return Err(BuildError::Duplicate {
+                    kind: "prompt",
+                    name: def.name().to_owned(),
+                });
+            }
+            hasher.update(b"prompt\0");
+            hasher.update(def.name().as_bytes());
+            prompts.insert(def.name().to_owned(), def);
+        }
+        let cursor_key = match self.cursor_key {
+            Some(k) => k,
+            None => CursorKey::random().map_err(|_| BuildError::Schema {
+                kind: "registry",
+                name: "cursor key".to_owned(),
+                reason: "no operating-system randomness for the cursor key".to_owned(),
+            })?,
+        };
+        Ok(Registry {
+            inner: Arc::new(Inner {
+                tools,
+                resources,
+                templates,
+                prompts,
+                policy: self.policy,
+                cursor_key,
+                clock: self.clock,
+                page_size: self.page_size,
+                cursor_ttl_ms: self.cursor_ttl_ms,
+                max_read_bytes: self.max_read_bytes,
+                digest: hasher.finalize().into(),
+            }),
+        })
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+fn compile_source(
+    source: &SchemaSource,
+    kind: &'static str,
+    name: &str,
+) -> Result<CompiledSchema, BuildError> {
+    let result = match source {
+        SchemaSource::Derived(v) => CompiledSchema::compile_value(v),
+        SchemaSource::Text(t) => CompiledSchema::compile(t),
+    };
+    result.map_err(|reason| BuildError::Schema {
+        kind,
+        name: name.to_owned(),
+        reason,
+    })
+}
+
+fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
+    let name = def.name.clone();
+    if !valid_tool_name(&name) {
+        return Err(BuildError::InvalidName { name });
+    }
+    let input = compile_source(&def.input, "tool input", &name)?;
+    check_object_root(input.value()).map_err(|reason| BuildError::Schema {
+        kind: "tool input",
+        name: name.clone(),
+        reason,
+    })?;
+    check_mcp_headers(input.value()).map_err(|v| BuildError::McpHeader {
+        tool: name.clone(),
+        property: v.property,
+        reason: v.reason,
+    })?;
+    let output = match &def.output {
+        None => None,
+        Some(source) => {
+            let compiled = compile_source(source, "tool output", &name)?;
+            if def.typed {
+                check_named_payload(compiled.value()).map_err(|reason| {
+                    BuildError::UnnamedPayload {
+                        tool: name.clone(),
+                        reason,
+                    }
+                })?;
+            } else if compiled.value().get("type") == Some(&Value::String("array".to_owned())) {
+                return Err(BuildError::UnnamedPayload {
+                    tool: name.clone(),
+                    reason: "root is a bare array".to_owned(),
+                });
+            }
+            Some(compiled)
+        }
+    };
+    let descriptor = Tool {
+        name: name.clone(),
+        title: def.title.clone(),
+        description: def.description.clone(),
+        icons: def.icons.clone(),
+        input_schema: input.raw().to_owned(),
+        output_schema: output.as_ref().map(|o| o.raw().to_owned()),
+        annotations: (!def.annotations.is_empty()).then(|| def.annotations.clone()),
+        meta: def.meta.clone(),
+    };
+    Ok(CompiledTool {
+        def,
+        input,
+        output,
+        descriptor,
+    })
+}
+
+/// One page of a list, with the cursor of the next page and cache hints.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    /// The items, in the list's deterministic order.
+    pub items: Vec<T>,
+    /// Cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+    /// Cache hints of this page (every page of a list uses the same scope, H3).
+    pub cache: CacheHints,
+}
+
+impl<T: Serialize> Page<T> {
+    /// The wire result body: `{<key>: [...], nextCursor?, ttlMs, cacheScope}`.
+    ///
+    /// # Panics
+    /// Never for the descriptor types of this crate (their serialisation cannot fail).
+    #[must_use]
+    pub fn to_result(&self, key: &str) -> Value {
+        let mut map = Map::new();
+        map.insert(
+            key.to_owned(),
+            serde_json::to_value(&self.items).expect("descriptors serialise"),
+        );
+        if let Some(c) = &self.next_cursor {
+            map.insert("nextCursor".to_owned(), Value::String(c.clone()));
+        }
+        map.insert("ttlMs".to_owned(), Value::from(self.cache.ttl_ms));
+        map.insert(
+            "cacheScope".to_owned(),
+            serde_json::to_value(self.cache.cache_scope).expect("enum serialises"),
+        );
+        Value::Object(map)
+    }
+}
+
+/// One search result: what a model needs to pick a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchHit {
+    /// Tool name.
+    pub name: String,
+    /// Display title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The result of a search: `{tools, truncated}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchReply {
+    /// Matching tools, best first (ties by name).
+    pub tools: Vec<SearchHit>,
+    /// Whether more tools matched than the limit allowed.
+    pub truncated: bool,
+}
+
+/// What a completion request refers to (G10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompletionRef {
+    /// `ref/prompt`.
+    Prompt {
+        /// Prompt name.
+        name: String,
+    },
+    /// `ref/resource` (a URI template registered with the registry).
+    Resource {
+        /// The URI template text.
+        uri: String,
+    },
+}
+
+/// The immutable, shareable registry. Clone it freely (one `Arc`); a server swaps in a new
+/// one atomically to change the catalogue.
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.inner.tools.len())
+            .field("resources", &self.inner.resources.len())
+            .field("templates", &self.inner.templates.len())
+            .field("prompts", &self.inner.prompts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// Whether any tool is registered (the server declares the `tools` capability then).
+    #[must_use]
+    pub fn has_tools(&self) -> bool {
+        !self.inner.tools.is_empty()
+    }
+
+    /// Whether any resource or template is registered.
+    #[must_use]
+    pub fn has_resources(&self) -> bool {
+        !self.inner.resources.is_empty() || !self.inner.templates.is_empty()
+    }
+
+    /// Whether any prompt is registered.
+    #[must_use]
+    pub fn has_prompts(&self) -> bool {
+        !self.inner.prompts.is_empty()
+    }
+
+    /// A digest of the catalogue (names and schemas); changes when the registry changes.
+    #[must_use]
+    pub fn digest(&self) -> [u8; 32] {
+        self.inner.digest
+    }
+
+    fn paginate<T: Clone>(
+        &self,
+        kind: ListKind,
+        caller: &Caller,
+        cursor: Option<&str>,
+        visible: Vec<T>,
+    ) -> Result<Page<T>, CoreError> {
+        let inner = &self.inner;
+        let now = inner.clock.now_ms();
+        let start = match cursor {
+            None => 0,
+            Some(c) => inner.cursor_key.open(kind, caller, &inner.digest, c, now)? as usize,
+        };
+        if start > visible.len() {
+            return Err(CoreError::InvalidCursor);
+        }
+        let end = (start + inner.page_size).min(visible.len());
+        let next_cursor = (end < visible.len()).then(|| {
+            inner.cursor_key.mint(
+                kind,
+                caller,
+                &inner.digest,
+                u32::try_from(end).unwrap_or(u32::MAX),
+                now.saturating_add(inner.cursor_ttl_ms),
+            )
+        });
+        Ok(Page {
+            items: visible[start..end].to_vec(),
+            next_cursor,
+            cache: CacheHints::PRIVATE_NO_STORE,
+        })
+    }
+
+    /// `tools/list`: the caller's visible tools, by name, paginated (E2–E4, O21).
+    ///
+    /// # Errors
+    /// -32602 for an invalid, foreign or expired cursor.
+    pub fn list_tools(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<Tool>, CoreError> {
+        let visible = self
+            .inner
+            .tools
+            .values()
+            .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
+            .map(|t| t.descriptor.clone())
+            .collect();
+        self.paginate(ListKind::Tools, caller, cursor, visible)
+    }
+
+    /// One visible tool definition (compact `get_tool_details`, direct pre-dispatch check).
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownTool`] for unknown and hidden tools alike.
+    pub fn tool(&self, caller: &Caller, name: &str) -> Result<Tool, CoreError> {
+        self.inner
+            .tools
+            .get(name)
+            .filter(|_| self.inner.policy.tool(caller, name).is_visible())
+            .map(|t| t.descriptor.clone())
+            .ok_or_else(|| CoreError::UnknownTool {
+                name: name.to_owned(),
+            })
+    }
+
+    /// Searches the caller's visible tools by name, title, description and keywords. Never
+    /// runs a handler. `limit` defaults to 5 and must be within 1..=20 (O12).
+    ///
+    /// # Errors
+    /// -32602 when `limit` is 0 or above 20.
+    pub fn search_tools(
+        &self,
+        caller: &Caller,
+        query: &str,
+        limit: Option<u32>,
+    ) -> Result<SearchReply, CoreError> {
+        let limit = limit.unwrap_or(DEFAULT_SEARCH_LIMIT);
+        if !(1..=MAX_SEARCH_LIMIT).contains(&limit) {
+            return Err(CoreError::InvalidParams {
+                message: format!("limit must be between 1 and {MAX_SEARCH_LIMIT}"),
+            });
+        }
+        let tokens: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let mut scored: Vec<(u32, &CompiledTool)> = self
+            .inner
+            .tools
+            .values()
+            .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
+            .filter_map(|t| {
+                if tokens.is_empty() {
+                    return Some((0, t));
+                }
+                let score = score_tool(&t.def, &tokens);
+                (score > 0).then_some((score, t))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.def.name.cmp(&b.1.def.name)));
+        let truncated = scored.len() > limit as usize;
+        let tools = scored
+            .into_iter()
+            .take(limit as usize)
+            .map(|(_, t)| SearchHit {
+                name: t.def.name.clone(),
+                title: t.def.title.clone(),
+                description: t.def.description.clone(),
+            })
+            .collect();
+        Ok(SearchReply { tools, truncated })
+    }
+
+    /// `tools/call`: policy, recovery check, argument validation, the handler (panics caught,
+    /// cancellation observed), then output validation (O107).
+    ///
+    /// `arguments` are the exact bytes from the request (`None` means `{}`).
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownTool`] for unknown and hidden tools (byte-identical); protocol
+    /// errors a handler returns (e.g. -32021). Everything else is a [`ToolReply::Failure`].
+    pub async fn call_tool(
+        &self,
+        inv: Invocation,
+        name: &str,
+        arguments: Option<&RawValue>,
+    ) -> Result<ToolReply, CoreError> {
+        let unknown = || CoreError::UnknownTool {
+            name: name.to_owned(),
+        };
+        let tool = self.inner.tools.get(name).ok_or_else(unknown)?;
+        match self.inner.policy.tool(inv.caller(), name) {
+            Access::Hidden => return Err(unknown()),
+            Access::ListOnly => {
+                return Ok(ToolReply::Failure(ToolFailure::new(
+                    FailureCode::UnavailableTool,
+                    "This tool is not available to the caller.",
+                )))
+            }
+            Access::Allowed => {}
+        }
+        if inv.is_recovery() && !tool.def.recovery_safe {
+            return Ok(ToolReply::Failure(ToolFailure::new(
+                FailureCode::AlreadyCompleted,
+                "The operation already completed; it is not run again.",
+            )));
+        }
+        if inv.is_cancelled() {
+            return Ok(ToolReply::Failure(cancelled()));
+        }
+        let args: Box<RawValue> = match arguments {
+            Some(raw) => raw.to_owned(),
+            None => RawValue::from_string("{}".to_owned())
+                .map_err(|_| CoreError::Internal { retryable: false })?,
+        };
+        if let Err(diagnostics) = tool.input.validate_bytes(args.get()) {
+            return Ok(ToolReply::Failure(
+                ToolFailure::new(
+                    FailureCode::InvalidArguments,
+                    "The arguments do not match the tool's input schema.",
+                )
+                .with_diagnostics(diagnostics),
+            ));
+        }
+        let token = inv.cancel_token().clone();
+        let gate = inv.progress_gate();
+        let _end_progress = EndProgress(gate);
+        // A handler may panic while creating its future, or while it runs: both are caught.
+        let Ok(handler) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| (tool.def.handler)(inv, args)))
+        else {
+            tracing::error!(tool = name, "tool handler panicked");
+            return Ok(ToolReply::Failure(ToolFailure::internal()));
+        };
+        let guarded = AssertUnwindSafe(handler).catch_unwind();
+        let cancelled_fut = Box::pin(token.cancelled());
+        let outcome = match select(guarded, cancelled_fut).await {
+            Either::Left((result, _)) => result,
+            Either::Right(((), _)) => return Ok(ToolReply::Failure(cancelled())),
+        };
+        let outcome = match outcome {
+            Err(_panic) => {
+                tracing::error!(tool = name, "tool handler panicked");
+                return Ok(ToolReply::Failure(ToolFailure::internal()));
+            }
+            Ok(Err(ToolError::Failure(f))) => return Ok(ToolReply::Failure(f)),
+            Ok(Err(ToolError::Protocol(e))) => return Err(e),
+            Ok(Ok(o)) => o,
+        };
+        match outcome {
+            Outcome::InputRequired { requests } => Ok(ToolReply::InputRequired { requests }),
+            Outcome::Complete(out) => {
+                if let Some(schema) = &tool.output {
+                    let Some(structured) = &out.structured else {
+                        tracing::warn!(tool = name, "structured result missing");
+                        return Ok(ToolReply::Failure(invalid_result()));
+                    };
+                    if let Err(diags) = schema.validate_bytes(structured.get()) {
+                        tracing::warn!(
+                            tool = name,
+                            ?diags,
+                            "structured result breaks the output schema"
+                        );
+                        return Ok(ToolReply::Failure(invalid_result()));
+                    }
+                }
+                Ok(ToolReply::Success {
+                    content: out.content,
+                    structured: out.structured,
+                })
+            }
+        }
+    }
+
+    /// `resources/list`: the caller's visible static resources, by URI, paginated.
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor.
+    pub fn list_resources(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<Resource>, CoreError> {
+        let visible = self
+            .inner
+            .resources
+            .values()
+            .filter(|r| self.inner.policy.resource(caller, r.uri()).is_visible())
+            .map(|r| r.descriptor.clone())
+            .collect();
+        self.paginate(ListKind::Resources, caller, cursor, visible)
+    }
+
+    /// `resources/templates/list`: visible templates, by template text, paginated.
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor.
+    pub fn list_resource_templates(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<ResourceTemplate>, CoreError> {
+        let visible = self
+            .inner
+            .templates
+            .iter()
+            .filter(|t| {
+                self.inner
+                    .policy
+                    .resource(caller, &t.def.descriptor.uri_template)
+                    .is_visible()
+            })
+            .map(|t| t.def.descriptor.clone())
+            .collect();
+        self.paginate(ListKind::Templates, caller, cursor, visible)
+    }
+
+    /// `resources/read`: a static resource, else the first template (by template text) that
+    /// matches. Unknown, hidden and empty reads are -32602 with `data.uri` (never -32002).
+    ///
+    /// # Errors
+    /// -32602 (unknown/hidden/not found/denied), -32603 (internal or too large), -32021.
+    pub async fn read_resource(
+        &self,
+        inv: Invocation,
+        uri: &str,
+    ) -> Result<Outcome<ReadReply>, CoreError> {
+        let not_found = || CoreError::UnknownResource {
+            uri: uri.to_owned(),
+        };
+        let (handler, vars) = if let Some(r) = self.inner.resources.get(uri) {
+            (&r.handler, BTreeMap::new())
+        } else {
+            self.inner
+                .templates
+                .iter()
+                .find_map(|t| match_template(&t.parts, uri).map(|vars| (&t.def.handler, vars)))
+                .ok_or_else(not_found)?
+        };
+        match self.inner.policy.resource(inv.caller(), uri) {
+            Access::Hidden => return Err(not_found()),
+            Access::ListOnly => {
+                return Err(CoreError::InvalidParams {
+                    message: "Resource access denied".to_owned(),
+                })
+            }
+            Access::Allowed => {}
+        }
+        let Ok(future) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
+        else {
+            tracing::error!(uri, "resource handler panicked");
+            return Err(CoreError::Internal { retryable: true });
+        };
+        let result = AssertUnwindSafe(future).catch_unwind().await;
+        let reply = match result {
+            Err(_) => {
+                tracing::error!(uri, "resource handler panicked");
+                return Err(CoreError::Internal { retryable: true });
+            }
+            Ok(Err(ResourceError::NotFound)) => return Err(not_found()),
+            Ok(Err(ResourceError::Internal { retryable })) => {
+                return Err(CoreError::Internal { retryable })
+            }
+            Ok(Err(ResourceError::Protocol(e))) => return Err(e),
+            Ok(Ok(Outcome::InputRequired { requests })) => {
+                return Ok(Outcome::InputRequired { requests })
+            }
+            Ok(Ok(Outcome::Complete(reply))) => reply,
+        };
+        if reply.contents.is_empty() {
+            return Err(not_found());
+        }
+        let size = serde_json::to_vec(&reply.contents)
+            .map_err(|_| CoreError::Internal { retryable: false })?
+            .len();
+        if size > self.inner.max_read_bytes {
+            return Err(CoreError::ResourceTooLarge {
+                uri: uri.to_owned(),
+            });
+        }
+        Ok(Outcome::Complete(ReadReply {
+            cache: CacheHints::PRIVATE_NO_STORE,
+            ..reply
+        }))
+    }
+
+    /// `prompts/list`: visible prompts, by name, paginated.
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor.
+    pub fn list_prompts(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<Prompt>, CoreError> {
+        let visible = self
+            .inner
+            .prompts
+            .values()
+            .filter(|p| self.inner.policy.prompt(caller, p.name()).is_visible())
+            .map(|p| p.descriptor.clone())
+            .collect();
+        self.paginate(ListKind::Prompts, caller, cursor, visible)
+    }
+
+    fn visible_prompt(&self, caller: &Caller, name: &str) -> Result<&PromptDef, CoreError> {
+        self.inner
+            .prompts
+            .get(name)
+            .filter(|_| self.inner.policy.prompt(caller, name).is_visible())
+            .ok_or_else(|| CoreError::UnknownPrompt {
+                name: name.to_owned(),
+            })
+    }
+
+    /// `prompts/get`: checks the arguments against the declaration (unknown or missing
+    /// required → -32602), then runs the handler.
+    ///
+    /// # Errors
+    /// -32602, -32603 or a handler's protocol error.
+    pub async fn get_prompt(
+        &self,
+        inv: Invocation,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<Outcome<PromptReply>, CoreError> {
+        let prompt = self.visible_prompt(inv.caller(), name)?;
+        if self.inner.policy.prompt(inv.caller(), name) == Access::ListOnly {
+            return Err(CoreError::InvalidParams {
+                message: "Prompt access denied".to_owned(),
+            });
+        }
+        let declared = prompt.descriptor.arguments.as_deref().unwrap_or_default();
+        if let Some(unknown) = arguments
+            .keys()
+            .find(|k| !declared.iter().any(|a| &a.name == *k))
+        {
+            return Err(CoreError::InvalidParams {
+                message: format!("unknown argument `{unknown}`"),
+            });
+        }
+        if let Some(missing) = declared
+            .iter()
+            .find(|a| a.required == Some(true) && !arguments.contains_key(&a.name))
+        {
+            return Err(CoreError::InvalidParams {
+                message: format!("missing required argument `{}`", missing.name),
+            });
+        }
+        let Ok(future) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| (prompt.handler)(inv, arguments)))
+        else {
+            tracing::error!(prompt = name, "prompt handler panicked");
+            return Err(CoreError::Internal { retryable: true });
+        };
+        match AssertUnwindSafe(future).catch_unwind().await {
+            Err(_) => {
+                tracing::error!(prompt = name, "prompt handler panicked");
+                Err(CoreError::Internal { retryable: true })
+            }
+            Ok(result) => result.map_err(CoreError::from),
+        }
+    }
+
+    /// `completion/complete` for a prompt argument or a template variable. At most 100
+    /// values; `total`/`hasMore` set when more exist. No completer → no values.
+    ///
+    /// # Errors
+    /// -32602 for an unknown/hidden prompt or template, or an undeclared argument.
+    pub fn complete(
+        &self,
+        caller: &Caller,
+        reference: &CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &BTreeMap<String, String>,
+    ) -> Result<CompletionReply, CoreError> {
+        let completer = match reference {
+            CompletionRef::Prompt { name } => {
+                let prompt = self.visible_prompt(caller, name)?;
+                let declared = prompt
+                    .descriptor
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .any(|a| a.name == argument);
+                if !declared {
+                    return Err(CoreError::InvalidParams {
+                        message: format!("unknown argument `{argument}`"),
+                    });
+                }
+                prompt.completers.get(argument)
+            }
+            CompletionRef::Resource { uri } => {
+                let template = self
+                    .inner
+                    .templates
+                    .iter()
+                    .find(|t| &t.def.descriptor.uri_template == uri)
+                    .filter(|_| self.inner.policy.resource(caller, uri).is_visible())
+                    .ok_or_else(|| CoreError::UnknownResource { uri: uri.clone() })?;
+                let declared = template
+                    .parts
+                    .iter()
+                    .any(|p| matches!(p, Part::Var(v) if v == argument));
+                if !declared {
+                    return Err(CoreError::InvalidParams {
+                        message: format!("unknown template variable `{argument}`"),
+                    });
+                }
+                template.def.completers.get(argument)
+            }
+        };
+        let values = completer
+            .map(|c| c(caller, value, context))
+            .unwrap_or_default();
+        Ok(CompletionReply::from_values(values))
+    }
+}
+
+/// Closes the invocation's progress reporting when the call returns (by any path).
+struct EndProgress(Arc<crate::core::invocation::ProgressGate>);
+
+impl Drop for EndProgress {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+fn cancelled() -> ToolFailure {
+    ToolFailure::new(FailureCode::Cancelled, "The call was cancelled.")
+}
+
+fn invalid_result() -> ToolFailure {
+    ToolFailure::new(
+        FailureCode::InvalidResult,
+        "The tool produced a result that does not match its output schema.",
+    )
+}
+
+fn score_tool(def: &ToolDef, tokens: &[String]) -> u32 {
+    let name = def.name.to_lowercase();
+    let title = def.title.as_deref().unwrap_or("").to_lowercase();
+    let description = def.description.as_deref().unwrap_or("").to_lowercase();
+    let keywords: Vec<String> = def.keywords.iter().map(|k| k.to_lowercase()).collect();
+    let name_words: Vec<&str> = name.split(|c: char| !c.is_alphanumeric()).collect();
+    let mut total = 0;
+    for token in tokens {
+        let mut score = 0;
+        if name == *token {
+            score += 100;
+        } else if name_words.contains(&token.as_str()) {
+            score += 60;
+        } else if name.contains(token.as_str()) {
+            score += 30;
+        }
+        if title.contains(token.as_str()) {
+            score += 20;
+        }
+        if keywords.iter().any(|k| k == token) {
+            score += 25;
+        } else if keywords.iter().any(|k| k.contains(token.as_str())) {
+            score += 10;
+        }
+        if description.contains(token.as_str()) {
+            score += 5;
+        }
+        total += score;
+    }
+    total
+}

@@ -1,0 +1,811 @@
+//! Schema compilation, validation with actionable diagnostics, typed schema derivation and the
+//! `x-mcp-header` registration rules.
+//!
+//! # Exactness and its one limit
+//!
+//! Arguments are validated as a `serde_json::Value` parsed from the exact argument bytes; the
+//! handler and the wire always see the original bytes. Without serde_json's
+//! `arbitrary_precision` feature, integers beyond `u64`/`i64` (and all non-integers) become
+//! `f64` *for validation only*. Numeric keywords (`minimum`, `maximum`, `multipleOf`, ...)
+//! therefore compare such values approximately: integers beyond 2^53 that are not `u64`/`i64`
+//! may compare equal to a nearby bound. Numbers beyond the `f64` range (about ±1.8e308)
+//! cannot be represented at all and are refused with the diagnostic keyword `number`. Type
+//! checks, string, object and array keywords are exact. No defaults are inserted: validation never modifies the instance.
+//!
+//! # References
+//!
+//! No `$ref` is ever fetched from the network or the file system (E21): a retriever that
+//! refuses everything is installed, so an unresolvable external reference is a compile error
+//! (E22). References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
+//! `$dynamicRef`/`$dynamicAnchor`) resolve normally.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{Draft, Retrieve, Uri};
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde_json::{Map, Value};
+
+use crate::core::error::Diagnostic;
+
+/// Maximum nesting of arrays/objects in a validated instance (the codec uses the same bound).
+pub const MAX_INSTANCE_DEPTH: usize = 64;
+/// Maximum nesting of a registered schema document.
+pub const MAX_SCHEMA_DEPTH: usize = 128;
+/// At most this many diagnostics are reported for one invalid instance.
+pub const MAX_DIAGNOSTICS: usize = 16;
+
+/// The 2020-12 meta-schema URI.
+pub const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+const KNOWN_DIALECTS: &[(&str, Draft)] = &[
+    (DRAFT_2020_12, Draft::Draft202012),
+    (
+        "https://json-schema.org/draft/2020-12/schema#",
+        Draft::Draft202012,
+    ),
+    ("http://json-schema.org/draft-07/schema#", Draft::Draft7),
+    ("http://json-schema.org/draft-07/schema", Draft::Draft7),
+    (
+        "https://json-schema.org/draft/2019-09/schema",
+        Draft::Draft201909,
+    ),
+    ("http://json-schema.org/draft-06/schema#", Draft::Draft6),
+    ("http://json-schema.org/draft-04/schema#", Draft::Draft4),
+];
+
+/// Refuses every retrieval: schemas are self-contained (E21, E22).
+#[derive(Debug, Clone, Copy)]
+struct RefuseRetrieval;
+
+impl Retrieve for RefuseRetrieval {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("external reference `{}` is not retrieved", uri.as_str()).into())
+    }
+}
+
+/// A compiled schema together with its exact registered text.
+pub struct CompiledSchema {
+    raw: Box<serde_json::value::RawValue>,
+    value: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("raw", &self.raw.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles schema text, keeping the text byte-exact.
+    ///
+    /// A missing `$schema` means 2020-12; draft-07 (and 2019-09, 06, 04) are honoured when
+    /// declared; any other `$schema` is refused as an unsupported dialect (E19).
+    ///
+    /// ```
+    /// use strict_mcp::core::schema::CompiledSchema;
+    /// let s = CompiledSchema::compile(r#"{"type":"object", "properties":{"n":{"type":"integer"}}}"#).unwrap();
+    /// assert_eq!(s.raw().get(), r#"{"type":"object", "properties":{"n":{"type":"integer"}}}"#);
+    /// assert!(CompiledSchema::compile(r#"{"$ref":"https://example.com/s.json"}"#).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// A readable reason when the text is not JSON, too deep, of an unsupported dialect or
+    /// not a valid schema.
+    pub fn compile(text: &str) -> Result<Self, String> {
+        depth_within(text, MAX_SCHEMA_DEPTH)
+            .map_err(|()| format!("schema nesting exceeds {MAX_SCHEMA_DEPTH} levels"))?;
+        let raw = serde_json::value::RawValue::from_string(text.to_owned())
+            .map_err(|e| format!("schema is not JSON: {e}"))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| format!("schema is not JSON: {e}"))?;
+        let mut options = jsonschema::options().with_retriever(RefuseRetrieval);
+        match value.get("$schema") {
+            None => options = options.with_draft(Draft::Draft202012),
+            Some(Value::String(uri)) => {
+                let Some((_, draft)) = KNOWN_DIALECTS.iter().find(|(u, _)| u == uri) else {
+                    return Err(format!("JSON Schema dialect not supported: {uri}"));
+                };
+                options = options.with_draft(*draft);
+            }
+            Some(_) => return Err("`$schema` must be a string".to_owned()),
+        }
+        let validator = options
+            .build(&value)
+            .map_err(|e| format!("invalid schema: {e}"))?;
+        Ok(CompiledSchema {
+            raw,
+            value,
+            validator,
+        })
+    }
+
+    /// Compiles a schema value (used for derived schemas).
+    ///
+    /// # Errors
+    /// As [`CompiledSchema::compile`].
+    pub fn compile_value(value: &Value) -> Result<Self, String> {
+        Self::compile(&value.to_string())
+    }
+
+    /// The exact registered text.
+    #[must_use]
+    pub fn raw(&self) -> &serde_json::value::RawValue {
+        &self.raw
+    }
+
+    /// The parsed schema.
+    #[must_use]
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// Validates exact instance bytes: depth bound first, then parse, then validate.
+    /// Returns the parsed value on success (never modified: no defaults).
+    ///
+    /// # Errors
+    /// Diagnostics naming pointer, keyword, expected type and allowed keys.
+    pub fn validate_bytes(&self, bytes: &str) -> Result<Value, Vec<Diagnostic>> {
+        if depth_within(bytes, MAX_INSTANCE_DEPTH).is_err() {
+            return Err(vec![Diagnostic {
+                pointer: String::new(),
+                keyword: "depth".to_owned(),
+                message: format!("value nesting exceeds {MAX_INSTANCE_DEPTH} levels"),
+                expected: None,
+                allowed_keys: None,
+            }]);
+        }
+        let value: Value = serde_json::from_str(bytes).map_err(|e| {
+            // serde_json refuses numbers beyond the f64 range (about ±1.8e308): valid JSON
+            // the validator cannot represent. Say so instead of calling it malformed.
+            let (keyword, message) = if e.to_string().starts_with("number out of range") {
+                (
+                    "number",
+                    "a number is beyond the range this server can validate (about ±1.8e308)",
+                )
+            } else {
+                ("json", "the value is not well-formed JSON")
+            };
+            vec![Diagnostic {
+                pointer: String::new(),
+                keyword: keyword.to_owned(),
+                message: message.to_owned(),
+                expected: None,
+                allowed_keys: None,
+            }]
+        })?;
+        self.validate_value(&value)?;
+        Ok(value)
+    }
+
+    /// Validates a parsed instance.
+    ///
+    /// # Errors
+    /// Diagnostics, at most [`MAX_DIAGNOSTICS`].
+    pub fn validate_value(&self, value: &Value) -> Result<(), Vec<Diagnostic>> {
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
+        let diags: Vec<Diagnostic> = self
+            .validator
+            .iter_errors(value)
+            .take(MAX_DIAGNOSTICS)
+            .map(|e| self.diagnostic(&e))
+            .collect();
+        Err(diags)
+    }
+
+    fn diagnostic(&self, e: &jsonschema::ValidationError<'_>) -> Diagnostic {
+        let pointer = e.instance_path().as_str().to_owned();
+        let kind = e.kind();
+        let keyword = kind.keyword().to_owned();
+        let schema_path = e.schema_path().as_str();
+        let parent = schema_path
+            .rfind('/')
+            .map_or("", |i| &schema_path[..i])
+            .to_owned();
+        let allowed = || -> Option<Vec<String>> {
+            let node = self.value.pointer(&parent)?;
+            let props = node.get("properties")?.as_object()?;
+            Some(props.keys().cloned().collect())
+        };
+        let (message, expected, allowed_keys) = match kind {
+            ValidationErrorKind::Type { kind } => {
+                let names: Vec<String> = match kind {
+                    jsonschema::error::TypeKind::Single(t) => vec![t.to_string()],
+                    jsonschema::error::TypeKind::Multiple(set) => {
+                        set.iter().map(|t| t.to_string()).collect()
+                    }
+                };
+                let expected = names.join(" or ");
+                (
+                    format!("expected {expected}, found {}", json_type(e.instance())),
+                    Some(expected),
+                    None,
+                )
+            }
+            ValidationErrorKind::Required { property } => (
+                format!("missing required property {property}"),
+                None,
+                allowed(),
+            ),
+            ValidationErrorKind::AdditionalProperties { unexpected }
+            | ValidationErrorKind::UnevaluatedProperties { unexpected } => (
+                format!("unexpected properties: {}", unexpected.join(", ")),
+                None,
+                allowed(),
+            ),
+            _ => {
+                let mut text = e.to_string();
+                if text.len() > 200 {
+                    let mut cut = 200;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.truncate(cut);
+                    text.push('…');
+                }
+                (text, None, None)
+            }
+        };
+        Diagnostic {
+            pointer,
+            keyword,
+            message,
+            expected,
+            allowed_keys,
+        }
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Checks that JSON text nests arrays/objects at most `max` levels deep, without parsing it.
+pub(crate) fn depth_within(text: &str, max: usize) -> Result<(), ()> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in text.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Err(());
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Which side of a tool a derived schema describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Arguments (deserialised by the tool).
+    Input,
+    /// Structured results (serialised by the tool).
+    Output,
+}
+
+/// Derives a 2020-12 schema for `T` with an explicit `$schema`, in the portable profile:
+///
+/// - non-recursive `$defs` are inlined (recursive ones stay as `$ref`), so clients that do not
+///   resolve references still see the whole shape;
+/// - optional members (`Option` fields, which are not `required`) do not accept `null` (no
+///   `null` in `type` arrays or `enum`): the schema says "omit it". Output types therefore
+///   mark `Option` fields `#[serde(skip_serializing_if = "Option::is_none")]`; the registry
+///   refuses an output type whose `Option` would serialise as `null`;
+/// - `const` becomes a one-value `enum`;
+/// - integer formats (`int32`, `uint64`, ...) become `minimum`/`maximum`, so the schema refuses
+///   what the Rust type cannot hold;
+/// - on the input side, plain object schemas get `additionalProperties: false` unless they
+///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
+///   silently ignored.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use strict_mcp::core::schema::{derive_schema, Side};
+/// #[derive(JsonSchema, serde::Deserialize)]
+/// struct In { /// How many.
+///     count: u32, note: Option<String> }
+/// let s = derive_schema::<In>(Side::Input);
+/// assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+/// assert_eq!(s["required"], serde_json::json!(["count"]));
+/// assert_eq!(s["properties"]["note"]["type"], "string");
+/// assert_eq!(s["properties"]["count"]["description"], "How many.");
+/// ```
+#[must_use]
+pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
+    let settings = SchemaSettings::draft2020_12();
+    let settings = match side {
+        Side::Input => settings.for_deserialize(),
+        Side::Output => settings.for_serialize(),
+    };
+    let mut value = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    inline_defs(&mut value);
+    strip_optional_null(&mut value);
+    if side == Side::Input {
+        close_objects(&mut value);
+    }
+    if let Value::Object(map) = &mut value {
+        map.insert(
+            "$schema".to_owned(),
+            Value::String(DRAFT_2020_12.to_owned()),
+        );
+    }
+    value
+}
+
+/// Turns schemars' integer `format` annotations into `minimum`/`maximum`, so the schema refuses
+/// exactly what the Rust integer type cannot hold (the deserializer and the schema agree).
+fn integer_bounds(map: &mut Map<String, Value>) {
+    let Some(Value::String(format)) = map.get("format") else {
+        return;
+    };
+    let (min, max): (Value, Value) = match format.as_str() {
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" => (i32::MIN.into(), i32::MAX.into()),
+        "int64" => (i64::MIN.into(), i64::MAX.into()),
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" => (0.into(), u32::MAX.into()),
+        "uint64" => (0.into(), u64::MAX.into()),
+        "uint" => (0.into(), usize::MAX.into()),
+        "int" => (isize::MIN.into(), isize::MAX.into()),
+        _ => return,
+    };
+    map.entry("minimum").or_insert(min);
+    map.entry("maximum").or_insert(max);
+}
+
+/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive.
+fn inline_defs(root: &mut Value) {
+    let Some(Value::Object(defs)) = root.get("$defs").cloned() else {
+        return;
+    };
+    let recursive: BTreeSet<String> = defs
+        .keys()
+        .filter(|name| reaches(&defs, name, name, &mut BTreeSet::new()))
+        .cloned()
+        .collect();
+    // Every inlining step removes one level of non-recursive references; the depth of such
+    // references is bounded by the number of definitions.
+    for _ in 0..=defs.len() {
+        if !replace_refs(root, &defs, &recursive, true) {
+            break;
+        }
+    }
+    if let Value::Object(map) = root {
+        if recursive.is_empty() {
+            map.remove("$defs");
+        } else if let Some(Value::Object(kept)) = map.get_mut("$defs") {
+            kept.retain(|name, _| recursive.contains(name));
+        }
+    }
+}
+
+fn def_ref(node: &Value) -> Option<&str> {
+    node.get("$ref")?.as_str()?.strip_prefix("#/$defs/")
+}
+
+fn refs_in<'a>(node: &'a Value, out: &mut Vec<&'a str>) {
+    match node {
+        Value::Object(map) => {
+            if let Some(name) = def_ref(node) {
+                out.push(name);
+            }
+            map.values().for_each(|v| refs_in(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs_in(v, out)),
+        _ => {}
+    }
+}
+
+fn reaches(
+    defs: &Map<String, Value>,
+    from: &str,
+    target: &str,
+    seen: &mut BTreeSet<String>,
+) -> bool {
+    let Some(def) = defs.get(from) else {
+        return false;
+    };
+    let mut refs = Vec::new();
+    refs_in(def, &mut refs);
+    refs.into_iter().any(|next| {
+        next == target || (seen.insert(next.to_owned()) && reaches(defs, next, target, seen))
+    })
+}
+
+fn replace_refs(
+    node: &mut Value,
+    defs: &Map<String, Value>,
+    recursive: &BTreeSet<String>,
+    is_root: bool,
+) -> bool {
+    let mut changed = false;
+    if let Some(name) = def_ref(node).map(str::to_owned) {
+        if !recursive.contains(&name) {
+            if let (Some(Value::Object(def)), Value::Object(map)) = (defs.get(&name), &mut *node) {
+                map.remove("$ref");
+                for (k, v) in def {
+                    map.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                changed = true;
+            }
+        }
+    }
+    match node {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if is_root && key == "$defs" {
+                    continue;
+                }
+                changed |= replace_refs(child, defs, recursive, false);
+            }
+        }
+        Value::Array(items) => {
+            for child in items {
+                changed |= replace_refs(child, defs, recursive, false);
+            }
+        }
+        _ => {}
+    }
+    changed
+}
+
+/// Adds `additionalProperties: false` to plain object schemas (input side only).
+fn close_objects(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let plain = map.get("type") == Some(&Value::String("object".to_owned()))
+                && map.contains_key("properties")
+                && ![
+                    "additionalProperties",
+                    "unevaluatedProperties",
+                    "patternProperties",
+                    "allOf",
+                    "anyOf",
+                    "oneOf",
+                    "$ref",
+                    "$dynamicRef",
+                ]
+                .iter()
+                .any(|k| map.contains_key(*k));
+            if plain {
+                map.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+            map.values_mut().for_each(close_objects);
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
+}
+
+fn strip_optional_null(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            integer_bounds(map);
+            if let Some(c) = map.remove("const") {
+                map.entry("enum").or_insert(Value::Array(vec![c]));
+            }
+            let required: BTreeSet<String> = map
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                for (name, prop) in props.iter_mut() {
+                    if !required.contains(name) {
+                        drop_null(prop);
+                    }
+                }
+            }
+            for v in map.values_mut() {
+                strip_optional_null(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_optional_null),
+        _ => {}
+    }
+}
+
+fn drop_null(prop: &mut Value) {
+    let Value::Object(map) = prop else { return };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let t = types.remove(0);
+            map.insert("type".to_owned(), t);
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = map.get_mut(key) {
+            branches.retain(|b| b != &serde_json::json!({"type": "null"}));
+            if branches.len() == 1 {
+                let Some(Value::Object(only)) = branches.pop() else {
+                    continue;
+                };
+                map.remove(key);
+                for (k, v) in only {
+                    map.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+}
+
+/// Checks the root of a tool schema: an object schema with `type: "object"` (E5).
+pub(crate) fn check_object_root(schema: &Value) -> Result<(), String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(Value::String(t)) if t == "array" => {
+            Err("root is a bare array; it must be `type: \"object\"`".to_owned())
+        }
+        _ => Err("root must declare `type: \"object\"`".to_owned()),
+    }
+}
+
+/// Checks that an output schema names its payload (O108): object root, at least one named
+/// property, no generic `items` key.
+pub(crate) fn check_named_payload(schema: &Value) -> Result<(), String> {
+    check_object_root(schema)?;
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| "the object has no named properties".to_owned())?;
+    if props.contains_key("items") {
+        return Err(
+            "a generic `items` key tells the model nothing; name the collection after its contents"
+                .to_owned(),
+        );
+    }
+    if let Some(name) = required_nullable(schema) {
+        return Err(format!(
+            "property `{name}` is an Option that serialises as null; mark it \
+             #[serde(skip_serializing_if = \"Option::is_none\")] so None is omitted"
+        ));
+    }
+    Ok(())
+}
+
+/// Finds a required property that admits `null` anywhere in a derived output schema: the
+/// shape of an `Option` field serialised without `skip_serializing_if`.
+fn required_nullable(schema: &Value) -> Option<String> {
+    match schema {
+        Value::Object(map) => {
+            if let (Some(Value::Array(required)), Some(Value::Object(props))) =
+                (map.get("required"), map.get("properties"))
+            {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if props.get(name).is_some_and(admits_null) {
+                        return Some(name.to_owned());
+                    }
+                }
+            }
+            map.values().find_map(required_nullable)
+        }
+        Value::Array(items) => items.iter().find_map(required_nullable),
+        _ => None,
+    }
+}
+
+fn admits_null(prop: &Value) -> bool {
+    let null = Value::String("null".to_owned());
+    match prop.get("type") {
+        Some(Value::Array(types)) if types.contains(&null) => return true,
+        Some(t) if *t == null => return false,
+        _ => {}
+    }
+    ["anyOf", "oneOf"].iter().any(|k| {
+        prop.get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|branches| branches.iter().any(|b| b.get("type") == Some(&null)))
+    })
+}
+
+/// Largest integer allowed in an `x-mcp-header` integer property (2^53 − 1).
+pub const MAX_HEADER_INTEGER: i64 = (1_i64 << 53) - 1;
+
+/// A violation of the `x-mcp-header` rules (D22): the property pointer and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderViolation {
+    /// JSON Pointer of the annotated subschema inside the input schema.
+    pub property: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Checks every `x-mcp-header` annotation in an input schema (D22) and returns the header
+/// names by property path.
+///
+/// Rules: the value is a non-empty RFC 9110 token; names are unique case-insensitively; the
+/// property is `string`, `integer` or `boolean` (never `number`), integers bounded within
+/// ±(2^53−1) when bounds or values are declared; the annotated property is reachable from
+/// the root only through `properties` chains (never via `items`, combinators, conditionals,
+/// `$ref` or `$defs`).
+///
+/// # Errors
+/// The first violation found, in document order.
+pub fn check_mcp_headers(schema: &Value) -> Result<BTreeMap<String, String>, HeaderViolation> {
+    let mut found = BTreeMap::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    walk_headers(schema, "", true, true, &mut found, &mut seen)?;
+    Ok(found)
+}
+
+fn walk_headers(
+    node: &Value,
+    pointer: &str,
+    reachable: bool,
+    is_root: bool,
+    found: &mut BTreeMap<String, String>,
+    seen: &mut BTreeMap<String, String>,
+) -> Result<(), HeaderViolation> {
+    let Value::Object(map) = node else {
+        return Ok(());
+    };
+    if let Some(annotation) = map.get("x-mcp-header") {
+        let fail = |reason: String| HeaderViolation {
+            property: pointer.to_owned(),
+            reason,
+        };
+        if !reachable || is_root {
+            return Err(fail(
+                "only properties reached from the root through `properties` may carry it"
+                    .to_owned(),
+            ));
+        }
+        let Value::String(name) = annotation else {
+            return Err(fail("the header name must be a string".to_owned()));
+        };
+        if name.is_empty() || !name.bytes().all(is_tchar) {
+            return Err(fail(format!(
+                "header name {name:?} is not a non-empty RFC 9110 token"
+            )));
+        }
+        let lower = name.to_ascii_lowercase();
+        if let Some(other) = seen.get(&lower) {
+            return Err(fail(format!(
+                "header name {name:?} repeats the one at {other} (names are case-insensitive)"
+            )));
+        }
+        check_header_type(map).map_err(fail)?;
+        seen.insert(lower, pointer.to_owned());
+        found.insert(pointer.to_owned(), name.clone());
+    }
+    for (key, child) in map {
+        let escaped = key.replace('~', "~0").replace('/', "~1");
+        let base = format!("{pointer}/{escaped}");
+        if key == "properties" {
+            if let Value::Object(props) = child {
+                for (name, sub) in props {
+                    let p = format!("{base}/{}", name.replace('~', "~0").replace('/', "~1"));
+                    walk_headers(sub, &p, reachable, false, found, seen)?;
+                }
+            }
+        } else if matches!(child, Value::Object(_) | Value::Array(_))
+            && key != "enum"
+            && key != "const"
+            && key != "examples"
+            && key != "default"
+        {
+            walk_any(child, &base, found, seen)?;
+        }
+    }
+    Ok(())
+}
+
+fn walk_any(
+    node: &Value,
+    pointer: &str,
+    found: &mut BTreeMap<String, String>,
+    seen: &mut BTreeMap<String, String>,
+) -> Result<(), HeaderViolation> {
+    match node {
+        Value::Object(_) => walk_headers(node, pointer, false, false, found, seen),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk_any(item, &format!("{pointer}/{i}"), found, seen)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn check_header_type(map: &Map<String, Value>) -> Result<(), String> {
+    let ty = match map.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(_) => return Err("the property must have exactly one type".to_owned()),
+        None => return Err("the property must declare `type`".to_owned()),
+    };
+    match ty {
+        "string" | "boolean" => Ok(()),
+        "integer" => {
+            for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+                if let Some(v) = map.get(key) {
+                    if !within_header_range(v) {
+                        return Err(format!("integer `{key}` is outside ±(2^53−1)"));
+                    }
+                }
+            }
+            if let Some(Value::Array(values)) = map.get("enum") {
+                if !values.iter().all(within_header_range) {
+                    return Err("integer `enum` value outside ±(2^53−1)".to_owned());
+                }
+            }
+            if let Some(v) = map.get("const") {
+                if !within_header_range(v) {
+                    return Err("integer `const` outside ±(2^53−1)".to_owned());
+                }
+            }
+            Ok(())
+        }
+        other => Err(format!(
+            "type `{other}` is not allowed (only string, integer, boolean)"
+        )),
+    }
+}
+
+fn within_header_range(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                (-MAX_HEADER_INTEGER..=MAX_HEADER_INTEGER).contains(&i)
+            } else if n.as_u64().is_some() {
+                false
+            } else {
+                n.as_f64()
+                    .is_some_and(|f| f.abs() <= 9_007_199_254_740_991.0)
+            }
+        }
+        _ => false,
+    }
+}

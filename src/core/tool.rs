@@ -1,0 +1,391 @@
+//! Tool definitions: typed tools (schemas derived from Rust types, ADR-061) and dynamic tools
+//! (explicit schema text, the documented exception for proxies and fixtures).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::core::descriptor::{CallToolResult, ContentBlock, Icon, Meta, ToolAnnotations};
+use crate::core::error::{Diagnostic, FailureCode, ToolError, ToolFailure};
+use crate::core::invocation::{InputRequest, Invocation, Outcome};
+use crate::core::schema::{derive_schema, Side};
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a dynamic handler returns on success.
+#[derive(Debug, Clone, Default)]
+pub struct DynamicOutput {
+    /// Content blocks, in order.
+    pub content: Vec<ContentBlock>,
+    /// Structured result as exact JSON text; required when an output schema is declared.
+    pub structured: Option<Box<RawValue>>,
+}
+
+pub(crate) type ErasedHandler = Arc<
+    dyn Fn(Invocation, Box<RawValue>) -> BoxFuture<Result<Outcome<DynamicOutput>, ToolError>>
+        + Send
+        + Sync,
+>;
+
+#[derive(Clone)]
+pub(crate) enum SchemaSource {
+    /// Derived from a Rust type (typed tools).
+    Derived(Value),
+    /// Registered text, kept byte-exact (dynamic tools).
+    Text(String),
+}
+
+/// A tool ready for registration. Create it with [`ToolDef::typed`] (the normal way) or
+/// [`ToolDef::dynamic`] (explicit schemas) and refine it with the builder methods.
+#[derive(Clone)]
+pub struct ToolDef {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) icons: Option<Vec<Icon>>,
+    pub(crate) annotations: ToolAnnotations,
+    pub(crate) meta: Option<Meta>,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) input: SchemaSource,
+    pub(crate) output: Option<SchemaSource>,
+    pub(crate) typed: bool,
+    pub(crate) recovery_safe: bool,
+    pub(crate) handler: ErasedHandler,
+}
+
+impl fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("name", &self.name)
+            .field("typed", &self.typed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolDef {
+    /// The display title.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The description the model reads.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Icons.
+    #[must_use]
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = Some(icons);
+        self
+    }
+
+    /// Behavioural hints; unset hints stay absent, explicit `false` stays present (O22).
+    #[must_use]
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// `_meta` of the definition.
+    #[must_use]
+    pub fn meta(mut self, meta: Meta) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Extra search keywords (never published, only matched by search).
+    #[must_use]
+    pub fn keywords<I, S>(mut self, keywords: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keywords = keywords.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declares that the handler is safe to run in recovery mode (a replay of a completed
+    /// chain): it checks [`Invocation::is_recovery`] and repeats no side effect. Typed tools
+    /// that do not opt in answer the failure `already_completed` on replay.
+    #[must_use]
+    pub fn recovery_safe(mut self) -> Self {
+        self.recovery_safe = true;
+        self
+    }
+
+    /// The tool name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Typed tools: the input type gives `inputSchema`, the output type gives
+/// `outputSchema`, so the handler cannot answer in a shape the schema does not describe.
+///
+/// Input and output derive `schemars::JsonSchema`; fields that are not `Option` are required,
+/// `Option` fields are optional (mark output ones `skip_serializing_if = "Option::is_none"`),
+/// doc comments become descriptions. The output must be an object that names its payload
+/// (no bare array, no generic `items` key); the registry refuses anything else at build time.
+/// The handler receives the exact argument bytes deserialised into the input type; arguments
+/// are validated against the input schema first and results against the output schema after.
+/// A panic in the handler is caught and reported as the failure `internal`.
+impl ToolDef {
+    /// A typed tool whose handler completes in one step.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use strict_mcp::core::{FailureCode, Invocation, ToolDef, ToolFailure};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Query { /// Branch name prefix.
+    ///     prefix: String }
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Branches { /// Matching branches.
+    ///     branches: Vec<String>, /// Whether the list stopped at its limit.
+    ///     truncated: bool }
+    ///
+    /// let tool = ToolDef::typed("list_branches", |_inv: Invocation, q: Query| async move {
+    ///     if q.prefix.is_empty() {
+    ///         return Err(ToolFailure::new(FailureCode::InvalidArguments, "prefix is empty").into());
+    ///     }
+    ///     Ok(Branches { branches: vec![format!("{}-main", q.prefix)], truncated: false })
+    /// }).description("Lists branches by prefix.");
+    /// assert_eq!(tool.name(), "list_branches");
+    /// ```
+    pub fn typed<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
+    where
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        Self::build_typed::<In, Out>(
+            name.into(),
+            Arc::new(move |inv, args: Box<RawValue>| {
+                let handler = Arc::clone(&handler);
+                Box::pin(async move {
+                    let input = decode_typed::<In>(&args)?;
+                    let out = handler(inv, input).await?;
+                    encode_typed(&out).map(Outcome::Complete)
+                })
+            }),
+        )
+    }
+
+    /// A typed tool whose handler may ask the client for input first
+    /// (see [`Invocation::elicit_form`] and friends).
+    pub fn typed_interactive<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
+    where
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome<Out>, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        Self::build_typed::<In, Out>(
+            name.into(),
+            Arc::new(move |inv, args: Box<RawValue>| {
+                let handler = Arc::clone(&handler);
+                Box::pin(async move {
+                    let input = decode_typed::<In>(&args)?;
+                    match handler(inv, input).await? {
+                        Outcome::Complete(out) => encode_typed(&out).map(Outcome::Complete),
+                        Outcome::InputRequired { requests } => {
+                            Ok(Outcome::InputRequired { requests })
+                        }
+                    }
+                })
+            }),
+        )
+    }
+
+    fn build_typed<In: JsonSchema, Out: JsonSchema>(
+        name: String,
+        handler: ErasedHandler,
+    ) -> ToolDef {
+        ToolDef {
+            name,
+            title: None,
+            description: None,
+            icons: None,
+            annotations: ToolAnnotations::default(),
+            meta: None,
+            keywords: Vec::new(),
+            input: SchemaSource::Derived(derive_schema::<In>(Side::Input)),
+            output: Some(SchemaSource::Derived(derive_schema::<Out>(Side::Output))),
+            typed: true,
+            recovery_safe: false,
+            handler,
+        }
+    }
+}
+
+fn decode_typed<In: DeserializeOwned>(args: &RawValue) -> Result<In, ToolError> {
+    serde_json::from_str::<In>(args.get()).map_err(|e| {
+        // The schema accepted the arguments but the type did not: report it without the
+        // parser's position noise.
+        tracing::warn!(error = %e, "arguments passed the schema but not the input type");
+        ToolError::Failure(
+            ToolFailure::new(
+                FailureCode::InvalidArguments,
+                "The arguments do not match the tool's input type.",
+            )
+            .with_diagnostics(vec![Diagnostic {
+                pointer: String::new(),
+                keyword: "type".to_owned(),
+                message: "the value does not fit the declared input type".to_owned(),
+                expected: None,
+                allowed_keys: None,
+            }]),
+        )
+    })
+}
+
+fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
+    let text = serde_json::to_string(out).map_err(|e| {
+        tracing::warn!(error = %e, "typed tool output could not be serialised");
+        ToolError::Failure(ToolFailure::new(
+            FailureCode::InvalidResult,
+            "The tool produced a result it cannot encode.",
+        ))
+    })?;
+    let structured = RawValue::from_string(text.clone()).map_err(|_| {
+        ToolError::Failure(ToolFailure::new(
+            FailureCode::InvalidResult,
+            "The tool produced a result it cannot encode.",
+        ))
+    })?;
+    Ok(DynamicOutput {
+        content: vec![ContentBlock::text(text)],
+        structured: Some(structured),
+    })
+}
+
+/// Dynamic tools: explicit schema text kept byte-exact (for proxies and
+/// conformance fixtures). `$schema` (draft-07, 2020-12), boolean subschemas, `$id`-relative
+/// `$ref` and `$dynamicRef`/`$dynamicAnchor` keep their meaning; nothing is fetched.
+impl ToolDef {
+    /// A dynamic tool. The handler receives the exact argument bytes (after validation).
+    ///
+    /// ```
+    /// use strict_mcp::core::{DynamicOutput, Invocation, ToolDef};
+    /// use strict_mcp::core::descriptor::ContentBlock;
+    /// let tool = ToolDef::dynamic(
+    ///     "echo",
+    ///     r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#,
+    ///     None,
+    ///     |_inv: Invocation, args: Box<serde_json::value::RawValue>| async move {
+    ///         Ok(DynamicOutput { content: vec![ContentBlock::text(args.get())], structured: None })
+    ///     },
+    /// );
+    /// assert_eq!(tool.name(), "echo");
+    /// ```
+    pub fn dynamic<F, Fut>(
+        name: impl Into<String>,
+        input_schema: &str,
+        output_schema: Option<&str>,
+        handler: F,
+    ) -> ToolDef
+    where
+        F: Fn(Invocation, Box<RawValue>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<DynamicOutput, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        Self::dynamic_interactive(name, input_schema, output_schema, move |inv, args| {
+            let fut = handler(inv, args);
+            async move { fut.await.map(Outcome::Complete) }
+        })
+    }
+
+    /// A dynamic tool whose handler may ask for input.
+    pub fn dynamic_interactive<F, Fut>(
+        name: impl Into<String>,
+        input_schema: &str,
+        output_schema: Option<&str>,
+        handler: F,
+    ) -> ToolDef
+    where
+        F: Fn(Invocation, Box<RawValue>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome<DynamicOutput>, ToolError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        ToolDef {
+            name: name.into(),
+            title: None,
+            description: None,
+            icons: None,
+            annotations: ToolAnnotations::default(),
+            meta: None,
+            keywords: Vec::new(),
+            input: SchemaSource::Text(input_schema.to_owned()),
+            output: output_schema.map(|s| SchemaSource::Text(s.to_owned())),
+            typed: false,
+            recovery_safe: true,
+            handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
+        }
+    }
+}
+
+/// The outcome of a tool call as the core sees it; the publication layer turns it into the
+/// wire result of its mode.
+#[derive(Debug, Clone)]
+pub enum ToolReply {
+    /// The call succeeded; `structured` already passed the output schema.
+    Success {
+        /// Content blocks (typed tools: one text block holding the JSON of the result, E16).
+        content: Vec<ContentBlock>,
+        /// Structured result, exact text.
+        structured: Option<Box<RawValue>>,
+    },
+    /// A typed failure (`isError: true`).
+    Failure(ToolFailure),
+    /// The handler needs input from the client first.
+    InputRequired {
+        /// Requests keyed by id.
+        requests: std::collections::BTreeMap<String, InputRequest>,
+    },
+}
+
+impl ToolReply {
+    /// The direct-mode `CallToolResult`: success as is; a failure as `isError: true` with the
+    /// failure envelope as `structuredContent` and its JSON as text. `None` for
+    /// `InputRequired`, which the server answers through the ledger.
+    #[must_use]
+    pub fn into_call_result(self) -> Option<CallToolResult> {
+        match self {
+            ToolReply::Success {
+                content,
+                structured,
+            } => Some(CallToolResult {
+                content,
+                structured_content: structured,
+                is_error: None,
+            }),
+            ToolReply::Failure(failure) => {
+                let text = failure.envelope().to_string();
+                let structured = RawValue::from_string(text.clone()).ok();
+                Some(CallToolResult {
+                    content: vec![ContentBlock::text(text)],
+                    structured_content: structured,
+                    is_error: Some(true),
+                })
+            }
+            ToolReply::InputRequired { .. } => None,
+        }
+    }
+}
