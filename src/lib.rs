@@ -19,4 +19,6 @@ pub mod codec;
 pub mod core;
 pub mod generated;
 pub mod machine;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod wire;
