@@ -3,6 +3,7 @@
 //! (`stdio`, `http`) only move bytes (sans-I/O, see the crate docs).
 
 pub mod outbox;
+pub mod publication;
 pub mod status;
 
 pub use outbox::{Outbox, Reply};
