@@ -642,3 +642,69 @@ fn o19_o20_six_content_variants_keep_field_presence() {
         );
     }
 }
+
+#[test]
+fn o28_publication_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Publication>();
+    let reg = forty_five();
+    let publication = Arc::new(Publication::new(Mode::Direct));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let publication = Arc::clone(&publication);
+            let reg = reg.clone();
+            std::thread::spawn(move || publication.plan(&reg, &alice(), "tool_07").unwrap())
+        })
+        .collect();
+    let plans: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(plans.iter().all(|p| Arc::ptr_eq(p, &plans[0])));
+    assert_eq!(publication.plans_built(), 1);
+}
+
+#[test]
+fn o28_a_swapped_registry_with_new_documentation_gets_a_new_plan() {
+    let publication = Publication::new(Mode::Direct);
+    let old = RegistryBuilder::new().tool(add("add")).build().unwrap();
+    let new = RegistryBuilder::new()
+        .tool(add("add").description("Adds two integers, now documented better."))
+        .build()
+        .unwrap();
+    assert_eq!(old.digest(), new.digest());
+    let before = publication.plan(&old, &alice(), "add").unwrap();
+    let after = publication.plan(&new, &alice(), "add").unwrap();
+    assert!(!Arc::ptr_eq(&before, &after));
+    assert!(after
+        .definition()
+        .get()
+        .contains(r#""description":"Adds two integers, now documented better.""#));
+    assert!(before
+        .definition()
+        .get()
+        .contains(r#""description":"Adds two integers.""#));
+    assert_eq!(publication.plans_built(), 2);
+}
+
+#[test]
+fn o22_compact_details_keep_explicit_false_hints() {
+    let reg = RegistryBuilder::new()
+        .tool(add("hinted").annotations(ToolAnnotations {
+            destructive_hint: Some(false),
+            ..Default::default()
+        }))
+        .build()
+        .unwrap();
+    let publication = Publication::new(Mode::Compact);
+    let text = call(
+        &publication,
+        &reg,
+        "get_tool_details",
+        r#"{"name":"hinted"}"#,
+    )
+    .unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        body["structuredContent"]["tool"]["annotations"],
+        json!({"destructiveHint": false})
+    );
+    assert!(body["structuredContent"]["tool"].get("title").is_none());
+}

@@ -24,6 +24,10 @@
 //!   (O15). A typed tool's own trailing copy of its unwrapped JSON is replaced by that
 //!   envelope copy rather than repeated.
 //!
+//! The two compact discovery tools answer in their own declared output shapes
+//! (`{tools, truncated}` and `{tool}`), unwrapped, with the same JSON text copy; an unknown
+//! name in `get_tool_details` answers the failure envelope, which its output schema admits.
+//!
 //! Direct mode wraps too: seed-000 wraps every present structured success, and a declared
 //! output schema is published as the union, so a failure's `structuredContent` still
 //! validates against the published schema (X8). Tools without an output schema publish none
@@ -101,6 +105,9 @@ pub enum CallOutcome {
 
 /// The immutable wire wrapper of one direct tool (O27, O28).
 pub struct WrapperPlan {
+    /// The registry's definition the plan was built from (to notice a swapped registry whose
+    /// schemas are unchanged but whose documentation or hints differ).
+    source: Tool,
     /// The published definition as exact JSON text.
     definition: Box<RawValue>,
     /// The compiled `{value}` / `{failure}` union, when an output schema is declared.
@@ -147,10 +154,30 @@ impl WrapperPlan {
             .map_err(|_| CoreError::Internal { retryable: false })?;
         let definition =
             RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: false })?;
-        Ok(WrapperPlan { definition, output })
+        Ok(WrapperPlan {
+            source: tool.clone(),
+            definition,
+            output,
+        })
+    }
+
+    fn built_from(&self, tool: &Tool) -> bool {
+        let a = &self.source;
+        a.name == tool.name
+            && a.title == tool.title
+            && a.description == tool.description
+            && a.icons == tool.icons
+            && a.annotations == tool.annotations
+            && a.meta == tool.meta
+            && a.input_schema.get() == tool.input_schema.get()
+            && a.output_schema.as_ref().map(|s| s.get())
+                == tool.output_schema.as_ref().map(|s| s.get())
     }
 }
 
+/// Plans are keyed by the registry's catalogue digest and the tool name, so one publication
+/// can serve a registry that the server swaps atomically; a plan whose source definition no
+/// longer matches (same schemas, new documentation) is rebuilt, never patched.
 type PlanKey = ([u8; 32], String);
 
 /// Publishes a registry's tools in one [`Mode`]. `Send + Sync`; share it behind an `Arc`.
@@ -218,6 +245,7 @@ impl Publication {
             .read()
             .map_err(|_| CoreError::Internal { retryable: true })?
             .get(&key)
+            .filter(|plan| plan.built_from(tool))
         {
             return Ok(Arc::clone(plan));
         }
@@ -225,7 +253,7 @@ impl Publication {
             .plans
             .write()
             .map_err(|_| CoreError::Internal { retryable: true })?;
-        if let Some(plan) = plans.get(&key) {
+        if let Some(plan) = plans.get(&key).filter(|plan| plan.built_from(tool)) {
             return Ok(Arc::clone(plan));
         }
         let plan = Arc::new(WrapperPlan::build(tool)?);
