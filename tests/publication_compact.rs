@@ -600,3 +600,29 @@ fn failure_result_builds_a_complete_body() {
         json!(true)
     );
 }
+
+#[test]
+fn o15_ordered_content_is_kept_and_followed_by_the_envelope_copy() {
+    let reg = RegistryBuilder::new()
+        .tool(dynamic(
+            "report",
+            Some(r#"{"rows":2}"#),
+            vec![
+                ContentBlock::text("first"),
+                ContentBlock::text("second"),
+                // Not a bare copy of the structured JSON (it differs by a space): kept.
+                ContentBlock::text(r#"{"rows": 2}"#),
+            ],
+        ))
+        .build()
+        .unwrap();
+    assert_eq!(
+        call_text(&reg, "call_tool", &inner("report", "{}")).unwrap(),
+        concat!(
+            r#"{"content":[{"type":"text","text":"first"},{"type":"text","text":"second"},"#,
+            r#"{"type":"text","text":"{\"rows\": 2}"},"#,
+            r#"{"type":"text","text":"{\"value\":{\"rows\":2}}"}],"#,
+            r#""structuredContent":{"value":{"rows":2}}}"#
+        )
+    );
+}

@@ -168,18 +168,19 @@ pub(crate) fn failure_text(failure: &ToolFailure) -> Result<String, CoreError> {
     result_text(Vec::new(), Some(failure_envelope(failure)?), true)
 }
 
-/// The success result of an application tool in either mode.
+/// The content and `{"value": …}` envelope text of an application tool's success, in
+/// either mode.
 ///
 /// A structured result is wrapped as `{"value": …}` (explicit `null` included); no structured
 /// result means no `structuredContent` and no copy. Typed core tools end their content with a
 /// plain text block holding exactly the unwrapped JSON (their own E16 copy); that block is
 /// replaced by the copy of the envelope instead of sending the same data twice.
-pub(crate) fn success_text(
+pub(crate) fn success_parts(
     mut content: Vec<ContentBlock>,
     structured: Option<&RawValue>,
-) -> Result<String, CoreError> {
+) -> (Vec<ContentBlock>, Option<String>) {
     let Some(structured) = structured else {
-        return result_text(content, None, false);
+        return (content, None);
     };
     let own_copy = matches!(
         content.last(),
@@ -188,5 +189,5 @@ pub(crate) fn success_text(
     if own_copy {
         content.pop();
     }
-    result_text(content, Some(value_envelope(structured)), false)
+    (content, Some(value_envelope(structured)))
 }

@@ -79,7 +79,8 @@ use crate::core::{
 pub use schemas::{COMPACT_TOOLS, FAILURE_ENVELOPE_SCHEMA};
 
 use envelope::{
-    failure_text, invalid, is_object, string_member, success_text, to_map, CallParams, Members,
+    failure_envelope, failure_text, invalid, is_object, result_text, string_member, success_parts,
+    to_map, CallParams, Members,
 };
 
 /// How tools are published. Fixed per [`Publication`]; searching never changes it (O12, O24).
@@ -417,30 +418,35 @@ fn fallback_failure_text(code: FailureCode) -> String {
 }
 
 fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<TextOutcome, CoreError> {
-    let text = match reply {
+    let (content, envelope, is_error) = match reply {
         ToolReply::InputRequired { requests } => {
             return Ok(TextOutcome::InputRequired { requests })
         }
-        ToolReply::Failure(failure) => failure_text(&failure)?,
+        ToolReply::Failure(failure) => (Vec::new(), Some(failure_envelope(&failure)?), true),
         ToolReply::Success {
             content,
             structured,
-        } => success_text(content, structured.as_deref())?,
+        } => {
+            let (content, envelope) = success_parts(content, structured.as_deref());
+            (content, envelope, false)
+        }
     };
-    if let Some(schema) = plan.and_then(WrapperPlan::output_schema) {
+    if let (Some(schema), Some(envelope)) = (plan.and_then(WrapperPlan::output_schema), &envelope) {
         // The published union must admit what we send (E15); a mismatch is our bug.
-        let structured = to_map(&text)?
-            .remove("structuredContent")
-            .unwrap_or(Value::Null);
-        if schema.validate_value(&structured).is_err() {
-            tracing::error!("structured envelope does not match the published output schema");
+        if let Err(diagnostics) = schema.validate_bytes(envelope) {
+            tracing::error!(
+                ?diagnostics,
+                "structured envelope does not match the published output schema"
+            );
             return Ok(TextOutcome::Complete(failure_text(&ToolFailure::new(
                 FailureCode::InvalidResult,
                 "The tool produced a result that does not match its output schema.",
             ))?));
         }
     }
-    Ok(TextOutcome::Complete(text))
+    Ok(TextOutcome::Complete(result_text(
+        content, envelope, is_error,
+    )?))
 }
 
 fn compact_arguments<'a>(
@@ -479,7 +485,7 @@ fn search(
     let reply = registry.search_tools(caller, &query, limit)?;
     let text =
         serde_json::to_string(&reply).map_err(|_| CoreError::Internal { retryable: false })?;
-    envelope::result_text(Vec::new(), Some(text), false)
+    result_text(Vec::new(), Some(text), false)
 }
 
 fn details(
@@ -507,7 +513,7 @@ fn details(
     };
     let text =
         serde_json::to_string(&detail).map_err(|_| CoreError::Internal { retryable: false })?;
-    envelope::result_text(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
+    result_text(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
 }
 
 /// `get_tool_details` body. `outputSchema` is the application's own schema: it describes
