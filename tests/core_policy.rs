@@ -255,7 +255,7 @@ fn o21_pages_of_20_in_stable_order() {
     assert_eq!(p3.items.len(), 5);
     assert_eq!(p3.items[4].name, "t44");
     assert_eq!(p3.next_cursor, None);
-    let body = p3.to_result("tools");
+    let body: serde_json::Value = serde_json::from_str(p3.to_result("tools").get()).unwrap();
     assert_eq!(body["ttlMs"], 0);
     assert_eq!(body["cacheScope"], "private");
     assert!(body.get("nextCursor").is_none());

@@ -569,7 +569,7 @@ fn o22_hints_absent_stay_absent_false_stays_present() {
         .build()
         .unwrap();
     let page = reg.list_tools(&Caller::anonymous(), None).unwrap();
-    let tools = page.to_result("tools");
+    let tools: serde_json::Value = serde_json::from_str(page.to_result("tools").get()).unwrap();
     assert_eq!(
         tools["tools"][0]["annotations"],
         json!({"readOnlyHint": false})
