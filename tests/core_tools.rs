@@ -695,3 +695,78 @@ async fn progress_reaches_the_sink_and_is_a_no_op_without_one() {
         ToolReply::Success { .. }
     ));
 }
+
+#[test]
+fn empty_registry_is_an_error() {
+    assert_eq!(
+        RegistryBuilder::new().build().unwrap_err(),
+        BuildError::Empty
+    );
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Routed {
+    /// Target region; mirrored into the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// Not a header.
+    weight: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct BadRouted {
+    #[schemars(extend("x-mcp-header" = "Weight"))]
+    weight: f64,
+}
+
+#[test]
+fn e8_no_parameters_and_d22_on_typed_tools() {
+    let ok = |_i: Invocation, _a: NoArgs| async move {
+        Ok(AddOut {
+            sum: 0,
+            label: None,
+        })
+    };
+    let reg = RegistryBuilder::new()
+        .tool(ToolDef::typed("ping", ok))
+        .tool(ToolDef::typed(
+            "route",
+            |_i: Invocation, _a: Routed| async move {
+                Ok(AddOut {
+                    sum: 0,
+                    label: None,
+                })
+            },
+        ))
+        .build()
+        .unwrap();
+    let ping = reg.tool(&Caller::anonymous(), "ping").unwrap();
+    let schema: serde_json::Value = serde_json::from_str(ping.input_schema.get()).unwrap();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let route = reg.tool(&Caller::anonymous(), "route").unwrap();
+    let schema: serde_json::Value = serde_json::from_str(route.input_schema.get()).unwrap();
+    assert_eq!(schema["properties"]["region"]["x-mcp-header"], "Region");
+
+    let err = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "bad_route",
+            |_i: Invocation, _a: BadRouted| async move {
+                Ok(AddOut {
+                    sum: 0,
+                    label: None,
+                })
+            },
+        ))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool `bad_route`: property `/properties/weight`: invalid x-mcp-header annotation: type `number` is not allowed (only string, integer, boolean)"
+    );
+}

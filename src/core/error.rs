@@ -313,6 +313,9 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
+    /// Nothing was registered: an empty registry is almost always a wiring mistake.
+    #[error("the registry is empty: register at least one tool, resource, template or prompt")]
+    Empty,
     /// A resource URI or template is malformed.
     #[error("resource `{uri}`: {reason}")]
     Resource {

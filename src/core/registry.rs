@@ -188,8 +188,16 @@ impl RegistryBuilder {
     /// Compiles every schema and checks every declaration.
     ///
     /// # Errors
-    /// The first problem found, naming the tool, property, prompt or URI.
+    /// The first problem found, naming the tool, property, prompt or URI; [`BuildError::Empty`]
+    /// when nothing was registered.
     pub fn build(self) -> Result<Registry, BuildError> {
+        if self.tools.is_empty()
+            && self.resources.is_empty()
+            && self.templates.is_empty()
+            && self.prompts.is_empty()
+        {
+            return Err(BuildError::Empty);
+        }
         let mut hasher = Sha256::new();
         let mut tools = BTreeMap::new();
         for def in self.tools {

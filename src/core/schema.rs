@@ -330,7 +330,8 @@ pub enum Side {
 ///   what the Rust type cannot hold;
 /// - on the input side, plain object schemas get `additionalProperties: false` unless they
 ///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
-///   silently ignored.
+///   silently ignored; a tool without parameters gets `{"type":"object",
+///   "additionalProperties":false}` (E8). Maps (`additionalProperties: {...}`) are untouched.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -493,7 +494,6 @@ fn close_objects(value: &mut Value) {
     match value {
         Value::Object(map) => {
             let plain = map.get("type") == Some(&Value::String("object".to_owned()))
-                && map.contains_key("properties")
                 && ![
                     "additionalProperties",
                     "unevaluatedProperties",
