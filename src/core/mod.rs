@@ -67,7 +67,8 @@ pub use caller::{Caller, CancelToken, Clock, SystemClock};
 pub use cursor::{CursorKey, ListKind};
 pub use error::{codes, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
 pub use invocation::{
-    ClientCapabilities, ElicitMode, InputRequest, Invocation, Outcome, ProgressSink,
+    AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
+    Invocation, Outcome, ProgressSink,
 };
 pub use policy::{Access, AllowAll, Policy};
 pub use prompt::{CompletionReply, PromptDef, PromptError, PromptReply};
