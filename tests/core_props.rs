@@ -252,3 +252,28 @@ fn numbers_beyond_f64_are_refused_clearly() {
         other => panic!("{other:?}"),
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// F3: a URI rendered from a template reads back with the same variables.
+    #[test]
+    fn template_variables_round_trip(x in "[a-z0-9.~-]{1,12}", y in "[a-zA-Z0-9_]{1,12}") {
+        use strict_mcp::core::{Outcome, ReadReply, TemplateDef};
+        use strict_mcp::core::descriptor::ResourceContents;
+        let reg = RegistryBuilder::new()
+            .template(TemplateDef::new(
+                "mem://a/{x}/b{y}",
+                "t",
+                |_i: Invocation, uri: String, vars: BTreeMap<String, String>| async move {
+                    Ok(ReadReply::new(vec![ResourceContents::text(uri, format!("{}|{}", vars["x"], vars["y"]))]))
+                },
+            ))
+            .build()
+            .unwrap();
+        let uri = format!("mem://a/{x}/b{y}");
+        let reply = block_on(reg.read_resource(Invocation::new(Caller::anonymous()), &uri)).unwrap();
+        let Outcome::Complete(reply) = reply else { panic!("no input requested") };
+        prop_assert_eq!(reply.contents, vec![ResourceContents::text(uri, format!("{x}|{y}"))]);
+    }
+}

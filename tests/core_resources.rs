@@ -15,7 +15,9 @@ use strict_mcp::core::{
 struct SecretPolicy;
 impl Policy for SecretPolicy {
     fn resource(&self, caller: &Caller, uri: &str) -> Access {
-        if uri.starts_with("mem://secret") && caller.principal() != Some("root") {
+        if uri == "mem://big" && caller.principal() == Some("guest") {
+            Access::ListOnly
+        } else if uri.starts_with("mem://secret") && caller.principal() != Some("root") {
             Access::Hidden
         } else {
             Access::Allowed
@@ -411,5 +413,26 @@ fn g4_prompt_arguments_must_be_strings() {
             .unwrap_err()
             .to_string(),
         "prompt arguments `bad`: argument `count` must be a string"
+    );
+}
+
+#[tokio::test]
+async fn list_only_resource_is_listed_but_not_read() {
+    let reg = registry();
+    let listed: Vec<String> = reg
+        .list_resources(&Caller::new("guest"), None)
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert!(listed.contains(&"mem://big".to_owned()));
+    assert_eq!(
+        read(&reg, "guest", "mem://big")
+            .await
+            .unwrap_err()
+            .to_error_object()
+            .to_string(),
+        r#"{"code":-32602,"message":"Invalid params: Resource access denied"}"#
     );
 }
