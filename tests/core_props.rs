@@ -277,3 +277,42 @@ proptest! {
         prop_assert_eq!(reply.contents, vec![ResourceContents::text(uri, format!("{x}|{y}"))]);
     }
 }
+
+fn nested() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        "[\\[\\]{}\"\\\\a-z]{0,6}".prop_map(Value::String),
+        (0i64..10).prop_map(|i| json!(i)),
+    ];
+    leaf.prop_recursive(12, 64, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::btree_map("[\\[{\"a-c]{1,3}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The byte scanner that guards validation measures the same depth as the parsed tree,
+    /// whatever brackets and escapes the strings contain.
+    #[test]
+    fn depth_scanner_matches_the_tree(v in nested()) {
+        let text = v.to_string();
+        let d = depth(&v);
+        prop_assert!(strict_mcp::core::schema::depth_within(&text, d).is_ok(), "{}", text);
+        if d > 0 {
+            prop_assert!(strict_mcp::core::schema::depth_within(&text, d - 1).is_err(), "{}", text);
+        }
+    }
+}
