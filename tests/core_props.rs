@@ -316,3 +316,42 @@ proptest! {
         }
     }
 }
+
+fn any_code() -> impl Strategy<Value = strict_mcp::core::FailureCode> {
+    use strict_mcp::core::FailureCode::*;
+    prop_oneof![
+        Just(UnavailableTool),
+        Just(InvalidArguments),
+        Just(ResultTooLarge),
+        Just(InteractionLimit),
+        Just(StateRejected),
+        Just(AlreadyCompleted),
+        Just(InvalidResult),
+        Just(Cancelled),
+        Just(Internal),
+    ]
+}
+
+proptest! {
+    /// O17: every failure envelope validates against the published failure schema, and the
+    /// wire code string is the stable one.
+    #[test]
+    fn failure_envelopes_match_their_schema(
+        code in any_code(),
+        message in ".{0,20}",
+        retryable in any::<bool>(),
+        diags in proptest::option::of(proptest::collection::vec(("[/a-z0-9]{0,8}", "[a-z]{1,8}", proptest::option::of("[a-z]{1,6}"), proptest::option::of(proptest::collection::vec("[a-z]{1,4}", 0..3))), 0..3)),
+    ) {
+        use strict_mcp::core::{failure_envelope_schema, Diagnostic, ToolFailure};
+        let schema = CompiledSchema::compile_value(&failure_envelope_schema()).unwrap();
+        let mut failure = ToolFailure::new(code, message).retryable(retryable);
+        if let Some(d) = diags {
+            failure = failure.with_diagnostics(d.into_iter().map(|(pointer, keyword, expected, allowed_keys)| Diagnostic {
+                pointer, message: format!("{keyword} failed"), keyword, expected, allowed_keys,
+            }).collect());
+        }
+        let envelope = failure.envelope();
+        prop_assert!(schema.validate_value(&envelope).is_ok(), "{}", envelope);
+        prop_assert_eq!(envelope["failure"]["code"].as_str().unwrap(), code.as_str());
+    }
+}

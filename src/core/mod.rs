@@ -89,7 +89,10 @@ mod tool;
 
 pub use caller::{Caller, CancelToken, Clock, SystemClock};
 pub use cursor::{CursorKey, ListKind};
-pub use error::{codes, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
+pub use error::{
+    codes, failure_envelope_schema, BuildError, CoreError, Diagnostic, FailureCode, ToolError,
+    ToolFailure,
+};
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
     Invocation, Outcome, ProgressSink,
