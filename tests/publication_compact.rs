@@ -194,7 +194,11 @@ fn o11_o16_compact_catalogue_is_exactly_three_tools() {
         tools[0]["outputSchema"]["required"],
         json!(["tools", "truncated"])
     );
-    assert!(tools[1]["outputSchema"].is_object());
+    assert_eq!(
+        tools[1]["outputSchema"]["$defs"]["failure"]["required"],
+        json!(["failure"])
+    );
+    assert!(!strict_mcp::server::publication::compact_tools_text().contains("$failure"));
     assert!(tools[2].get("outputSchema").is_none());
     // The catalogue is the same for every caller and unchanged by searching (O12).
     let other = publication
@@ -321,7 +325,7 @@ fn o17_schema_invalid_arguments_are_a_failure_with_diagnostics() {
     );
     // The failure validates against the published failure envelope schema (O17).
     let schema = strict_mcp::core::schema::CompiledSchema::compile(
-        strict_mcp::server::publication::FAILURE_ENVELOPE_SCHEMA,
+        strict_mcp::server::publication::failure_envelope_schema_text(),
     )
     .unwrap();
     schema.validate_value(&body["structuredContent"]).unwrap();

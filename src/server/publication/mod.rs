@@ -76,7 +76,7 @@ use crate::core::{
     Caller, CoreError, FailureCode, InputRequest, Invocation, Registry, ToolFailure, ToolReply,
 };
 
-pub use schemas::{COMPACT_TOOLS, FAILURE_ENVELOPE_SCHEMA};
+pub use schemas::{compact_tools_text, failure_envelope_schema_text};
 
 use envelope::{
     failure_envelope, failure_text, invalid, is_object, result_text, string_member, success_parts,
@@ -277,7 +277,7 @@ impl Publication {
         match self.mode {
             Mode::Compact => match cursor {
                 Some(_) => Err(CoreError::InvalidCursor),
-                None => Ok(COMPACT_TOOLS.to_owned()),
+                None => Ok(compact_tools_text().to_owned()),
             },
             Mode::Direct => {
                 let page = registry.list_tools(caller, cursor)?;

@@ -2,33 +2,48 @@
 //! publication wire format") and the failure envelope; plus the direct-mode output wrapper
 //! that bundles an application schema once under a `{value}` / `{failure}` union (O25, O26).
 //!
-//! These are publication's own wire contracts, not application tools, so they are written
-//! out here; application schemas always come from the registry (O106).
+//! The compact tool schemas are publication's own wire contracts, not application tools, so
+//! they are written out here; the failure envelope schema is the core's, derived from
+//! `ToolFailure`; application schemas always come from the registry (O106).
+
+use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::core::schema::DRAFT_2020_12;
-use crate::core::CoreError;
+use crate::core::{failure_envelope_schema, CoreError};
 
 use super::envelope::{invalid, Members};
 
-/// `failure` object: stable code, message, retryable flag and optional diagnostics.
-pub const FAILURE_ENVELOPE_SCHEMA: &str = concat!(
-    r#"{"type":"object","properties":{"failure":{"type":"object","properties":{"#,
-    r#""code":{"type":"string","enum":["unavailable_tool","invalid_arguments","result_too_large","#,
-    r#""interaction_limit","state_rejected","already_completed","invalid_result","cancelled","internal"]},"#,
-    r#""message":{"type":"string"},"retryable":{"type":"boolean"},"#,
-    r#""diagnostics":{"type":"array","items":{"type":"object","properties":{"#,
-    r#""pointer":{"type":"string"},"keyword":{"type":"string"},"message":{"type":"string"},"#,
-    r#""expected":{"type":"string"},"allowedKeys":{"type":"array","items":{"type":"string"}}},"#,
-    r#""required":["pointer","keyword","message"],"additionalProperties":false}}},"#,
-    r#""required":["code","message","retryable"],"additionalProperties":false}},"#,
-    r#""required":["failure"],"additionalProperties":false}"#
-);
+/// The failure envelope schema as JSON text: the core's schema derived from `ToolFailure`
+/// (one source of truth for codes and diagnostics), without `$schema` so that it can be
+/// bundled into wrappers of any dialect.
+pub fn failure_envelope_schema_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let mut schema = failure_envelope_schema();
+        if let Value::Object(map) = &mut schema {
+            map.remove("$schema");
+        }
+        schema.to_string()
+    })
+}
+
+/// The compact `tools/list` body as JSON text: exactly three tools, strict input schemas,
+/// output schemas for the two discovery tools and none for `call_tool` (O11, O16).
+pub fn compact_tools_text() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        COMPACT_TOOLS_TEMPLATE.replace(FAILURE_SLOT, failure_envelope_schema_text())
+    })
+}
+
+const FAILURE_SLOT: &str = r#"{"$failure":"slot"}"#;
 
 /// The compact `tools/list` body (O11, O16): exactly three tools, strict input schemas,
 /// output schemas for the two discovery tools and none for `call_tool`.
-pub const COMPACT_TOOLS: &str = concat!(
+const COMPACT_TOOLS_TEMPLATE: &str = concat!(
     r#"{"tools":["#,
     // search_tools
     r#"{"name":"search_tools","title":"Search tools","#,
@@ -58,17 +73,7 @@ pub const COMPACT_TOOLS: &str = concat!(
     r#""required":["name","inputSchema"],"additionalProperties":false}},"#,
     r#""required":["tool"],"additionalProperties":false},"#,
     r##"{"$ref":"#/$defs/failure"}],"$defs":{"failure":"##,
-    // FAILURE_ENVELOPE_SCHEMA, repeated literally because concat! takes literals only.
-    r#"{"type":"object","properties":{"failure":{"type":"object","properties":{"#,
-    r#""code":{"type":"string","enum":["unavailable_tool","invalid_arguments","result_too_large","#,
-    r#""interaction_limit","state_rejected","already_completed","invalid_result","cancelled","internal"]},"#,
-    r#""message":{"type":"string"},"retryable":{"type":"boolean"},"#,
-    r#""diagnostics":{"type":"array","items":{"type":"object","properties":{"#,
-    r#""pointer":{"type":"string"},"keyword":{"type":"string"},"message":{"type":"string"},"#,
-    r#""expected":{"type":"string"},"allowedKeys":{"type":"array","items":{"type":"string"}}},"#,
-    r#""required":["pointer","keyword","message"],"additionalProperties":false}}},"#,
-    r#""required":["code","message","retryable"],"additionalProperties":false}},"#,
-    r#""required":["failure"],"additionalProperties":false}"#,
+    r#"{"$failure":"slot"}"#,
     r#"}},"#,
     r#""annotations":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}},"#,
     // call_tool
@@ -161,6 +166,6 @@ pub(crate) fn wrap_output_schema(tool: &str, app: &RawValue) -> Result<String, C
         schema = schema_uri,
         defs = defs,
         app = bundled,
-        failure = FAILURE_ENVELOPE_SCHEMA,
+        failure = failure_envelope_schema_text(),
     ))
 }
