@@ -630,3 +630,48 @@ fn o15_ordered_content_is_kept_and_followed_by_the_envelope_copy() {
         )
     );
 }
+
+#[test]
+fn o13_inner_arguments_reach_the_tool_byte_exact() {
+    let echo = ToolDef::dynamic(
+        "echo",
+        r#"{"type":"object","properties":{"n":{"type":"number"}}}"#,
+        None,
+        |_inv: Invocation, args: Box<RawValue>| async move {
+            Ok(DynamicOutput {
+                content: vec![],
+                structured: Some(args),
+            })
+        },
+    );
+    let reg = RegistryBuilder::new().tool(echo).build().unwrap();
+    let text = call_text(
+        &reg,
+        "call_tool",
+        r#"{"name":"echo","arguments":{"n":1.000000000000000000001, "big":98765432109876543210987}}"#,
+    )
+    .unwrap();
+    assert!(
+        text.ends_with(
+            r#""structuredContent":{"value":{"n":1.000000000000000000001, "big":98765432109876543210987}}}"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn o13_duplicate_outer_members_are_invalid_params() {
+    let reg = registry();
+    let publication = Publication::new(Mode::Compact);
+    let p = raw(r#"{"name":"call_tool","name":"search_tools","arguments":{},"_meta":{}}"#);
+    let err = ready(publication.call_tool_text(&reg, alice(), &p)).unwrap_err();
+    assert!(matches!(err, CoreError::InvalidParams { .. }), "{err:?}");
+    let p = raw(r#"{"arguments":{},"_meta":{}}"#);
+    let err = ready(publication.call_tool_text(&reg, alice(), &p)).unwrap_err();
+    assert_eq!(
+        err,
+        CoreError::InvalidParams {
+            message: "`name` is required".to_owned()
+        }
+    );
+}
