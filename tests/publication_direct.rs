@@ -381,6 +381,7 @@ fn o26_bundling_keeps_references_identifiers_and_dialects() {
     let draft7 = r##"{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"flag":{"type":"boolean"}},"properties":{"flag":{"$ref":"#/definitions/flag"}},"required":["flag"]}"##;
     let dynamic_anchor = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$dynamicAnchor":"node","properties":{"child":{"$dynamicRef":"#node"},"leaf":{"type":"boolean"}},"additionalProperties":false}"##;
     let boolean_parts = r#"{"type":"object","properties":{"anything":true,"nothing":false}}"#;
+    let draft7_root_ref = r##"{"$schema":"http://json-schema.org/draft-07/schema#","$ref":"#/definitions/Foo","definitions":{"Foo":{"type":"object","properties":{"x":{"$ref":"#/definitions/Int"}},"required":["x"]},"Int":{"type":"integer"}}}"##;
     let reg = RegistryBuilder::new()
         .tool(dynamic("local_refs", Some(local_refs), Some(r#"{"n":1}"#)))
         .tool(dynamic(
@@ -395,6 +396,11 @@ fn o26_bundling_keeps_references_identifiers_and_dialects() {
             Some(r#"{"leaf":true}"#),
         ))
         .tool(dynamic("booleans", Some(boolean_parts), Some(r#"{}"#)))
+        .tool(dynamic(
+            "root_ref",
+            Some(draft7_root_ref),
+            Some(r#"{"x":1}"#),
+        ))
         .build()
         .unwrap();
     let cases: &[(&str, Value, Value)] = &[
@@ -407,6 +413,7 @@ fn o26_bundling_keeps_references_identifiers_and_dialects() {
             json!({"child": {"child": {"leaf": 1}}}),
         ),
         ("booleans", json!({"anything": [1]}), json!({"nothing": 1})),
+        ("root_ref", json!({"x": 1}), json!({"x": "1"})),
     ];
     for (name, good, bad) in cases {
         let (def, schema) = published_output(&reg, name);

@@ -119,7 +119,9 @@ fn dialect_of(app: &Members<'_>) -> Result<Dialect, CoreError> {
 /// references (`#/$defs/…`, anchors, dynamic anchors) still resolve inside it and not
 /// against the wrapper; one with an identifier stays a separate resource as before, so
 /// relative references and nested `$id`s resolve as they did. Boolean schemas are bundled
-/// as they are.
+/// as they are. A draft-04/06/07 schema whose root is a `$ref` (its siblings are inert in
+/// those drafts) is bundled as `{"$id", "allOf": [{"$ref"}], "definitions"}`, which has
+/// the same meaning and keeps the definitions' bytes.
 ///
 /// # Errors
 /// -32602 when the application schema is not an object or boolean (the registry already
@@ -138,11 +140,27 @@ pub(crate) fn wrap_output_schema(tool: &str, app: &RawValue) -> Result<String, C
     } else {
         let members = Members::parse(app, "output schema")?;
         let dialect = dialect_of(&members)?;
-        let bundled = if members.get(dialect.id).is_some() {
+        let id = serde_json::to_string(&format!("urn:strict-mcp:output:{tool}"))
+            .map_err(|_| CoreError::Internal { retryable: false })?;
+        let bundled = if let (Some(target), "definitions") = (members.get("$ref"), dialect.defs) {
+            // Before 2019-09 a `$ref` makes every sibling inert, an identifier included, so
+            // an added `$id` would be ignored and `#/definitions/…` would resolve against the
+            // wrapper. The equivalent resource keeps the reference and the definitions
+            // (exact bytes) under an identifier that counts.
+            let mut out = format!(
+                "{{\"{}\":{id},\"allOf\":[{{\"$ref\":{}}}]",
+                dialect.id,
+                target.get()
+            );
+            if let Some(definitions) = members.get("definitions") {
+                out.push_str(",\"definitions\":");
+                out.push_str(definitions.get());
+            }
+            out.push('}');
+            out
+        } else if members.get(dialect.id).is_some() {
             text.to_owned()
         } else {
-            let id = serde_json::to_string(&format!("urn:strict-mcp:output:{tool}"))
-                .map_err(|_| CoreError::Internal { retryable: false })?;
             let rest = text[1..].trim_start();
             if members.0.is_empty() {
                 format!("{{\"{}\":{id}}}", dialect.id)
