@@ -197,8 +197,6 @@ impl fmt::Debug for Publication {
     }
 }
 
-const COMPACT_NAMES: [&str; 3] = ["search_tools", "get_tool_details", "call_tool"];
-
 impl Publication {
     /// A publication in `mode`. Builds nothing: wrappers are prepared on first access (O27).
     #[must_use]
@@ -383,12 +381,6 @@ impl Publication {
         let failure = ToolFailure::new(code, message);
         let text = failure_text(&failure).unwrap_or_else(|_| fallback_failure_text(code));
         to_map(&text).unwrap_or_default()
-    }
-
-    /// Whether `name` is one of the three compact tool names.
-    #[must_use]
-    pub fn is_compact_tool(name: &str) -> bool {
-        COMPACT_NAMES.contains(&name)
     }
 }
 
