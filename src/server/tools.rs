@@ -57,6 +57,25 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params, raw_params: &RawValue) -> A
         .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
         .unwrap_or_default();
     let args = params.get("arguments").map_or("", |a| a.get()).to_owned();
+    if ctx.server.inner().mode == PublishMode::Compact
+        && matches!(name.as_str(), "search_tools" | "get_tool_details")
+    {
+        // Discovery never asks for input and refuses continuations itself (O51): no ledger.
+        let outcome = ctx
+            .invoke(ctx.server.inner().publication.call_tool(
+                &ctx.registry,
+                ctx.invocation(),
+                raw_params,
+            ))
+            .await;
+        return match outcome {
+            Ok(CallOutcome::Complete(body)) => Answer::ToolResult(body),
+            Ok(CallOutcome::InputRequired { .. }) => {
+                Answer::error(super::Cause::Internal, "Internal error")
+            }
+            Err(e) => Answer::from_core(&e),
+        };
+    }
     mrtr::run(
         ctx,
         Method::ToolsCall,
