@@ -607,7 +607,44 @@ async fn c14_requests_are_served_concurrently_and_answered_out_of_order() {
         .call(2, "resources/read", &req("", r#""uri":"mem://hello""#))
         .await;
     assert_eq!(fast["result"]["contents"][0]["text"], "hello");
-    p.close().await;
+    // O5: EOF shuts down; the cooperative handler sees the cancellation and still answers.
+    let (rest, server, _) = p.close().await;
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0]["id"], "slow");
+    assert_eq!(rest[0]["error"]["code"], -32603);
+    assert_eq!(server.status().phase, ServerPhase::Stopped);
+}
+
+#[tokio::test]
+async fn c_at_most_max_in_flight_requests_run_at_once() {
+    let mut p = start();
+    let max = strict_mcp::server::MAX_IN_FLIGHT;
+    for id in 0..max {
+        p.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{}}}"#,
+            req("", r#""uri":"mem://wait""#)
+        ))
+        .await;
+    }
+    p.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":"next","method":"server/discover","params":{}}}"#,
+        req("", "")
+    ))
+    .await;
+    let early = tokio::time::timeout(Duration::from_millis(300), p.lines.next_line()).await;
+    assert!(
+        early.is_err(),
+        "a request beyond the bound ran early: {early:?}"
+    );
+    // Freeing one slot (cancelling a request) lets the waiting one run.
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#)
+        .await;
+    let next = p.recv().await;
+    assert_eq!(next["id"], "next");
+    assert_eq!(next["result"]["resultType"], "complete");
+    let (rest, _, _) = p.close().await;
+    assert_eq!(rest.len(), max - 1, "the others end with shutdown");
+    assert!(rest.iter().all(|v| v["id"] != 0));
 }
 
 #[tokio::test]
