@@ -439,12 +439,11 @@ async fn handle(
         progress: progress.clone(),
         cancel: handler_cancel,
     };
+    let progress_end = ProgressEnd(progress);
     let answer = route(&ctx, request, &params, &outbox, &client_cancel)
         .await
         .unwrap_or_else(|a| a);
-    if let Some(p) = &progress {
-        p.finished();
-    }
+    drop(progress_end);
     answer_to_reply(server, &request.id, answer)
 }
 
@@ -666,14 +665,46 @@ async fn listen(
         Arc::clone(outbox),
         &ctx.server.inner().info,
     );
+    // However this future ends (client cancellation may drop it), the stream leaves the hub.
+    let _guard = StreamGuard { ctx, key };
     let client = client_cancel.cancelled();
     let server_closed = closed.cancelled();
+    let shutdown = ctx.cancel.cancelled();
     futures_util::pin_mut!(client);
     futures_util::pin_mut!(server_closed);
-    match select(client, server_closed).await {
-        Either::Left(((), _)) => hub.client_closed(ctx.server.now(), key),
-        // The closing result already went out through the outbox.
-        Either::Right(((), _)) => {}
+    futures_util::pin_mut!(shutdown);
+    let ended = select(client, server_closed);
+    if let Either::Right(((), _)) = select(ended, shutdown).await {
+        // Shutdown reached this call before the stream was registered for `close_all`.
+        hub.server_closing(ctx.server.now(), key, &ctx.server.inner().info);
     }
     Ok(Answer::Silent)
+}
+
+/// Removes a listen stream from the hub when its request ends; a stream the server already
+/// closed is gone and this does nothing.
+struct StreamGuard<'a> {
+    ctx: &'a Ctx,
+    key: u64,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        self.ctx
+            .server
+            .inner()
+            .listens
+            .client_closed(self.ctx.server.now(), self.key);
+    }
+}
+
+/// Ends a request's progress however the request ends (J4, C9).
+struct ProgressEnd(Option<Arc<Progress>>);
+
+impl Drop for ProgressEnd {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.finished();
+        }
+    }
 }

@@ -82,6 +82,17 @@ impl Hub {
         }
     }
 
+    /// Ends one stream gracefully (shutdown reached it directly, O6).
+    pub(crate) fn server_closing(&self, now: Tick, key: u64, info: &RawValue) {
+        let mut streams = lock(&self.streams);
+        if let Some(stream) = streams.get_mut(&key) {
+            let effects = stream.machine.handle(now, ListenEvent::ServerClosing);
+            if !apply(stream, effects, info) {
+                streams.remove(&key);
+            }
+        }
+    }
+
     /// Ends every stream gracefully (shutdown, O6, K10).
     pub(crate) fn close_all(&self, now: Tick, info: &RawValue) {
         let mut streams = lock(&self.streams);
