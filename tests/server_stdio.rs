@@ -119,6 +119,22 @@ fn registry(probes: &Arc<Probes>) -> Registry {
             },
         ))
         .tool(ToolDef::dynamic(
+            "exact",
+            r#"{"type":"object"}"#,
+            None,
+            |_inv: Invocation, _args| async move {
+                Ok(DynamicOutput {
+                    content: vec![ContentBlock::text("exact")],
+                    structured: Some(
+                        serde_json::value::RawValue::from_string(
+                            r#"{"n":1.50,"big":123456789012345678901234567890}"#.to_owned(),
+                        )
+                        .unwrap(),
+                    ),
+                })
+            },
+        ))
+        .tool(ToolDef::dynamic(
             "big",
             r#"{"type":"object"}"#,
             None,
@@ -1308,6 +1324,49 @@ async fn o40_a_too_large_tool_result_becomes_result_too_large() {
     assert_eq!(
         reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],
         server_info()
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o29_o44_tool_result_numbers_keep_their_exact_text_on_the_wire() {
+    let mut p = start();
+    p.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}}"#,
+        call_tool("exact", "{}", META, "")
+    ))
+    .await;
+    let line = p.recv_line().await;
+    assert!(
+        line.contains(
+            r#""structuredContent":{"value":{"n":1.50,"big":123456789012345678901234567890}}"#
+        ),
+        "{line}"
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o21_direct_mode_publishes_native_tools() {
+    let mut p = start_with(ServerOptions::new().mode("direct"));
+    let (_, list) = p.call(1, "tools/list", &req("", "")).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["big", "confirm", "echo", "exact"]);
+    let (_, call) = p
+        .call(
+            2,
+            "tools/call",
+            &format!(r#"{{"name":"echo","arguments":{{"text":"yo"}},"_meta":{META}}}"#),
+        )
+        .await;
+    assert_eq!(
+        call["result"]["structuredContent"],
+        json!({"value":{"text":"yo"}})
     );
     p.close().await;
 }

@@ -52,11 +52,11 @@ const LOG_LEVELS: [&str; 8] = [
 pub(crate) enum Answer {
     /// A result body (an object without `resultType`/`serverInfo`; both are added here).
     Result {
-        body: Map<String, Value>,
+        body: Members,
         result_type: &'static str,
     },
     /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
-    ToolResult(Map<String, Value>),
+    ToolResult(Members),
     /// A JSON-RPC error.
     Error {
         cause: Cause,
@@ -70,7 +70,7 @@ pub(crate) enum Answer {
 impl Answer {
     pub(crate) fn complete(body: Map<String, Value>) -> Answer {
         Answer::Result {
-            body,
+            body: members(body),
             result_type: "complete",
         }
     }
@@ -256,30 +256,49 @@ pub(crate) fn encode_notification(method: &str, params: &str) -> Option<String> 
     }
 }
 
-fn with_identity(mut body: Map<String, Value>, result_type: &str, info: &RawValue) -> String {
+/// A result object as its members, each kept as exact JSON text (O29: numbers and strings
+/// of tool results are never re-serialised through a float).
+pub(crate) type Members = BTreeMap<String, Box<RawValue>>;
+
+/// Members of a `serde_json` object.
+pub(crate) fn members(body: Map<String, Value>) -> Members {
+    body.into_iter()
+        .filter_map(|(k, v)| serde_json::value::to_raw_value(&v).ok().map(|raw| (k, raw)))
+        .collect()
+}
+
+/// Members of an object given as exact JSON text.
+pub(crate) fn members_text(text: &str) -> Option<Members> {
+    serde_json::from_str(text).ok()
+}
+
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text)
+        .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"))
+}
+
+fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> String {
     body.insert(
         "resultType".to_owned(),
-        Value::String(result_type.to_owned()),
+        raw(Value::String(result_type.to_owned()).to_string()),
     );
-    let info: Value = serde_json::from_str(info.get()).unwrap_or(Value::Null);
-    match body.get_mut("_meta") {
-        Some(Value::Object(m)) => {
-            m.insert(meta::SERVER_INFO.to_owned(), info);
-        }
-        _ => {
-            let mut m = Map::new();
-            m.insert(meta::SERVER_INFO.to_owned(), info);
-            body.insert("_meta".to_owned(), Value::Object(m));
-        }
-    }
-    Value::Object(body).to_string()
+    let mut meta: Members = body
+        .get("_meta")
+        .and_then(|m| serde_json::from_str(m.get()).ok())
+        .unwrap_or_default();
+    meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
+    body.insert(
+        "_meta".to_owned(),
+        raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
+    );
+    serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
 }
 
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
     let info = &server.inner().info;
-    let encoded = |body: Map<String, Value>, result_type: &str| {
+    let encoded = |body: Members, result_type: &str| {
         encode_result(id, &with_identity(body, result_type, info))
     };
     match answer {
@@ -304,7 +323,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
                     crate::core::FailureCode::ResultTooLarge,
                     "The tool result exceeds the response size limit.",
                 );
-                match encoded(failure, "complete") {
+                match encoded(members(failure), "complete") {
                     Ok(line) => Reply { line, status: 200 },
                     Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
                 }
