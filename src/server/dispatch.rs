@@ -448,7 +448,11 @@ async fn handle(
         Ok(x) => x,
         Err(answer) => return answer_to_reply(server, &request.id, answer),
     };
-    let progress = Progress::new(request_meta.progress_token.as_deref(), Arc::clone(&outbox));
+    let progress = Progress::new(
+        request_meta.progress_token.as_deref(),
+        Arc::clone(&outbox),
+        client_cancel.clone(),
+    );
     let ctx = Ctx {
         server: server.clone(),
         caller,
