@@ -2,6 +2,8 @@
 //! transport drivers. Protocol rules live here and in the layers below; the drivers
 //! (`stdio`, `http`) only move bytes (sans-I/O, see the crate docs).
 
+#[cfg(feature = "http")]
+pub mod http;
 pub mod outbox;
 pub mod status;
 
