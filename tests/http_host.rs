@@ -143,6 +143,10 @@ impl Dispatch for Script {
                             tokio::time::sleep(Duration::from_millis(400)).await;
                             outbox.finish(ok(json!({"slow": true})));
                         }
+                        "panic" => panic!("scripted dispatcher failure"),
+                        "vanish" => {
+                            outbox.notify(progress_line(1));
+                        }
                         other => outbox.finish(ok(json!({"called": other}))),
                     }
                 }
@@ -1092,6 +1096,36 @@ fn d10_silent_long_call_switches_to_sse_with_keep_alive_comments() {
         .await;
         let a = host.call("62", "slow", json!({}), &[]).await;
         assert_eq!(a.json()["result"]["slow"], true);
+    });
+}
+
+#[test]
+fn dispatcher_ending_without_a_reply_gets_an_internal_error_not_a_hang() {
+    mt().block_on(async {
+        let host = start(HttpConfig::default()).await;
+        let a = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.call("63", "panic", json!({}), &[]),
+        )
+        .await
+        .expect("no hang");
+        a.assert_error(500, -32603, json!(63));
+        assert_eq!(a.json()["error"]["message"], "internal error");
+        let a = tokio::time::timeout(
+            Duration::from_secs(5),
+            host.call("64", "vanish", json!({}), &[]),
+        )
+        .await
+        .expect("no hang");
+        let events = a.events();
+        assert_eq!(events.len(), 2, "{}", a.text);
+        assert_eq!(events[0]["method"], "notifications/progress");
+        assert_eq!(
+            events[1],
+            json!({"jsonrpc": "2.0", "id": 64, "error": {"code": -32603, "message": "internal error"}})
+        );
+        // Still serving.
+        assert_eq!(host.call("65", "echo", json!({}), &[]).await.status, StatusCode::OK);
     });
 }
 

@@ -372,15 +372,34 @@ impl<D: Dispatch> Inner<D> {
             cancel: cancel.clone(),
             armed: true,
         };
+        let id = request.id.clone();
         let work = self
             .dispatch
             .dispatch(caller, Message::Request(request), outbox, cancel);
-        tokio::spawn(work.instrument(span));
+        let ended = EndGuard(shared.clone());
+        tokio::spawn(
+            async move {
+                let _ended = ended;
+                work.await;
+            }
+            .instrument(span),
+        );
         let head = Head {
             shared: &shared,
             deadline: config.stream_after.map(|d| Box::pin(tokio::time::sleep(d))),
         };
+        let orphan = || Reply {
+            line: internal_error_line(&id),
+            status: Cause::Internal.http_status(),
+        };
         match head.await {
+            First::Orphaned => {
+                let mut guard = guard;
+                guard.armed = false;
+                tracing::error!("dispatch ended without a final reply");
+                let reply = orphan();
+                json_response(reply.status, reply.line)
+            }
             First::Reply(reply) => {
                 let mut guard = guard;
                 guard.armed = false;
@@ -390,6 +409,7 @@ impl<D: Dispatch> Inner<D> {
                 let body = SseBody {
                     shared,
                     guard,
+                    orphan_line: internal_error_line(&id),
                     keep_alive: tokio::time::interval_at(
                         tokio::time::Instant::now() + config.keep_alive,
                         config.keep_alive,
@@ -431,6 +451,9 @@ struct State {
     gone: bool,
     /// The queue overflowed: end the stream once the queue is drained.
     overflowed: bool,
+    /// The dispatch task ended (normally or by panic); if `finish` was never called, the host
+    /// answers an internal error itself so no client waits forever.
+    ended: bool,
     waker: Option<Waker>,
 }
 
@@ -518,6 +541,31 @@ impl Drop for CancelGuard {
 enum First {
     Reply(Reply),
     Stream,
+    /// The dispatch task ended without a reply or notification.
+    Orphaned,
+}
+
+/// Marks the dispatch task as ended when dropped (completion, panic or runtime shutdown).
+struct EndGuard(Arc<Shared>);
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.ended = true;
+        s.wake();
+    }
+}
+
+/// The error the host sends when the dispatcher broke its contract; the cause stays private.
+fn internal_error_line(id: &RequestId) -> String {
+    let body = ErrorResponse::new(
+        Some(id.clone()),
+        ErrorObject::new(
+            crate::wire::jsonrpc::ErrorCode::InternalError,
+            "internal error",
+        ),
+    );
+    serde_json::to_string(&body).unwrap_or_default()
 }
 
 /// Waits for the first thing the outbox receives (or the `stream_after` deadline).
@@ -537,6 +585,9 @@ impl Future for Head<'_> {
             if let Some(reply) = s.reply.take() {
                 return Poll::Ready(First::Reply(reply));
             }
+            if s.ended {
+                return Poll::Ready(First::Orphaned);
+            }
             s.waker = Some(cx.waker().clone());
         }
         if let Some(deadline) = self.deadline.as_mut() {
@@ -551,6 +602,8 @@ impl Future for Head<'_> {
 struct SseBody {
     shared: Arc<Shared>,
     guard: CancelGuard,
+    /// Sent as the final event if the dispatch task ends without a reply.
+    orphan_line: String,
     keep_alive: tokio::time::Interval,
     done: bool,
 }
@@ -582,6 +635,13 @@ impl SseBody {
                 self.done = true;
                 self.guard.armed = false;
                 return Poll::Ready(Some(sse_event(&reply.line)));
+            }
+            if s.ended && !s.finished && !s.gone {
+                drop(s);
+                self.done = true;
+                self.guard.armed = false;
+                tracing::error!("dispatch ended without a final reply");
+                return Poll::Ready(Some(sse_event(&self.orphan_line)));
             }
             if s.overflowed || (s.gone && !s.finished) {
                 drop(s);
