@@ -107,6 +107,27 @@ pub trait Dispatch: Send + Sync + 'static {
     fn registry(&self) -> Arc<Registry>;
 }
 
+impl Dispatch for crate::server::Server {
+    fn dispatch(
+        &self,
+        caller: Caller,
+        message: Message,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        let server = self.clone();
+        Box::pin(async move { server.serve(caller, message, outbox, cancel).await })
+    }
+
+    fn ingress_limits(&self) -> IngressLimits {
+        crate::server::Server::ingress_limits(self)
+    }
+
+    fn registry(&self) -> Arc<Registry> {
+        crate::server::Server::registry(self)
+    }
+}
+
 /// Which `Host` values are accepted (D35).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
