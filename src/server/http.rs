@@ -103,8 +103,15 @@ pub trait Dispatch: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
     /// The bounds for request bodies (the body cap comes from `max_frame_bytes`).
     fn ingress_limits(&self) -> IngressLimits;
-    /// The registry as of now, to find `x-mcp-header` annotations of the called tool.
+    /// The registry as of now.
     fn registry(&self) -> Arc<Registry>;
+    /// The definition of the tool a `tools/call` names, as the caller sees it in `tools/list`,
+    /// whose `x-mcp-header` annotations the host enforces (D28). `None` when no such tool is
+    /// published (unknown, hidden, or published only behind a wrapper such as compact mode's
+    /// `call_tool`, whose own schema carries no annotations).
+    fn published_tool(&self, caller: &Caller, name: &str) -> Option<crate::core::descriptor::Tool> {
+        self.registry().tool(caller, name).ok()
+    }
 }
 
 impl Dispatch for crate::server::Server {
@@ -125,6 +132,14 @@ impl Dispatch for crate::server::Server {
 
     fn registry(&self) -> Arc<Registry> {
         crate::server::Server::registry(self)
+    }
+
+    fn published_tool(&self, caller: &Caller, name: &str) -> Option<crate::core::descriptor::Tool> {
+        match self.mode() {
+            crate::server::PublishMode::Direct => self.registry().tool(caller, name).ok(),
+            // Compact mode lists only its three discovery tools; none is annotated.
+            crate::server::PublishMode::Compact => None,
+        }
     }
 }
 
@@ -356,13 +371,9 @@ impl<D: Dispatch> Inner<D> {
         };
         let probe = Probe::of(&request);
         let span = request_span(&request, &probe);
-        if let Err(e) = check_request_headers(
-            &parts.headers,
-            &request,
-            &probe,
-            &self.dispatch.registry(),
-            &caller,
-        ) {
+        if let Err(e) = check_request_headers(&parts.headers, &request, &probe, |name| {
+            self.dispatch.published_tool(&caller, name)
+        }) {
             span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
             return refusal(
                 Cause::HeaderMismatch,
@@ -1124,8 +1135,7 @@ fn check_request_headers(
     headers: &HeaderMap,
     request: &RpcRequest,
     probe: &Probe,
-    registry: &Registry,
-    caller: &Caller,
+    published_tool: impl FnOnce(&str) -> Option<crate::core::descriptor::Tool>,
 ) -> Result<(), HeaderError> {
     let version = single(headers, PROTOCOL_VERSION_HEADER)?
         .ok_or_else(|| HeaderError::Missing(display_name(PROTOCOL_VERSION_HEADER)))?;
@@ -1157,21 +1167,16 @@ fn check_request_headers(
     }
     if request.method == "tools/call" {
         if let Some(name) = &probe.name {
-            check_param_headers(headers, probe, registry, caller, name)?;
+            if let Some(tool) = published_tool(name) {
+                check_param_headers(headers, probe, &tool)?;
+            }
         }
     }
     Ok(())
 }
 
 /// The `x-mcp-header` annotations of a visible tool: (property path, header name).
-fn annotated_params(
-    registry: &Registry,
-    caller: &Caller,
-    tool: &str,
-) -> Vec<(Vec<String>, String)> {
-    let Ok(tool) = registry.tool(caller, tool) else {
-        return Vec::new();
-    };
+fn annotated_params(tool: &crate::core::descriptor::Tool) -> Vec<(Vec<String>, String)> {
     if !tool.input_schema.get().contains("x-mcp-header") {
         return Vec::new();
     }
@@ -1202,11 +1207,9 @@ fn property_path(pointer: &str) -> Vec<String> {
 fn check_param_headers(
     headers: &HeaderMap,
     probe: &Probe,
-    registry: &Registry,
-    caller: &Caller,
-    tool: &str,
+    tool: &crate::core::descriptor::Tool,
 ) -> Result<(), HeaderError> {
-    let annotated = annotated_params(registry, caller, tool);
+    let annotated = annotated_params(tool);
     if annotated.is_empty() {
         return Ok(());
     }
