@@ -1334,6 +1334,27 @@ fn request_span(request: &RpcRequest, probe: &Probe) -> tracing::Span {
 /// in-flight responses finish, so shut the protocol server down first to end listen streams).
 ///
 /// Bind to `127.0.0.1` unless a security design for other interfaces exists (D35, O9).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use strict_mcp::core::RegistryBuilder;
+/// use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+/// use strict_mcp::server::{Server, ServerOptions};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::new(RegistryBuilder::new().build()?, ServerOptions::new())?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8123").await?;
+/// let config = HttpConfig { path: Some("/mcp".into()), ..HttpConfig::default() };
+/// let service = McpHttp::new(server.clone(), config);
+/// let stop = async {
+///     let _ = tokio::signal::ctrl_c().await;
+///     // End listen streams and cancel calls first, then let connections drain.
+///     server.shutdown(Duration::from_secs(5)).await;
+/// };
+/// serve(listener, service, stop).await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn serve<D: Dispatch>(
     listener: tokio::net::TcpListener,
     service: McpHttp<D>,
