@@ -516,3 +516,65 @@ async fn k_listen_over_http_ack_filter_tagging_keep_alive_and_close_on_shutdown(
     shutdown.await.unwrap();
     host.stop().await;
 }
+
+fn rss_pages() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// User need 4: no per-request state survives a request, accepted or refused (D38, O118).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rss_stays_flat_over_20k_real_server_requests_including_rejected_ones() {
+    let probes = Arc::new(Probes::default());
+    let server = Server::new(
+        registry(&probes, false),
+        ServerOptions::new().mode("direct"),
+    )
+    .unwrap();
+    let service = McpHttp::new(server, HttpConfig::default());
+    let call = rpc(
+        json!(1),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    let no_meta = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#.to_owned();
+    let round = |n: usize| {
+        let service = service.clone();
+        let call = call.clone();
+        let no_meta = no_meta.clone();
+        async move {
+            for i in 0..n {
+                let (method, name, body, status) = match i % 4 {
+                    0 => ("tools/call", Some("echo"), call.as_str(), 200),
+                    1 => ("tools/call", Some("other"), call.as_str(), 400),
+                    2 => ("tools/list", None, no_meta.as_str(), 400),
+                    _ => ("tools/list", None, "{bad", 400),
+                };
+                let mut b = Request::post("http://127.0.0.1/mcp")
+                    .header("host", "127.0.0.1")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .header("mcp-protocol-version", PV)
+                    .header("mcp-method", method);
+                if let Some(n) = name {
+                    b = b.header("mcp-name", n);
+                }
+                let res = service
+                    .handle(b.body(Full::new(Bytes::from(body.to_owned()))).unwrap())
+                    .await;
+                assert_eq!(res.status().as_u16(), status, "request {i}");
+                let bytes = res.into_body().collect().await.unwrap().to_bytes();
+                assert!(!bytes.is_empty());
+            }
+        }
+    };
+    round(4_000).await;
+    let before = rss_pages();
+    round(20_000).await;
+    let after = rss_pages();
+    let grown_kib = after.saturating_sub(before) * 4;
+    assert!(
+        grown_kib < 2048,
+        "RSS grew by {grown_kib} KiB ({before} → {after} pages)"
+    );
+}
