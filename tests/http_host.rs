@@ -47,6 +47,8 @@ struct Script {
     cancelled: Arc<AtomicUsize>,
     /// Notifications the dispatcher received.
     notifications: Arc<AtomicUsize>,
+    /// How many of the `flood` tool's notifications the outbox accepted.
+    flood_accepted: Arc<AtomicUsize>,
 }
 
 fn registry() -> Registry {
@@ -144,6 +146,14 @@ impl Dispatch for Script {
                             outbox.finish(ok(json!({"slow": true})));
                         }
                         "panic" => panic!("scripted dispatcher failure"),
+                        "flood" => {
+                            let accepted = (1..=10).filter(|n| outbox.notify(progress_line(*n))).count();
+                            me.flood_accepted.store(accepted, Ordering::SeqCst);
+                            if cancel.is_cancelled() {
+                                me.cancelled.fetch_add(1, Ordering::SeqCst);
+                            }
+                            outbox.finish(ok(json!({"flooded": true})));
+                        }
                         "vanish" => {
                             outbox.notify(progress_line(1));
                         }
@@ -217,6 +227,7 @@ fn script() -> Script {
         listen: broadcast::channel(64).0,
         cancelled: Arc::new(AtomicUsize::new(0)),
         notifications: Arc::new(AtomicUsize::new(0)),
+        flood_accepted: Arc::new(AtomicUsize::new(0)),
     }
 }
 
@@ -1126,6 +1137,69 @@ fn dispatcher_ending_without_a_reply_gets_an_internal_error_not_a_hang() {
         );
         // Still serving.
         assert_eq!(host.call("65", "echo", json!({}), &[]).await.status, StatusCode::OK);
+    });
+}
+
+#[test]
+fn slow_reader_overflow_ends_the_stream_without_a_result_and_cancels() {
+    mt().block_on(async {
+        let host = start(HttpConfig {
+            max_queued_notifications: 2,
+            ..HttpConfig::default()
+        })
+        .await;
+        let a = host.call("66", "flood", json!({}), &[]).await;
+        assert_eq!(a.status, StatusCode::OK);
+        // Two queued notifications are delivered, then the stream ends: no final response, so
+        // the client knows it missed something (nothing is dropped silently).
+        let events = a.events();
+        assert_eq!(events.len(), 2, "{}", a.text);
+        assert_eq!(events[0]["params"]["progress"], 1);
+        assert_eq!(events[1]["params"]["progress"], 2);
+        assert_eq!(host.script.flood_accepted.load(Ordering::SeqCst), 2);
+        assert_eq!(host.script.cancelled.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn http2_prior_knowledge_is_served_and_host_checked_via_authority() {
+    mt().block_on(async {
+        let host = start(HttpConfig::default()).await;
+        let h2: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
+            .http2_only(true)
+            .build_http();
+        let send = |authority: String| {
+            let mut b = Request::post(format!("http://{authority}/mcp"));
+            for (k, v) in std_headers("tools/list", None) {
+                b = b.header(k, v);
+            }
+            let req = b
+                .body(Full::new(Bytes::from(body(
+                    "80",
+                    "tools/list",
+                    Value::Null,
+                ))))
+                .unwrap();
+            h2.request(req)
+        };
+        let res = send(host.addr.to_string()).await.unwrap();
+        assert_eq!(res.version(), hyper::Version::HTTP_2);
+        assert_eq!(res.status(), StatusCode::OK);
+        // Same socket address, foreign authority: refused (D35).
+        let mut b = Request::post(format!("http://{}/mcp", host.addr));
+        for (k, v) in std_headers("tools/list", None) {
+            b = b.header(k, v);
+        }
+        let req = b
+            .header("host", "rebind.example")
+            .body(Full::new(Bytes::from(body(
+                "81",
+                "tools/list",
+                Value::Null,
+            ))))
+            .unwrap();
+        let res = h2.request(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
     });
 }
 

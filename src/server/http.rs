@@ -299,7 +299,11 @@ impl<D: Dispatch> Inner<D> {
                 return plain(StatusCode::NOT_FOUND);
             }
         }
-        if !host_allowed(&config.hosts, authority_of(&request)) {
+        // Both the Host header and an absolute-form / HTTP/2 authority must pass when present.
+        let uri_authority = request.uri().authority().map(|a| a.as_str());
+        if !host_allowed(&config.hosts, authority_of(&request))
+            || uri_authority.is_some_and(|a| !host_allowed(&config.hosts, Some(a)))
+        {
             return refusal(Cause::HostRejected, None, "host not allowed");
         }
         if let Err(cause) = check_origin(&config.origins, request.headers()) {
