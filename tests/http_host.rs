@@ -5,6 +5,7 @@
 //! API. Requests go through hyper-util's pooled client (keep-alive) or, where exact bytes or a
 //! hard disconnect matter, through a raw TCP socket.
 #![forbid(unsafe_code)]
+#![cfg(feature = "http")]
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -605,6 +606,13 @@ fn parse_and_invalid_request_errors_are_400_with_json_rpc_bodies() {
         host.post(&h, r#"{"jsonrpc":"2.0","id":3,"result":{}}"#)
             .await
             .assert_error(400, -32600, json!(3));
+        // A refused notification gets an error status and an id-less error body (D6).
+        host.post(
+            &h,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","extra":1}"#,
+        )
+        .await
+        .assert_error(400, -32600, Value::Null);
     });
 }
 

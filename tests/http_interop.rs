@@ -5,6 +5,7 @@
 //! checkout whose `.interop/` and `interop/node/node_modules` are installed. A missing peer is a
 //! failure, never a silent pass.
 #![forbid(unsafe_code)]
+#![cfg(feature = "http")]
 
 use std::path::PathBuf;
 use std::time::Duration;

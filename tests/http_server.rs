@@ -2,6 +2,7 @@
 //!
 //! Typed tools built with the core API; the host runs through the bundled `serve` accept loop.
 #![forbid(unsafe_code)]
+#![cfg(feature = "http")]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

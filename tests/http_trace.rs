@@ -1,7 +1,7 @@
 //! The per-request tracing span of the HTTP host follows the OpenTelemetry MCP conventions and
 //! carries the W3C trace context from `_meta`.
 #![forbid(unsafe_code)]
-#![cfg(feature = "cli")]
+#![cfg(all(feature = "http", feature = "cli"))]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
