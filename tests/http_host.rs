@@ -1545,3 +1545,35 @@ fn serve_accepts_on_loopback_and_shuts_down_gracefully() {
         assert!(TcpStream::connect(addr).await.is_err(), "listener closed");
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// The tower entry point (O2): mounted by the application, identity from its middleware
+
+#[test]
+fn o2_tower_service_takes_the_caller_from_request_extensions() {
+    mt().block_on(async {
+        use tower::ServiceExt as _;
+        let service = McpHttp::new(script(), HttpConfig::default());
+        for (user, expected) in [(Some("carol"), json!("carol")), (None, Value::Null)] {
+            let mut b = Request::post("http://127.0.0.1/mcp").header("host", "127.0.0.1");
+            for (k, v) in std_headers("tools/call", Some("whoami")) {
+                b = b.header(k, v);
+            }
+            let mut req = b
+                .body(Full::new(Bytes::from(call_body(
+                    "90",
+                    "whoami",
+                    json!({"text": "t"}),
+                ))))
+                .unwrap();
+            if let Some(u) = user {
+                req.extensions_mut().insert(Caller::new(u));
+            }
+            let res = service.clone().oneshot(req).await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            let bytes = res.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(v["result"]["principal"], expected);
+        }
+    });
+}

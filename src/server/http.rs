@@ -40,6 +40,15 @@
 //! JSON-RPC error event. `subscriptions/listen` is a request like any other: its
 //! acknowledgement makes it an SSE stream that stays open until the server finishes it.
 //!
+//! # Defaults and deployment
+//!
+//! [`HttpConfig::default`] accepts only loopback `Host` values and loopback browser origins, so
+//! a server bound to `127.0.0.1` is protected against DNS rebinding without configuration. A
+//! deployment on any other interface must name its host names ([`HostPolicy::Allow`]) and
+//! browser origins ([`OriginPolicy::Allow`]) and put authentication in front (O9, D36).
+//! hyper itself answers malformed HTTP (bad request line, oversized header block) before this
+//! service runs; those answers are hyper's, not JSON-RPC.
+//!
 //! # Cancellation
 //!
 //! If the client closes the connection or drops the response stream before the final reply,
