@@ -8,9 +8,10 @@ cd "$here"
 ./seed-corpus.sh
 # cargo-fuzz passes -Z flags to rustc; RUSTC_BOOTSTRAP lets a stable toolchain accept them.
 export RUSTC_BOOTSTRAP=1
-cargo fuzz build --sanitizer none --release
+flags="${FUZZ_BUILD_FLAGS:---release}"
+cargo fuzz build --sanitizer none $flags
 for target in stdio_line http_body egress_preflight; do
   echo "== $target ($secs s)"
-  cargo fuzz run --sanitizer none --release "$target" "corpus/$target" -- \
+  cargo fuzz run --sanitizer none $flags "$target" "corpus/$target" -- \
     -dict=mcp.dict -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1
 done
