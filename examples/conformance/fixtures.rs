@@ -3,7 +3,7 @@
 //!
 //! Shared by `examples/conformance_server.rs` (which serves them) and
 //! `tests/conformance_fixtures.rs` (which checks each one through the registry directly), so
-//! the only public item is [`registry`].
+//! the only public items are [`registry`] and [`builder`].
 //!
 //! Every no-argument fixture is a *dynamic* tool with an explicit, closed, empty input schema:
 //! the suite prescribes exact content blocks (text, image, audio, embedded resources), which a
@@ -48,9 +48,20 @@ const ARG1_CANDIDATES: [&str; 4] = ["paris", "park", "partial", "zebra"];
 ///
 /// # Panics
 /// Never for these declarations: a build error here is a bug in a fixture.
+// Each includer uses `registry`, `builder` or both.
+#[allow(dead_code)]
 #[must_use]
 pub fn registry() -> Registry {
-    let mut builder = RegistryBuilder::new();
+    builder()
+        .build()
+        .expect("the conformance fixtures are valid declarations")
+}
+
+/// A builder holding every fixture that needs nothing but the core; the server example adds
+/// the fixtures that act on the running server (list-changed triggers) before building.
+#[must_use]
+pub fn builder() -> RegistryBuilder {
+    let mut builder = RegistryBuilder::new().template(template());
     for tool in tools() {
         builder = builder.tool(tool);
     }
@@ -61,9 +72,6 @@ pub fn registry() -> Registry {
         builder = builder.prompt(prompt);
     }
     builder
-        .template(template())
-        .build()
-        .expect("the conformance fixtures are valid declarations")
 }
 
 // ---------------------------------------------------------------------------------------
