@@ -252,7 +252,7 @@ async fn progress_reports_three_steps() {
         "test_tool_with_progress",
     )
     .await;
-    assert!(started.elapsed() >= std::time::Duration::from_millis(100));
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     assert_eq!(
         result,
         text_result("Progress reported: 0, 50 and 100 of 100.")
@@ -750,5 +750,268 @@ fn completion_on_arg1() {
             .unwrap_err()
             .code(),
         -32602
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// End to end through the server's stdio host: the fixtures that need the server itself
+// (list-changed triggers) and the ones whose guarantees the server adds (sealed state).
+
+#[path = "../examples/conformance/triggers.rs"]
+mod triggers;
+
+mod served {
+    use std::sync::Arc;
+
+    use serde_json::{json, Value};
+    use strict_mcp::core::Caller;
+    use strict_mcp::server::{Server, ServerOptions};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+    use super::{fixtures, triggers};
+
+    /// The conformance server exactly as the example builds it, on in-memory stdio.
+    pub struct Served {
+        to_server: DuplexStream,
+        from_server: Lines<BufReader<DuplexStream>>,
+        next_id: u64,
+    }
+
+    pub fn meta(caps: Value) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": caps,
+        })
+    }
+
+    impl Served {
+        pub fn start() -> Served {
+            let catalogue = Arc::new(triggers::Catalogue::default());
+            let server = Server::new(
+                triggers::registry(&catalogue, fixtures::builder),
+                ServerOptions::new().mode("direct"),
+            )
+            .unwrap();
+            catalogue.attach(server.clone());
+            let (to_server, server_in) = tokio::io::duplex(1 << 20);
+            let (server_out, from_server) = tokio::io::duplex(1 << 20);
+            tokio::spawn(async move {
+                server
+                    .run_stdio_on(Caller::new("tester"), server_in, server_out)
+                    .await
+            });
+            Served {
+                to_server,
+                from_server: BufReader::new(from_server).lines(),
+                next_id: 0,
+            }
+        }
+
+        /// Sends a request and returns its id.
+        pub async fn send(&mut self, method: &str, params: Value) -> u64 {
+            self.next_id += 1;
+            let line =
+                json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
+            self.to_server
+                .write_all(format!("{line}\n").as_bytes())
+                .await
+                .unwrap();
+            self.next_id
+        }
+
+        pub async fn next(&mut self) -> Value {
+            let line = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                self.from_server.next_line(),
+            )
+            .await
+            .expect("a line within 10 s")
+            .unwrap()
+            .expect("the server is still writing");
+            serde_json::from_str(&line).unwrap()
+        }
+
+        /// Reads until the response to `id`, returning it and everything seen before it.
+        pub async fn reply(&mut self, id: u64) -> (Value, Vec<Value>) {
+            let mut before = Vec::new();
+            loop {
+                let message = self.next().await;
+                if message["id"] == json!(id) && message.get("method").is_none() {
+                    return (message, before);
+                }
+                before.push(message);
+            }
+        }
+
+        pub async fn call(&mut self, params: Value) -> Value {
+            let id = self.send("tools/call", params).await;
+            self.reply(id).await.0
+        }
+    }
+}
+
+#[tokio::test]
+async fn trigger_tool_change_announces_on_listen_stream() {
+    let mut s = served::Served::start();
+    let listen = s
+        .send(
+            "subscriptions/listen",
+            json!({"_meta": served::meta(json!({})),
+                   "notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+        )
+        .await;
+    let ack = s.next().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen)
+    );
+
+    let id = s
+        .send(
+            "tools/call",
+            json!({"_meta": served::meta(json!({})), "name": "test_trigger_tool_change", "arguments": {}}),
+        )
+        .await;
+    let (reply, before) = s.reply(id).await;
+    assert_eq!(
+        reply["result"]["content"],
+        json!([{"type": "text", "text": "test_dynamic_tool added."}])
+    );
+    let mut seen = before;
+    // The announcement may come before or after the call's own reply.
+    if !seen
+        .iter()
+        .any(|m| m["method"] == "notifications/tools/list_changed")
+    {
+        seen.push(s.next().await);
+    }
+    let changed = seen
+        .iter()
+        .find(|m| m["method"] == "notifications/tools/list_changed")
+        .expect("tools/list_changed on the listen stream");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(listen)
+    );
+
+    let called = s
+        .call(
+            json!({"_meta": served::meta(json!({})), "name": "test_dynamic_tool", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(
+        called["result"]["content"],
+        json!([{"type": "text", "text": "This tool was added at run time."}])
+    );
+    // A second trigger removes it again.
+    let removed = s
+        .call(json!({"_meta": served::meta(json!({})), "name": "test_trigger_tool_change", "arguments": {}}))
+        .await;
+    assert_eq!(
+        removed["result"]["content"],
+        json!([{"type": "text", "text": "test_dynamic_tool removed."}])
+    );
+}
+
+#[tokio::test]
+async fn trigger_prompt_change_toggles_the_prompt() {
+    let mut s = served::Served::start();
+    let get = |m: Value| json!({"_meta": m, "name": "test_dynamic_prompt"});
+    let id = s.send("prompts/get", get(served::meta(json!({})))).await;
+    assert_eq!(s.reply(id).await.0["error"]["code"], -32602);
+    let added = s
+        .call(json!({"_meta": served::meta(json!({})), "name": "test_trigger_prompt_change", "arguments": {}}))
+        .await;
+    assert_eq!(
+        added["result"]["content"],
+        json!([{"type": "text", "text": "test_dynamic_prompt added."}])
+    );
+    let id = s.send("prompts/get", get(served::meta(json!({})))).await;
+    assert_eq!(
+        s.reply(id).await.0["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "This prompt was added at run time."}}])
+    );
+}
+
+#[tokio::test]
+async fn request_state_round_trip_and_tampering_through_the_server() {
+    let mut s = served::Served::start();
+    let caps = json!({"elicitation": {"form": {}}});
+    for tool in [
+        "test_input_required_result_request_state",
+        "test_input_required_result_tampered_state",
+    ] {
+        let params = json!({"_meta": served::meta(caps.clone()), "name": tool, "arguments": {}});
+        let first = s.call(params.clone()).await;
+        assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+        assert_eq!(
+            first["result"]["inputRequests"],
+            json!({"confirm": confirm_form()})
+        );
+        let state = first["result"]["requestState"]
+            .as_str()
+            .expect("sealed requestState")
+            .to_owned();
+
+        let mut tampered = params.clone();
+        tampered["inputResponses"] = json!({"confirm": accept(json!({"ok": true}))});
+        tampered["requestState"] = json!(format!("{state}x"));
+        let refused = s.call(tampered).await;
+        // The server reports a rejected state as the tool failure `state_rejected`
+        // (interfaces.md); the public suite's tampered-state check expects a JSON-RPC error.
+        assert_eq!(
+            refused["result"]["structuredContent"],
+            json!({"failure": {"code": "state_rejected",
+                "message": "The requestState was rejected.", "retryable": false}}),
+            "{refused}"
+        );
+        assert_eq!(refused["result"]["isError"], true);
+
+        let mut retry = params;
+        retry["inputResponses"] = json!({"confirm": accept(json!({"ok": true}))});
+        retry["requestState"] = json!(state);
+        let done = s.call(retry).await;
+        let expected = if tool.ends_with("request_state") {
+            "state-ok: confirmed=true"
+        } else {
+            "Request state verified."
+        };
+        assert_eq!(
+            done["result"]["content"],
+            json!([{"type": "text", "text": expected}]),
+            "{done}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn progress_reaches_the_client_three_times() {
+    let mut s = served::Served::start();
+    let mut meta = served::meta(json!({}));
+    meta["progressToken"] = json!("progress-test-1");
+    let id = s
+        .send(
+            "tools/call",
+            json!({"_meta": meta, "name": "test_tool_with_progress", "arguments": {}}),
+        )
+        .await;
+    let (reply, before) = s.reply(id).await;
+    let progress: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| &m["params"])
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            &json!({"progressToken": "progress-test-1", "progress": 0.0, "total": 100.0}),
+            &json!({"progressToken": "progress-test-1", "progress": 50.0, "total": 100.0}),
+            &json!({"progressToken": "progress-test-1", "progress": 100.0, "total": 100.0}),
+        ]
+    );
+    assert_eq!(
+        reply["result"]["content"],
+        json!([{"type": "text", "text": "Progress reported: 0, 50 and 100 of 100."}])
     );
 }
