@@ -18,6 +18,8 @@
 //! (a restart or a second instance rejects it as `state_rejected`).
 
 mod dispatch;
+#[cfg(feature = "http")]
+pub mod http;
 mod listen;
 mod mrtr;
 pub mod outbox;
