@@ -1,14 +1,16 @@
 //! The official TypeScript SDK v2 client and Python SDK v2 client (drivers in `interop/`)
-//! against the conformance server example over stdio: discover, list, call and an MRTR round
-//! trip, with exact expectations.
+//! against the conformance server example over stdio: discover, list, call and MRTR round
+//! trips, with exact expectations. One more test repeats the check over the server's
+//! `--http` mode, including the `Mcp-Param-*` header of an `x-mcp-header` argument.
 //!
 //! The peers come from `.ci/install-peers`. Without them the tests print a skip notice and
 //! pass locally; under `CI=true` a missing peer fails.
 
 #![forbid(unsafe_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
@@ -55,15 +57,31 @@ fn server_binary() -> PathBuf {
     binary
 }
 
-/// Runs a driver and returns its JSON lines, keyed by step; panics with the driver's output
-/// when it did not exit 0.
+/// Runs a driver against the stdio server and returns its JSON lines; panics with the
+/// driver's output when it did not exit 0.
 fn drive(interpreter: &Path, script: &str, args: &[&str], server: &Path) -> Vec<Value> {
-    let output = Command::new(interpreter)
+    let mut command = Command::new(interpreter);
+    command
         .arg(root().join(script))
         .args(args)
         .arg("--")
         .arg(server)
-        .arg("--stdio")
+        .arg("--stdio");
+    run_driver(command, script)
+}
+
+/// The same against a server URL.
+fn drive_url(interpreter: &Path, script: &str, args: &[&str], url: &str) -> Vec<Value> {
+    let mut command = Command::new(interpreter);
+    command
+        .arg(root().join(script))
+        .args(args)
+        .args(["--url", url]);
+    run_driver(command, script)
+}
+
+fn run_driver(mut command: Command, script: &str) -> Vec<Value> {
+    let output = command
         .current_dir(root())
         .env("RUST_LOG", "warn")
         .output()
@@ -256,4 +274,87 @@ fn python_sdk_client_over_stdio() {
         MULTI_ROUND,
         &server,
     ));
+}
+
+/// The conformance server in `--http` mode; killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(binary: &Path) -> HttpServer {
+        let mut child = Command::new(binary)
+            .args(["--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
+        let announced: Value = serde_json::from_str(&line).expect("JSON listening line");
+        let url = announced["listening"]
+            .as_str()
+            .expect("listening URL")
+            .to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+            "{url}"
+        );
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `test_header_params` declares `region` as `x-mcp-header: Region`, so both clients must
+/// mirror it into `Mcp-Param-Region`; the host refuses a call whose header is missing or
+/// differs (-32020), so a passing call proves the header arrived and matched.
+const HTTP_STEPS: &[&str] = &[
+    "--steps",
+    "discover,list,call,mrtr",
+    "--tool",
+    "test_header_params",
+    "--args",
+    r#"{"region":"eu-west","text":"hi"}"#,
+    "--expect-text",
+    "eu-west: hi",
+    "--mrtr-tool",
+    "test_input_required_result_elicitation",
+    "--mrtr-args",
+    "{}",
+    "--elicit-content",
+    r#"{"name":"Alice"}"#,
+    "--mrtr-expect-text",
+    "Hello, Alice!",
+];
+
+#[test]
+fn both_sdk_clients_over_http() {
+    let (Some(node), Some(python)) = (
+        peer(".interop/node/bin/node"),
+        peer(".interop/venv/bin/python"),
+    ) else {
+        return;
+    };
+    let server = HttpServer::start(&server_binary());
+    for (interpreter, script) in [
+        (&node, "interop/node/ts_client.mjs"),
+        (&python, "interop/python/py_client.py"),
+    ] {
+        let lines = drive_url(interpreter, script, HTTP_STEPS, &server.url);
+        assert_eq!(step(&lines, "connect")["transport"], "http");
+        let call = step(&lines, "tools/call");
+        assert_eq!(call["tool"], "test_header_params");
+        assert_eq!(texts(&call["result"]), ["eu-west: hi"]);
+        let mrtr = step(&lines, "mrtr");
+        assert_eq!(mrtr["rounds"], 1, "{mrtr}");
+        assert_eq!(texts(&mrtr["result"]), ["Hello, Alice!"]);
+    }
 }
