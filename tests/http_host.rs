@@ -5,6 +5,7 @@
 //! API. Requests go through hyper-util's pooled client (keep-alive) or, where exact bytes or a
 //! hard disconnect matter, through a raw TCP socket.
 #![forbid(unsafe_code)]
+#![cfg(feature = "http")]
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -47,6 +48,8 @@ struct Script {
     cancelled: Arc<AtomicUsize>,
     /// Notifications the dispatcher received.
     notifications: Arc<AtomicUsize>,
+    /// How many of the `flood` tool's notifications the outbox accepted.
+    flood_accepted: Arc<AtomicUsize>,
 }
 
 fn registry() -> Registry {
@@ -144,6 +147,14 @@ impl Dispatch for Script {
                             outbox.finish(ok(json!({"slow": true})));
                         }
                         "panic" => panic!("scripted dispatcher failure"),
+                        "flood" => {
+                            let accepted = (1..=10).filter(|n| outbox.notify(progress_line(*n))).count();
+                            me.flood_accepted.store(accepted, Ordering::SeqCst);
+                            if cancel.is_cancelled() {
+                                me.cancelled.fetch_add(1, Ordering::SeqCst);
+                            }
+                            outbox.finish(ok(json!({"flooded": true})));
+                        }
                         "vanish" => {
                             outbox.notify(progress_line(1));
                         }
@@ -217,6 +228,7 @@ fn script() -> Script {
         listen: broadcast::channel(64).0,
         cancelled: Arc::new(AtomicUsize::new(0)),
         notifications: Arc::new(AtomicUsize::new(0)),
+        flood_accepted: Arc::new(AtomicUsize::new(0)),
     }
 }
 
@@ -594,6 +606,13 @@ fn parse_and_invalid_request_errors_are_400_with_json_rpc_bodies() {
         host.post(&h, r#"{"jsonrpc":"2.0","id":3,"result":{}}"#)
             .await
             .assert_error(400, -32600, json!(3));
+        // A refused notification gets an error status and an id-less error body (D6).
+        host.post(
+            &h,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","extra":1}"#,
+        )
+        .await
+        .assert_error(400, -32600, Value::Null);
     });
 }
 
@@ -1129,6 +1148,69 @@ fn dispatcher_ending_without_a_reply_gets_an_internal_error_not_a_hang() {
     });
 }
 
+#[test]
+fn slow_reader_overflow_ends_the_stream_without_a_result_and_cancels() {
+    mt().block_on(async {
+        let host = start(HttpConfig {
+            max_queued_notifications: 2,
+            ..HttpConfig::default()
+        })
+        .await;
+        let a = host.call("66", "flood", json!({}), &[]).await;
+        assert_eq!(a.status, StatusCode::OK);
+        // Two queued notifications are delivered, then the stream ends: no final response, so
+        // the client knows it missed something (nothing is dropped silently).
+        let events = a.events();
+        assert_eq!(events.len(), 2, "{}", a.text);
+        assert_eq!(events[0]["params"]["progress"], 1);
+        assert_eq!(events[1]["params"]["progress"], 2);
+        assert_eq!(host.script.flood_accepted.load(Ordering::SeqCst), 2);
+        assert_eq!(host.script.cancelled.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn http2_prior_knowledge_is_served_and_host_checked_via_authority() {
+    mt().block_on(async {
+        let host = start(HttpConfig::default()).await;
+        let h2: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
+            .http2_only(true)
+            .build_http();
+        let send = |authority: String| {
+            let mut b = Request::post(format!("http://{authority}/mcp"));
+            for (k, v) in std_headers("tools/list", None) {
+                b = b.header(k, v);
+            }
+            let req = b
+                .body(Full::new(Bytes::from(body(
+                    "80",
+                    "tools/list",
+                    Value::Null,
+                ))))
+                .unwrap();
+            h2.request(req)
+        };
+        let res = send(host.addr.to_string()).await.unwrap();
+        assert_eq!(res.version(), hyper::Version::HTTP_2);
+        assert_eq!(res.status(), StatusCode::OK);
+        // Same socket address, foreign authority: refused (D35).
+        let mut b = Request::post(format!("http://{}/mcp", host.addr));
+        for (k, v) in std_headers("tools/list", None) {
+            b = b.header(k, v);
+        }
+        let req = b
+            .header("host", "rebind.example")
+            .body(Full::new(Bytes::from(body(
+                "81",
+                "tools/list",
+                Value::Null,
+            ))))
+            .unwrap();
+        let res = h2.request(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Cancellation by disconnect (D12)
 
@@ -1461,5 +1543,37 @@ fn serve_accepts_on_loopback_and_shuts_down_gracefully() {
             .unwrap()
             .unwrap();
         assert!(TcpStream::connect(addr).await.is_err(), "listener closed");
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tower entry point (O2): mounted by the application, identity from its middleware
+
+#[test]
+fn o2_tower_service_takes_the_caller_from_request_extensions() {
+    mt().block_on(async {
+        use tower::ServiceExt as _;
+        let service = McpHttp::new(script(), HttpConfig::default());
+        for (user, expected) in [(Some("carol"), json!("carol")), (None, Value::Null)] {
+            let mut b = Request::post("http://127.0.0.1/mcp").header("host", "127.0.0.1");
+            for (k, v) in std_headers("tools/call", Some("whoami")) {
+                b = b.header(k, v);
+            }
+            let mut req = b
+                .body(Full::new(Bytes::from(call_body(
+                    "90",
+                    "whoami",
+                    json!({"text": "t"}),
+                ))))
+                .unwrap();
+            if let Some(u) = user {
+                req.extensions_mut().insert(Caller::new(u));
+            }
+            let res = service.clone().oneshot(req).await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            let bytes = res.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(v["result"]["principal"], expected);
+        }
     });
 }

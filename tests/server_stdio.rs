@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
-    Caller, Invocation, Outcome, PromptDef, PromptError, PromptReply, ReadReply, Registry,
-    RegistryBuilder, ResourceDef, ResourceError, TemplateDef, ToolDef,
+    Caller, DynamicOutput, Invocation, Outcome, PromptDef, PromptError, PromptReply, ReadReply,
+    Registry, RegistryBuilder, ResourceDef, ResourceError, TemplateDef, ToolDef,
 };
 use strict_mcp::server::{Server, ServerOptions, ServerPhase, ShutdownReport};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
@@ -43,6 +43,18 @@ struct EchoIn {
 struct EchoOut {
     /// The same text.
     text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ConfirmIn {
+    /// What to delete.
+    item: String,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct ConfirmOut {
+    /// What was deleted.
+    deleted: String,
 }
 
 fn ask_prompt(probes: Arc<Probes>) -> PromptDef {
@@ -93,6 +105,46 @@ fn registry(probes: &Arc<Probes>) -> Registry {
             })
             .description("Echoes text."),
         )
+        .tool(ToolDef::typed_interactive(
+            "confirm",
+            |inv: Invocation, c: ConfirmIn| async move {
+                if inv.input_response("confirm").is_some() {
+                    return Ok(Outcome::Complete(ConfirmOut { deleted: c.item }));
+                }
+                let ask = inv.elicit_form(
+                    "Really delete?",
+                    json!({"type":"object","properties":{"ok":{"type":"boolean"}}}),
+                )?;
+                Ok(Outcome::input("confirm", ask))
+            },
+        ))
+        .tool(ToolDef::dynamic(
+            "exact",
+            r#"{"type":"object"}"#,
+            None,
+            |_inv: Invocation, _args| async move {
+                Ok(DynamicOutput {
+                    content: vec![ContentBlock::text("exact")],
+                    structured: Some(
+                        serde_json::value::RawValue::from_string(
+                            r#"{"n":1.50,"big":123456789012345678901234567890}"#.to_owned(),
+                        )
+                        .unwrap(),
+                    ),
+                })
+            },
+        ))
+        .tool(ToolDef::dynamic(
+            "big",
+            r#"{"type":"object"}"#,
+            None,
+            |_inv: Invocation, _args| async move {
+                Ok(DynamicOutput {
+                    content: vec![ContentBlock::text("x".repeat(17 * 1024 * 1024))],
+                    structured: None,
+                })
+            },
+        ))
         .resource(
             ResourceDef::new("mem://hello", "hello", |_inv, uri| async move {
                 Ok(ReadReply::new(vec![ResourceContents::text(uri, "hello")]))
@@ -571,7 +623,44 @@ async fn c14_requests_are_served_concurrently_and_answered_out_of_order() {
         .call(2, "resources/read", &req("", r#""uri":"mem://hello""#))
         .await;
     assert_eq!(fast["result"]["contents"][0]["text"], "hello");
-    p.close().await;
+    // O5: EOF shuts down; the cooperative handler sees the cancellation and still answers.
+    let (rest, server, _) = p.close().await;
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    assert_eq!(rest[0]["id"], "slow");
+    assert_eq!(rest[0]["error"]["code"], -32603);
+    assert_eq!(server.status().phase, ServerPhase::Stopped);
+}
+
+#[tokio::test]
+async fn c_at_most_max_in_flight_requests_run_at_once() {
+    let mut p = start();
+    let max = strict_mcp::server::MAX_IN_FLIGHT;
+    for id in 0..max {
+        p.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{}}}"#,
+            req("", r#""uri":"mem://wait""#)
+        ))
+        .await;
+    }
+    p.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":"next","method":"server/discover","params":{}}}"#,
+        req("", "")
+    ))
+    .await;
+    let early = tokio::time::timeout(Duration::from_millis(300), p.lines.next_line()).await;
+    assert!(
+        early.is_err(),
+        "a request beyond the bound ran early: {early:?}"
+    );
+    // Freeing one slot (cancelling a request) lets the waiting one run.
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}"#)
+        .await;
+    let next = p.recv().await;
+    assert_eq!(next["id"], "next");
+    assert_eq!(next["result"]["resultType"], "complete");
+    let (rest, _, _) = p.close().await;
+    assert_eq!(rest.len(), max - 1, "the others end with shutdown");
+    assert!(rest.iter().all(|v| v["id"] != 0));
 }
 
 #[tokio::test]
@@ -1084,4 +1173,200 @@ fn example_binary(name: &str) -> std::path::PathBuf {
         assert!(status.success());
     }
     path
+}
+
+fn call_tool(inner: &str, args: &str, meta: &str, extra: &str) -> String {
+    format!(
+        r#"{{"name":"call_tool","arguments":{{"name":"{inner}","arguments":{args}}}{extra},"_meta":{meta}}}"#
+    )
+}
+
+#[tokio::test]
+async fn o11_h1_compact_tools_list_is_three_tools_with_cache_hints() {
+    let mut p = start();
+    let (_, reply) = p.call(1, "tools/list", &req("", "")).await;
+    let result = &reply["result"];
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search_tools", "get_tool_details", "call_tool"]);
+    assert_eq!(result["ttlMs"], 0);
+    assert_eq!(result["cacheScope"], "private");
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"],
+        server_info()
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o14_compact_call_tool_wraps_the_value() {
+    let mut p = start();
+    let (_, reply) = p
+        .call(
+            1,
+            "tools/call",
+            &call_tool("echo", r#"{"text":"hi"}"#, META, ""),
+        )
+        .await;
+    let result = &reply["result"];
+    assert_eq!(result["structuredContent"], json!({"value":{"text":"hi"}}));
+    assert_eq!(result["resultType"], "complete");
+    assert!(result.get("ttlMs").is_none(), "tools/call is not cacheable");
+    assert!(result.get("isError").is_none());
+    // E11/X17: an unknown outer tool is -32602.
+    let (_, unknown) = p
+        .call(
+            2,
+            "tools/call",
+            &format!(r#"{{"name":"nope","_meta":{META}}}"#),
+        )
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602);
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o51_discovery_tools_refuse_continuations() {
+    let mut p = start();
+    let params = format!(
+        r#"{{"name":"search_tools","arguments":{{"query":"echo"}},"requestState":"abc","_meta":{META}}}"#
+    );
+    let (_, reply) = p.call(1, "tools/call", &params).await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    p.close().await;
+}
+
+#[tokio::test]
+async fn i1_o47_o50_o53_tools_call_mrtr_through_compact_call_tool() {
+    let mut p = start();
+    let args = r#"{"item":"x"}"#;
+    let (_, first) = p
+        .call(
+            1,
+            "tools/call",
+            &call_tool("confirm", args, META_ELICIT, ""),
+        )
+        .await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(
+        result["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    assert!(result.get("content").is_none() && result.get("structuredContent").is_none());
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    // Tampered state: a state_rejected tool failure, not a protocol error (O50).
+    let mut bytes = state.clone().into_bytes();
+    bytes[30] = if bytes[30] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(bytes).unwrap();
+    let extra = format!(
+        r#","inputResponses":{{"confirm":{{"action":"accept","content":{{"ok":true}}}}}},"requestState":"{tampered}""#
+    );
+    let (_, bad) = p
+        .call(
+            2,
+            "tools/call",
+            &call_tool("confirm", args, META_ELICIT, &extra),
+        )
+        .await;
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert_eq!(
+        bad["result"]["structuredContent"]["failure"]["code"],
+        "state_rejected"
+    );
+    // The real answer completes the call.
+    let extra = format!(
+        r#","inputResponses":{{"confirm":{{"action":"accept","content":{{"ok":true}}}}}},"requestState":"{state}""#
+    );
+    let (_, done) = p
+        .call(
+            3,
+            "tools/call",
+            &call_tool("confirm", args, META_ELICIT, &extra),
+        )
+        .await;
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"value":{"deleted":"x"}}),
+        "{done}"
+    );
+    // Replaying it is recovery-only dispatch: the tool did not opt in, so already_completed.
+    let (_, replay) = p
+        .call(
+            4,
+            "tools/call",
+            &call_tool("confirm", args, META_ELICIT, &extra),
+        )
+        .await;
+    assert_eq!(
+        replay["result"]["structuredContent"]["failure"]["code"], "already_completed",
+        "{replay}"
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o40_a_too_large_tool_result_becomes_result_too_large() {
+    let mut p = start();
+    let (_, reply) = p
+        .call(1, "tools/call", &call_tool("big", "{}", META, ""))
+        .await;
+    assert_eq!(reply["result"]["isError"], true);
+    assert_eq!(
+        reply["result"]["structuredContent"]["failure"]["code"],
+        "result_too_large"
+    );
+    assert_eq!(
+        reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],
+        server_info()
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o29_o44_tool_result_numbers_keep_their_exact_text_on_the_wire() {
+    let mut p = start();
+    p.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}}"#,
+        call_tool("exact", "{}", META, "")
+    ))
+    .await;
+    let line = p.recv_line().await;
+    assert!(
+        line.contains(
+            r#""structuredContent":{"value":{"n":1.50,"big":123456789012345678901234567890}}"#
+        ),
+        "{line}"
+    );
+    p.close().await;
+}
+
+#[tokio::test]
+async fn o21_direct_mode_publishes_native_tools() {
+    let mut p = start_with(ServerOptions::new().mode("direct"));
+    let (_, list) = p.call(1, "tools/list", &req("", "")).await;
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["big", "confirm", "echo", "exact"]);
+    let (_, call) = p
+        .call(
+            2,
+            "tools/call",
+            &format!(r#"{{"name":"echo","arguments":{{"text":"yo"}},"_meta":{META}}}"#),
+        )
+        .await;
+    assert_eq!(
+        call["result"]["structuredContent"],
+        json!({"value":{"text":"yo"}})
+    );
+    p.close().await;
 }

@@ -52,11 +52,11 @@ const LOG_LEVELS: [&str; 8] = [
 pub(crate) enum Answer {
     /// A result body (an object without `resultType`/`serverInfo`; both are added here).
     Result {
-        body: Map<String, Value>,
+        body: Members,
         result_type: &'static str,
     },
     /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
-    ToolResult(Map<String, Value>),
+    ToolResult(Members),
     /// A JSON-RPC error.
     Error {
         cause: Cause,
@@ -70,7 +70,7 @@ pub(crate) enum Answer {
 impl Answer {
     pub(crate) fn complete(body: Map<String, Value>) -> Answer {
         Answer::Result {
-            body,
+            body: members(body),
             result_type: "complete",
         }
     }
@@ -256,30 +256,49 @@ pub(crate) fn encode_notification(method: &str, params: &str) -> Option<String> 
     }
 }
 
-fn with_identity(mut body: Map<String, Value>, result_type: &str, info: &RawValue) -> String {
+/// A result object as its members, each kept as exact JSON text (O29: numbers and strings
+/// of tool results are never re-serialised through a float).
+pub(crate) type Members = BTreeMap<String, Box<RawValue>>;
+
+/// Members of a `serde_json` object.
+pub(crate) fn members(body: Map<String, Value>) -> Members {
+    body.into_iter()
+        .filter_map(|(k, v)| serde_json::value::to_raw_value(&v).ok().map(|raw| (k, raw)))
+        .collect()
+}
+
+/// Members of an object given as exact JSON text.
+pub(crate) fn members_text(text: &str) -> Option<Members> {
+    serde_json::from_str(text).ok()
+}
+
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text)
+        .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"))
+}
+
+fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> String {
     body.insert(
         "resultType".to_owned(),
-        Value::String(result_type.to_owned()),
+        raw(Value::String(result_type.to_owned()).to_string()),
     );
-    let info: Value = serde_json::from_str(info.get()).unwrap_or(Value::Null);
-    match body.get_mut("_meta") {
-        Some(Value::Object(m)) => {
-            m.insert(meta::SERVER_INFO.to_owned(), info);
-        }
-        _ => {
-            let mut m = Map::new();
-            m.insert(meta::SERVER_INFO.to_owned(), info);
-            body.insert("_meta".to_owned(), Value::Object(m));
-        }
-    }
-    Value::Object(body).to_string()
+    let mut meta: Members = body
+        .get("_meta")
+        .and_then(|m| serde_json::from_str(m.get()).ok())
+        .unwrap_or_default();
+    meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
+    body.insert(
+        "_meta".to_owned(),
+        raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
+    );
+    serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
 }
 
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
     let info = &server.inner().info;
-    let encoded = |body: Map<String, Value>, result_type: &str| {
+    let encoded = |body: Members, result_type: &str| {
         encode_result(id, &with_identity(body, result_type, info))
     };
     match answer {
@@ -304,7 +323,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
                     crate::core::FailureCode::ResultTooLarge,
                     "The tool result exceeds the response size limit.",
                 );
-                match encoded(failure, "complete") {
+                match encoded(members(failure), "complete") {
                     Ok(line) => Reply { line, status: 200 },
                     Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
                 }
@@ -429,7 +448,11 @@ async fn handle(
         Ok(x) => x,
         Err(answer) => return answer_to_reply(server, &request.id, answer),
     };
-    let progress = Progress::new(request_meta.progress_token.as_deref(), Arc::clone(&outbox));
+    let progress = Progress::new(
+        request_meta.progress_token.as_deref(),
+        Arc::clone(&outbox),
+        client_cancel.clone(),
+    );
     let ctx = Ctx {
         server: server.clone(),
         caller,
@@ -439,12 +462,11 @@ async fn handle(
         progress: progress.clone(),
         cancel: handler_cancel,
     };
+    let progress_end = ProgressEnd(progress);
     let answer = route(&ctx, request, &params, &outbox, &client_cancel)
         .await
         .unwrap_or_else(|a| a);
-    if let Some(p) = &progress {
-        p.finished();
-    }
+    drop(progress_end);
     answer_to_reply(server, &request.id, answer)
 }
 
@@ -666,14 +688,46 @@ async fn listen(
         Arc::clone(outbox),
         &ctx.server.inner().info,
     );
+    // However this future ends (client cancellation may drop it), the stream leaves the hub.
+    let _guard = StreamGuard { ctx, key };
     let client = client_cancel.cancelled();
     let server_closed = closed.cancelled();
+    let shutdown = ctx.cancel.cancelled();
     futures_util::pin_mut!(client);
     futures_util::pin_mut!(server_closed);
-    match select(client, server_closed).await {
-        Either::Left(((), _)) => hub.client_closed(ctx.server.now(), key),
-        // The closing result already went out through the outbox.
-        Either::Right(((), _)) => {}
+    futures_util::pin_mut!(shutdown);
+    let ended = select(client, server_closed);
+    if let Either::Right(((), _)) = select(ended, shutdown).await {
+        // Shutdown reached this call before the stream was registered for `close_all`.
+        hub.server_closing(ctx.server.now(), key, &ctx.server.inner().info);
     }
     Ok(Answer::Silent)
+}
+
+/// Removes a listen stream from the hub when its request ends; a stream the server already
+/// closed is gone and this does nothing.
+struct StreamGuard<'a> {
+    ctx: &'a Ctx,
+    key: u64,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        self.ctx
+            .server
+            .inner()
+            .listens
+            .client_closed(self.ctx.server.now(), self.key);
+    }
+}
+
+/// Ends a request's progress however the request ends (J4, C9).
+struct ProgressEnd(Option<Arc<Progress>>);
+
+impl Drop for ProgressEnd {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.finished();
+        }
+    }
 }

@@ -40,6 +40,15 @@
 //! JSON-RPC error event. `subscriptions/listen` is a request like any other: its
 //! acknowledgement makes it an SSE stream that stays open until the server finishes it.
 //!
+//! # Defaults and deployment
+//!
+//! [`HttpConfig::default`] accepts only loopback `Host` values and loopback browser origins, so
+//! a server bound to `127.0.0.1` is protected against DNS rebinding without configuration. A
+//! deployment on any other interface must name its host names ([`HostPolicy::Allow`]) and
+//! browser origins ([`OriginPolicy::Allow`]) and put authentication in front (O9, D36).
+//! hyper itself answers malformed HTTP (bad request line, oversized header block) before this
+//! service runs; those answers are hyper's, not JSON-RPC.
+//!
 //! # Cancellation
 //!
 //! If the client closes the connection or drops the response stream before the final reply,
@@ -103,8 +112,15 @@ pub trait Dispatch: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
     /// The bounds for request bodies (the body cap comes from `max_frame_bytes`).
     fn ingress_limits(&self) -> IngressLimits;
-    /// The registry as of now, to find `x-mcp-header` annotations of the called tool.
+    /// The registry as of now.
     fn registry(&self) -> Arc<Registry>;
+    /// The definition of the tool a `tools/call` names, as the caller sees it in `tools/list`,
+    /// whose `x-mcp-header` annotations the host enforces (D28). `None` when no such tool is
+    /// published (unknown, hidden, or published only behind a wrapper such as compact mode's
+    /// `call_tool`, whose own schema carries no annotations).
+    fn published_tool(&self, caller: &Caller, name: &str) -> Option<crate::core::descriptor::Tool> {
+        self.registry().tool(caller, name).ok()
+    }
 }
 
 impl Dispatch for crate::server::Server {
@@ -125,6 +141,14 @@ impl Dispatch for crate::server::Server {
 
     fn registry(&self) -> Arc<Registry> {
         crate::server::Server::registry(self)
+    }
+
+    fn published_tool(&self, caller: &Caller, name: &str) -> Option<crate::core::descriptor::Tool> {
+        match self.mode() {
+            crate::server::PublishMode::Direct => self.registry().tool(caller, name).ok(),
+            // Compact mode lists only its three discovery tools; none is annotated.
+            crate::server::PublishMode::Compact => None,
+        }
     }
 }
 
@@ -284,7 +308,11 @@ impl<D: Dispatch> Inner<D> {
                 return plain(StatusCode::NOT_FOUND);
             }
         }
-        if !host_allowed(&config.hosts, authority_of(&request)) {
+        // Both the Host header and an absolute-form / HTTP/2 authority must pass when present.
+        let uri_authority = request.uri().authority().map(|a| a.as_str());
+        if !host_allowed(&config.hosts, authority_of(&request))
+            || uri_authority.is_some_and(|a| !host_allowed(&config.hosts, Some(a)))
+        {
             return refusal(Cause::HostRejected, None, "host not allowed");
         }
         if let Err(cause) = check_origin(&config.origins, request.headers()) {
@@ -356,13 +384,9 @@ impl<D: Dispatch> Inner<D> {
         };
         let probe = Probe::of(&request);
         let span = request_span(&request, &probe);
-        if let Err(e) = check_request_headers(
-            &parts.headers,
-            &request,
-            &probe,
-            &self.dispatch.registry(),
-            &caller,
-        ) {
+        if let Err(e) = check_request_headers(&parts.headers, &request, &probe, |name| {
+            self.dispatch.published_tool(&caller, name)
+        }) {
             span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
             return refusal(
                 Cause::HeaderMismatch,
@@ -1124,8 +1148,7 @@ fn check_request_headers(
     headers: &HeaderMap,
     request: &RpcRequest,
     probe: &Probe,
-    registry: &Registry,
-    caller: &Caller,
+    published_tool: impl FnOnce(&str) -> Option<crate::core::descriptor::Tool>,
 ) -> Result<(), HeaderError> {
     let version = single(headers, PROTOCOL_VERSION_HEADER)?
         .ok_or_else(|| HeaderError::Missing(display_name(PROTOCOL_VERSION_HEADER)))?;
@@ -1157,21 +1180,16 @@ fn check_request_headers(
     }
     if request.method == "tools/call" {
         if let Some(name) = &probe.name {
-            check_param_headers(headers, probe, registry, caller, name)?;
+            if let Some(tool) = published_tool(name) {
+                check_param_headers(headers, probe, &tool)?;
+            }
         }
     }
     Ok(())
 }
 
 /// The `x-mcp-header` annotations of a visible tool: (property path, header name).
-fn annotated_params(
-    registry: &Registry,
-    caller: &Caller,
-    tool: &str,
-) -> Vec<(Vec<String>, String)> {
-    let Ok(tool) = registry.tool(caller, tool) else {
-        return Vec::new();
-    };
+fn annotated_params(tool: &crate::core::descriptor::Tool) -> Vec<(Vec<String>, String)> {
     if !tool.input_schema.get().contains("x-mcp-header") {
         return Vec::new();
     }
@@ -1202,11 +1220,9 @@ fn property_path(pointer: &str) -> Vec<String> {
 fn check_param_headers(
     headers: &HeaderMap,
     probe: &Probe,
-    registry: &Registry,
-    caller: &Caller,
-    tool: &str,
+    tool: &crate::core::descriptor::Tool,
 ) -> Result<(), HeaderError> {
-    let annotated = annotated_params(registry, caller, tool);
+    let annotated = annotated_params(tool);
     if annotated.is_empty() {
         return Ok(());
     }
@@ -1331,6 +1347,27 @@ fn request_span(request: &RpcRequest, probe: &Probe) -> tracing::Span {
 /// in-flight responses finish, so shut the protocol server down first to end listen streams).
 ///
 /// Bind to `127.0.0.1` unless a security design for other interfaces exists (D35, O9).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use strict_mcp::core::RegistryBuilder;
+/// use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+/// use strict_mcp::server::{Server, ServerOptions};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::new(RegistryBuilder::new().build()?, ServerOptions::new())?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8123").await?;
+/// let config = HttpConfig { path: Some("/mcp".into()), ..HttpConfig::default() };
+/// let service = McpHttp::new(server.clone(), config);
+/// let stop = async {
+///     let _ = tokio::signal::ctrl_c().await;
+///     // End listen streams and cancel calls first, then let connections drain.
+///     server.shutdown(Duration::from_secs(5)).await;
+/// };
+/// serve(listener, service, stop).await?;
+/// # Ok(())
+/// # }
+/// ```
 pub async fn serve<D: Dispatch>(
     listener: tokio::net::TcpListener,
     service: McpHttp<D>,

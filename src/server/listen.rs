@@ -82,6 +82,17 @@ impl Hub {
         }
     }
 
+    /// Ends one stream gracefully (shutdown reached it directly, O6).
+    pub(crate) fn server_closing(&self, now: Tick, key: u64, info: &RawValue) {
+        let mut streams = lock(&self.streams);
+        if let Some(stream) = streams.get_mut(&key) {
+            let effects = stream.machine.handle(now, ListenEvent::ServerClosing);
+            if !apply(stream, effects, info) {
+                streams.remove(&key);
+            }
+        }
+    }
+
     /// Ends every stream gracefully (shutdown, O6, K10).
     pub(crate) fn close_all(&self, now: Tick, info: &RawValue) {
         let mut streams = lock(&self.streams);
@@ -108,7 +119,7 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
                     filter_json(&filter),
                     id.0
                 );
-                send(stream, "notifications/subscriptions/acknowledged", &params);
+                open &= send(stream, "notifications/subscriptions/acknowledged", &params);
             }
             ListenEffect::SendNotification { id, change } => {
                 let meta = format!(r#""_meta":{{"{SUBSCRIPTION_ID}":{}}}"#, id.0);
@@ -128,7 +139,7 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
                         format!(r#"{{"uri":{},{meta}}}"#, serde_json::Value::String(uri)),
                     ),
                 };
-                send(stream, method, &params);
+                open &= send(stream, method, &params);
             }
             ListenEffect::SendClosingResult { id } => {
                 let result = format!(
@@ -148,7 +159,7 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
             // The machine emits this on stdio only (S2).
             ListenEffect::SendCancelled { id } => {
                 let params = format!(r#"{{"requestId":{}}}"#, id.0);
-                send(stream, "notifications/cancelled", &params);
+                let _ = send(stream, "notifications/cancelled", &params);
             }
             ListenEffect::CloseStream => {
                 stream.closed.cancel();
@@ -156,12 +167,19 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
             }
         }
     }
+    if !open {
+        // Closed by the server, or the peer is gone: the listen request ends without a reply
+        // unless its closing result already went out.
+        stream.closed.cancel();
+    }
     open
 }
 
-fn send(stream: &Stream, method: &str, params: &str) {
-    if let Some(line) = encode_notification(method, params) {
-        let _ = stream.outbox.notify(line);
+/// Sends one notification; `false` when the peer is gone (the stream then ends, D12).
+fn send(stream: &Stream, method: &str, params: &str) -> bool {
+    match encode_notification(method, params) {
+        Some(line) => stream.outbox.notify(line),
+        None => true,
     }
 }
 

@@ -577,31 +577,53 @@ impl Server {
 }
 
 /// A deadline without an async runtime: one helper thread parks until the budget elapses and
-/// then fires the token. Started by shutdown only, never by the constructor (O1).
+/// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
+/// shutdown only, never by the constructor (O1).
 struct Deadline {
     token: CancelToken,
+    done: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::Thread>,
 }
 
 impl Deadline {
     fn start(budget: Duration) -> Deadline {
         let token = CancelToken::new();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let fire = token.clone();
+        let stop = Arc::clone(&done);
         let started = std::time::Instant::now();
         let spawned = std::thread::Builder::new()
             .name("mcp-shutdown-deadline".to_owned())
             .spawn(move || {
                 while let Some(left) = budget.checked_sub(started.elapsed()) {
-                    if left.is_zero() {
+                    if left.is_zero() || stop.load(Ordering::Acquire) {
                         break;
                     }
                     std::thread::park_timeout(left);
                 }
                 fire.cancel();
             });
-        if spawned.is_err() {
-            // Without a timer thread the budget cannot be waited for: report at once.
-            token.cancel();
+        let thread = match spawned {
+            Ok(handle) => Some(handle.thread().clone()),
+            Err(_) => {
+                // Without a timer thread the budget cannot be waited for: report at once.
+                token.cancel();
+                None
+            }
+        };
+        Deadline {
+            token,
+            done,
+            thread,
         }
-        Deadline { token }
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Release);
+        if let Some(thread) = &self.thread {
+            thread.unpark();
+        }
     }
 }

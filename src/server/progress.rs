@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::dispatch::encode_notification;
 use super::{lock, Outbox};
-use crate::core::{Clock, ProgressSink, SystemClock};
+use crate::core::{CancelToken, Clock, ProgressSink, SystemClock};
 use crate::machine::pacer::{Number, Pacer, PacerEffect, PacerEvent, ProgressProblem, Update};
 use crate::machine::Tick;
 
@@ -16,17 +16,24 @@ use crate::machine::Tick;
 pub(crate) struct Progress {
     pacer: Mutex<Pacer>,
     outbox: Arc<dyn Outbox>,
+    /// The request's cancellation: fired when the outbox reports the peer gone (D12).
+    gone: CancelToken,
     clock: SystemClock,
 }
 
 impl Progress {
     /// `None` unless the request carries a valid token (a bad one disables progress silently).
-    pub(crate) fn new(raw_token: Option<&str>, outbox: Arc<dyn Outbox>) -> Option<Arc<Progress>> {
+    pub(crate) fn new(
+        raw_token: Option<&str>,
+        outbox: Arc<dyn Outbox>,
+        gone: CancelToken,
+    ) -> Option<Arc<Progress>> {
         let pacer = Pacer::new(raw_token);
         pacer.is_enabled().then(|| {
             Arc::new(Progress {
                 pacer: Mutex::new(pacer),
                 outbox,
+                gone,
                 clock: SystemClock::new(),
             })
         })
@@ -60,7 +67,9 @@ impl Progress {
                 }
                 params.push('}');
                 if let Some(line) = encode_notification("notifications/progress", &params) {
-                    let _ = self.outbox.notify(line);
+                    if !self.outbox.notify(line) {
+                        self.gone.cancel();
+                    }
                 }
             }
             PacerEffect::Report(problem) => {

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::dispatch::members_text;
 use super::dispatch::{Answer, Ctx, Params};
 use super::mrtr::{self, HandlerOut};
-use super::publication::{CallOutcome, Mode, Publication};
+use super::publication::{Mode, Publication, TextOutcome};
 use super::{PublishMode, Server};
 use crate::core::FailureCode;
 use crate::machine::ledger::Method;
@@ -38,13 +39,22 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
         .server
         .inner()
         .publication
-        .list_tools(&ctx.registry, &ctx.caller, cursor)
+        .list_tools_text(&ctx.registry, &ctx.caller, cursor)
     {
-        Ok(mut body) => {
-            body.insert("ttlMs".into(), json!(0));
-            body.insert("cacheScope".into(), json!("private"));
-            Answer::complete(body)
-        }
+        Ok(text) => match members_text(&text) {
+            Some(mut body) => {
+                for (key, value) in [("ttlMs", json!(0)), ("cacheScope", json!("private"))] {
+                    if let Ok(raw) = serde_json::value::to_raw_value(&value) {
+                        body.insert(key.to_owned(), raw);
+                    }
+                }
+                Answer::Result {
+                    body,
+                    result_type: "complete",
+                }
+            }
+            None => Answer::error(super::Cause::Internal, "Internal error"),
+        },
         Err(e) => Answer::from_core(&e),
     }
 }
@@ -57,6 +67,25 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params, raw_params: &RawValue) -> A
         .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
         .unwrap_or_default();
     let args = params.get("arguments").map_or("", |a| a.get()).to_owned();
+    if ctx.server.inner().mode == PublishMode::Compact
+        && matches!(name.as_str(), "search_tools" | "get_tool_details")
+    {
+        // Discovery never asks for input and refuses continuations itself (O51): no ledger.
+        let outcome = ctx
+            .invoke(ctx.server.inner().publication.call_tool_text(
+                &ctx.registry,
+                ctx.invocation(),
+                raw_params,
+            ))
+            .await;
+        return match outcome {
+            Ok(TextOutcome::Complete(text)) => tool_result(&text),
+            Ok(TextOutcome::InputRequired { .. }) => {
+                Answer::error(super::Cause::Internal, "Internal error")
+            }
+            Err(e) => Answer::from_core(&e),
+        };
+    }
     mrtr::run(
         ctx,
         Method::ToolsCall,
@@ -76,19 +105,25 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params, raw_params: &RawValue) -> A
                     .server
                     .inner()
                     .publication
-                    .call_tool(&ctx.registry, inv, &params_text)
+                    .call_tool_text(&ctx.registry, inv, &params_text)
                     .await
                 {
-                    Ok(CallOutcome::Complete(body)) => {
-                        Ok(HandlerOut::Complete(Answer::ToolResult(body)))
-                    }
-                    Ok(CallOutcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                    Ok(TextOutcome::Complete(text)) => Ok(HandlerOut::Complete(tool_result(&text))),
+                    Ok(TextOutcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
                     Err(e) => Err(Answer::from_core(&e)),
                 }
             }
         },
     )
     .await
+}
+
+/// A complete `CallToolResult` given as exact text.
+fn tool_result(text: &str) -> Answer {
+    match members_text(text) {
+        Some(body) => Answer::ToolResult(body),
+        None => Answer::error(super::Cause::Internal, "Internal error"),
+    }
 }
 
 /// The answers as one object text (`None`: no answers).
