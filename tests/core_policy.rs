@@ -151,8 +151,25 @@ async fn o28_policy_runs_per_request() {
 }
 
 #[test]
-fn o12_search_never_shows_hidden_tools() {
+fn o12_search_never_shows_hidden_tools_and_never_runs_handlers() {
     let reg = registry();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let counted = ToolDef::dynamic(
+        "counted_notes",
+        r#"{"type":"object"}"#,
+        None,
+        move |_i: Invocation, _a: Box<RawValue>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(DynamicOutput::default()) }
+        },
+    );
+    let with_counter = RegistryBuilder::new().tool(counted).build().unwrap();
+    let hits = with_counter
+        .search_tools(&Caller::anonymous(), "notes", Some(20))
+        .unwrap();
+    assert_eq!(hits.tools.len(), 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
     let hits = reg
         .search_tools(&Caller::new("alice"), "notes", None)
         .unwrap();
@@ -255,7 +272,7 @@ fn o21_pages_of_20_in_stable_order() {
     assert_eq!(p3.items.len(), 5);
     assert_eq!(p3.items[4].name, "t44");
     assert_eq!(p3.next_cursor, None);
-    let body = p3.to_result("tools");
+    let body: serde_json::Value = serde_json::from_str(p3.to_result("tools").get()).unwrap();
     assert_eq!(body["ttlMs"], 0);
     assert_eq!(body["cacheScope"], "private");
     assert!(body.get("nextCursor").is_none());
@@ -321,4 +338,20 @@ fn o21_cursor_tampered_other_scope_expired_is_32602() {
         err.to_error_object().to_string(),
         r#"{"code":-32602,"message":"Invalid cursor"}"#
     );
+}
+
+#[test]
+fn system_clock_never_goes_backwards() {
+    use strict_mcp::core::SystemClock;
+    let clock = SystemClock::new();
+    let mut last = clock.now_ms();
+    assert!(
+        last > 1_700_000_000_000,
+        "wall-clock milliseconds since the Unix epoch"
+    );
+    for _ in 0..1000 {
+        let now = clock.now_ms();
+        assert!(now >= last);
+        last = now;
+    }
 }

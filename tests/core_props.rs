@@ -252,3 +252,106 @@ fn numbers_beyond_f64_are_refused_clearly() {
         other => panic!("{other:?}"),
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// F3: a URI rendered from a template reads back with the same variables.
+    #[test]
+    fn template_variables_round_trip(x in "[a-z0-9.~-]{1,12}", y in "[a-zA-Z0-9_]{1,12}") {
+        use strict_mcp::core::{Outcome, ReadReply, TemplateDef};
+        use strict_mcp::core::descriptor::ResourceContents;
+        let reg = RegistryBuilder::new()
+            .template(TemplateDef::new(
+                "mem://a/{x}/b{y}",
+                "t",
+                |_i: Invocation, uri: String, vars: BTreeMap<String, String>| async move {
+                    Ok(ReadReply::new(vec![ResourceContents::text(uri, format!("{}|{}", vars["x"], vars["y"]))]))
+                },
+            ))
+            .build()
+            .unwrap();
+        let uri = format!("mem://a/{x}/b{y}");
+        let reply = block_on(reg.read_resource(Invocation::new(Caller::anonymous()), &uri)).unwrap();
+        let Outcome::Complete(reply) = reply else { panic!("no input requested") };
+        prop_assert_eq!(reply.contents, vec![ResourceContents::text(uri, format!("{x}|{y}"))]);
+    }
+}
+
+fn nested() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        "[\\[\\]{}\"\\\\a-z]{0,6}".prop_map(Value::String),
+        (0i64..10).prop_map(|i| json!(i)),
+    ];
+    leaf.prop_recursive(12, 64, 3, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            proptest::collection::btree_map("[\\[{\"a-c]{1,3}", inner, 0..3)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The byte scanner that guards validation measures the same depth as the parsed tree,
+    /// whatever brackets and escapes the strings contain.
+    #[test]
+    fn depth_scanner_matches_the_tree(v in nested()) {
+        let text = v.to_string();
+        let d = depth(&v);
+        prop_assert!(strict_mcp::core::schema::depth_within(&text, d).is_ok(), "{}", text);
+        if d > 0 {
+            prop_assert!(strict_mcp::core::schema::depth_within(&text, d - 1).is_err(), "{}", text);
+        }
+    }
+}
+
+fn any_code() -> impl Strategy<Value = strict_mcp::core::FailureCode> {
+    use strict_mcp::core::FailureCode::*;
+    prop_oneof![
+        Just(UnavailableTool),
+        Just(InvalidArguments),
+        Just(ResultTooLarge),
+        Just(InteractionLimit),
+        Just(StateRejected),
+        Just(AlreadyCompleted),
+        Just(InvalidResult),
+        Just(Cancelled),
+        Just(Internal),
+    ]
+}
+
+proptest! {
+    /// O17: every failure envelope validates against the published failure schema, and the
+    /// wire code string is the stable one.
+    #[test]
+    fn failure_envelopes_match_their_schema(
+        code in any_code(),
+        message in ".{0,20}",
+        retryable in any::<bool>(),
+        diags in proptest::option::of(proptest::collection::vec(("[/a-z0-9]{0,8}", "[a-z]{1,8}", proptest::option::of("[a-z]{1,6}"), proptest::option::of(proptest::collection::vec("[a-z]{1,4}", 0..3))), 0..3)),
+    ) {
+        use strict_mcp::core::{failure_envelope_schema, Diagnostic, ToolFailure};
+        let schema = CompiledSchema::compile_value(&failure_envelope_schema()).unwrap();
+        let mut failure = ToolFailure::new(code, message).retryable(retryable);
+        if let Some(d) = diags {
+            failure = failure.with_diagnostics(d.into_iter().map(|(pointer, keyword, expected, allowed_keys)| Diagnostic {
+                pointer, message: format!("{keyword} failed"), keyword, expected, allowed_keys,
+            }).collect());
+        }
+        let envelope = failure.envelope();
+        prop_assert!(schema.validate_value(&envelope).is_ok(), "{}", envelope);
+        prop_assert_eq!(envelope["failure"]["code"].as_str().unwrap(), code.as_str());
+    }
+}

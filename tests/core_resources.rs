@@ -15,7 +15,9 @@ use strict_mcp::core::{
 struct SecretPolicy;
 impl Policy for SecretPolicy {
     fn resource(&self, caller: &Caller, uri: &str) -> Access {
-        if uri.starts_with("mem://secret") && caller.principal() != Some("root") {
+        if uri == "mem://big" && caller.principal() == Some("guest") {
+            Access::ListOnly
+        } else if uri.starts_with("mem://secret") && caller.principal() != Some("root") {
             Access::Hidden
         } else {
             Access::Allowed
@@ -234,8 +236,8 @@ async fn f3_templates_match_and_list() {
         .list_resource_templates(&Caller::anonymous(), None)
         .unwrap();
     assert_eq!(
-        page.to_result("resourceTemplates").to_string(),
-        r#"{"cacheScope":"private","resourceTemplates":[{"name":"note","uriTemplate":"mem://notes/{id}/v{rev}"}],"ttlMs":0}"#
+        page.to_result("resourceTemplates").get(),
+        r#"{"resourceTemplates":[{"uriTemplate":"mem://notes/{id}/v{rev}","name":"note"}],"ttlMs":0,"cacheScope":"private"}"#
     );
 }
 
@@ -283,10 +285,13 @@ fn f9_bad_uris_and_templates_refused() {
 #[tokio::test]
 async fn g3_g5_typed_prompt_arguments() {
     let reg = registry();
-    let list = reg
-        .list_prompts(&Caller::anonymous(), None)
-        .unwrap()
-        .to_result("prompts");
+    let list: serde_json::Value = serde_json::from_str(
+        reg.list_prompts(&Caller::anonymous(), None)
+            .unwrap()
+            .to_result("prompts")
+            .get(),
+    )
+    .unwrap();
     assert_eq!(
         list["prompts"],
         json!([{"name":"review","arguments":[
@@ -408,5 +413,26 @@ fn g4_prompt_arguments_must_be_strings() {
             .unwrap_err()
             .to_string(),
         "prompt arguments `bad`: argument `count` must be a string"
+    );
+}
+
+#[tokio::test]
+async fn list_only_resource_is_listed_but_not_read() {
+    let reg = registry();
+    let listed: Vec<String> = reg
+        .list_resources(&Caller::new("guest"), None)
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert!(listed.contains(&"mem://big".to_owned()));
+    assert_eq!(
+        read(&reg, "guest", "mem://big")
+            .await
+            .unwrap_err()
+            .to_error_object()
+            .to_string(),
+        r#"{"code":-32602,"message":"Invalid params: Resource access denied"}"#
     );
 }

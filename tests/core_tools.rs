@@ -569,7 +569,7 @@ fn o22_hints_absent_stay_absent_false_stays_present() {
         .build()
         .unwrap();
     let page = reg.list_tools(&Caller::anonymous(), None).unwrap();
-    let tools = page.to_result("tools");
+    let tools: serde_json::Value = serde_json::from_str(page.to_result("tools").get()).unwrap();
     assert_eq!(
         tools["tools"][0]["annotations"],
         json!({"readOnlyHint": false})
@@ -694,4 +694,188 @@ async fn progress_reaches_the_sink_and_is_a_no_op_without_one() {
         reg.call_tool(without, "work", None).await.unwrap(),
         ToolReply::Success { .. }
     ));
+}
+
+#[test]
+fn empty_registry_is_an_error() {
+    assert_eq!(
+        RegistryBuilder::new().build().unwrap_err(),
+        BuildError::Empty
+    );
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Routed {
+    /// Target region; mirrored into the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+    /// Not a header.
+    weight: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct BadRouted {
+    #[schemars(extend("x-mcp-header" = "Weight"))]
+    weight: f64,
+}
+
+#[test]
+fn e8_no_parameters_and_d22_on_typed_tools() {
+    let ok = |_i: Invocation, _a: NoArgs| async move {
+        Ok(AddOut {
+            sum: 0,
+            label: None,
+        })
+    };
+    let reg = RegistryBuilder::new()
+        .tool(ToolDef::typed("ping", ok))
+        .tool(ToolDef::typed(
+            "route",
+            |_i: Invocation, _a: Routed| async move {
+                Ok(AddOut {
+                    sum: 0,
+                    label: None,
+                })
+            },
+        ))
+        .build()
+        .unwrap();
+    let ping = reg.tool(&Caller::anonymous(), "ping").unwrap();
+    let schema: serde_json::Value = serde_json::from_str(ping.input_schema.get()).unwrap();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let route = reg.tool(&Caller::anonymous(), "route").unwrap();
+    let schema: serde_json::Value = serde_json::from_str(route.input_schema.get()).unwrap();
+    assert_eq!(schema["properties"]["region"]["x-mcp-header"], "Region");
+
+    let err = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "bad_route",
+            |_i: Invocation, _a: BadRouted| async move {
+                Ok(AddOut {
+                    sum: 0,
+                    label: None,
+                })
+            },
+        ))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool `bad_route`: property `/properties/weight`: invalid x-mcp-header annotation: type `number` is not allowed (only string, integer, boolean)"
+    );
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Decision {
+    /// What the user decided.
+    decision: String,
+}
+
+fn login_schema() -> serde_json::Value {
+    json!({"type":"object","properties":{"login":{"type":"string","minLength":2}},"required":["login"]})
+}
+
+fn asking_tool() -> ToolDef {
+    ToolDef::typed_interactive("ask", |i: Invocation, _c: Confirm| async move {
+        match i.form_answer("who", &login_schema())? {
+            None => Ok(Outcome::input(
+                "who",
+                i.elicit_form("Login?", login_schema())?,
+            )),
+            Some(answer) => Ok(Outcome::Complete(Decision {
+                decision: match answer.content {
+                    Some(c) => format!("{:?}:{}", answer.action, c["login"].as_str().unwrap()),
+                    None => format!("{:?}", answer.action),
+                },
+            })),
+        }
+    })
+}
+
+async fn answer(reg: &Registry, text: &str) -> ToolReply {
+    let mut answers = std::collections::BTreeMap::new();
+    answers.insert("who".to_owned(), raw(text));
+    let caps = ClientCapabilities::from_value(json!({"elicitation": {}}));
+    let inv = inv().with_capabilities(caps).with_input_responses(answers);
+    reg.call_tool(inv, "ask", Some(&raw(r#"{"item":"x"}"#)))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn o49_o50_elicitation_answers_are_checked() {
+    let reg = RegistryBuilder::new().tool(asking_tool()).build().unwrap();
+    assert_eq!(
+        structured(answer(&reg, r#"{"action":"accept","content":{"login":"octo"}}"#).await),
+        r#"{"decision":"Accept:octo"}"#
+    );
+    assert_eq!(
+        structured(answer(&reg, r#"{"action":"decline"}"#).await),
+        r#"{"decision":"Decline"}"#
+    );
+    assert_eq!(
+        structured(answer(&reg, r#"{"action":"cancel","extra":1}"#).await),
+        r#"{"decision":"Cancel"}"#
+    );
+    for (text, message) in [
+        (
+            r#"{"action":"accept","content":{"login":"o"}}"#,
+            "invalid answer under `who`: the content does not match the requested schema",
+        ),
+        (
+            r#"{"action":"accept"}"#,
+            "invalid answer under `who`: `accept` requires an object `content`",
+        ),
+        (
+            r#"{"action":"accept","content":null}"#,
+            "invalid answer under `who`: `content` must not be null",
+        ),
+        (
+            r#"{"action":"decline","content":{}}"#,
+            "invalid answer under `who`: only `accept` carries `content`",
+        ),
+        (
+            r#"{"action":"maybe"}"#,
+            "invalid answer under `who`: `action` must be \"accept\", \"decline\" or \"cancel\"",
+        ),
+        (
+            r#"[1]"#,
+            "invalid answer under `who`: the answer must be an object",
+        ),
+    ] {
+        let f = failure(answer(&reg, text).await);
+        assert_eq!(f.code, FailureCode::InvalidArguments, "{text}");
+        assert_eq!(f.message, message, "{text}");
+    }
+    let f = failure(answer(&reg, r#"{"action":"accept","content":{"login":"o"}}"#).await);
+    let d = &f.diagnostics.unwrap()[0];
+    assert_eq!(
+        (d.pointer.as_str(), d.keyword.as_str()),
+        ("/login", "minLength")
+    );
+}
+
+#[test]
+fn o49_url_answers_carry_no_content() {
+    let mut answers = std::collections::BTreeMap::new();
+    answers.insert("a".to_owned(), raw(r#"{"action":"accept"}"#));
+    answers.insert("b".to_owned(), raw(r#"{"action":"accept","content":{}}"#));
+    let inv = Invocation::new(Caller::anonymous()).with_input_responses(answers);
+    assert_eq!(
+        inv.url_answer("a").unwrap(),
+        Some(strict_mcp::core::ElicitAction::Accept)
+    );
+    assert_eq!(
+        inv.url_answer("b").unwrap_err().to_string(),
+        "invalid answer under `b`: a URL elicitation answer carries no `content`"
+    );
+    assert_eq!(inv.url_answer("c").unwrap(), None);
+    let as_protocol: CoreError = inv.url_answer("b").unwrap_err().into();
+    assert_eq!(as_protocol.code(), -32602);
 }

@@ -282,11 +282,11 @@ fn assert_jsonrpc_line(line: &str) {
     );
 }
 
-fn req(method: &str, extra: &str) -> String {
+/// Request params: `extra` members (may be empty) plus the required `_meta`.
+fn req(extra: &str) -> String {
     if extra.is_empty() {
         format!(r#"{{"_meta":{META}}}"#)
     } else {
-        let _ = method;
         format!(r#"{{{extra},"_meta":{META}}}"#)
     }
 }
@@ -369,16 +369,15 @@ async fn b18_a14_capabilities_follow_the_registry_and_unadvertised_methods_are_n
 async fn a5_b6_h1_every_core_method_answers_with_result_type_server_info_and_cache_hints() {
     let mut p = start();
     let cases: Vec<(&str, String, bool)> = vec![
-        ("tools/list", req("", ""), true),
-        ("resources/list", req("", ""), true),
-        ("resources/templates/list", req("", ""), true),
-        ("prompts/list", req("", ""), true),
-        ("resources/read", req("", r#""uri":"mem://hello""#), true),
-        ("resources/read", req("", r#""uri":"mem://items/42""#), true),
+        ("tools/list", req(""), true),
+        ("resources/list", req(""), true),
+        ("resources/templates/list", req(""), true),
+        ("prompts/list", req(""), true),
+        ("resources/read", req(r#""uri":"mem://hello""#), true),
+        ("resources/read", req(r#""uri":"mem://items/42""#), true),
         (
             "completion/complete",
             req(
-                "",
                 r#""ref":{"type":"ref/prompt","name":"ask"},"argument":{"name":"rounds","value":""}"#,
             ),
             false,
@@ -411,21 +410,21 @@ async fn a5_b6_h1_every_core_method_answers_with_result_type_server_info_and_cac
         }
     }
     let (_, read) = p
-        .call(30, "resources/read", &req("", r#""uri":"mem://items/42""#))
+        .call(30, "resources/read", &req(r#""uri":"mem://items/42""#))
         .await;
     assert_eq!(
         read["result"]["contents"],
         json!([{"uri":"mem://items/42","text":"item 42"}])
     );
-    let (_, templates) = p.call(31, "resources/templates/list", &req("", "")).await;
+    let (_, templates) = p.call(31, "resources/templates/list", &req("")).await;
     assert_eq!(
         templates["result"]["resourceTemplates"][0]["uriTemplate"],
         "mem://items/{id}"
     );
-    let (_, prompts) = p.call(32, "prompts/list", &req("", "")).await;
+    let (_, prompts) = p.call(32, "prompts/list", &req("")).await;
     assert_eq!(prompts["result"]["prompts"][0]["name"], "ask");
     let (_, unknown) = p
-        .call(33, "resources/read", &req("", r#""uri":"mem://nope""#))
+        .call(33, "resources/read", &req(r#""uri":"mem://nope""#))
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "O34: never -32002");
     assert_eq!(unknown["error"]["data"], json!({"uri":"mem://nope"}));
@@ -528,7 +527,7 @@ async fn a14_removed_and_unknown_methods_get_32601() {
     .iter()
     .enumerate()
     {
-        let (_, reply) = p.call(i as i64, m, &req("", "")).await;
+        let (_, reply) = p.call(i as i64, m, &req("")).await;
         assert_eq!(reply["error"]["code"], -32601, "{m}");
     }
     // B22: the legacy handshake learns which versions are served.
@@ -573,7 +572,7 @@ async fn a11_c_malformed_lines_are_answered_and_never_fatal() {
     let oversized = p.recv().await;
     assert_eq!(oversized["error"]["code"], -32600);
     assert_eq!(oversized["id"], Value::Null);
-    let (_, ok) = p.call(6, "server/discover", &req("", "")).await;
+    let (_, ok) = p.call(6, "server/discover", &req("")).await;
     assert_eq!(ok["result"]["resultType"], "complete");
     let (rest, _, _) = p.close().await;
     assert!(
@@ -587,14 +586,14 @@ async fn c9_j9_cancellation_stops_the_handler_and_no_reply_follows() {
     let mut p = start();
     p.send(&format!(
         r#"{{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{}}}"#,
-        req("", r#""uri":"mem://wait""#)
+        req(r#""uri":"mem://wait""#)
     ))
     .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}"#)
         .await;
     // Another request still works, and by the time it is answered the handler has stopped.
-    let (notes, ok) = p.call(8, "server/discover", &req("", "")).await;
+    let (notes, ok) = p.call(8, "server/discover", &req("")).await;
     assert!(notes.is_empty());
     assert_eq!(ok["result"]["resultType"], "complete");
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -616,11 +615,11 @@ async fn c14_requests_are_served_concurrently_and_answered_out_of_order() {
     let mut p = start();
     p.send(&format!(
         r#"{{"jsonrpc":"2.0","id":"slow","method":"resources/read","params":{}}}"#,
-        req("", r#""uri":"mem://wait""#)
+        req(r#""uri":"mem://wait""#)
     ))
     .await;
     let (_, fast) = p
-        .call(2, "resources/read", &req("", r#""uri":"mem://hello""#))
+        .call(2, "resources/read", &req(r#""uri":"mem://hello""#))
         .await;
     assert_eq!(fast["result"]["contents"][0]["text"], "hello");
     // O5: EOF shuts down; the cooperative handler sees the cancellation and still answers.
@@ -638,13 +637,13 @@ async fn c_at_most_max_in_flight_requests_run_at_once() {
     for id in 0..max {
         p.send(&format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{}}}"#,
-            req("", r#""uri":"mem://wait""#)
+            req(r#""uri":"mem://wait""#)
         ))
         .await;
     }
     p.send(&format!(
         r#"{{"jsonrpc":"2.0","id":"next","method":"server/discover","params":{}}}"#,
-        req("", "")
+        req("")
     ))
     .await;
     let early = tokio::time::timeout(Duration::from_millis(300), p.lines.next_line()).await;
@@ -668,10 +667,10 @@ async fn o5_shutdown_with_a_stuck_handler_reports_cleanup_failed_within_budget()
     let mut p = start_with(ServerOptions::new().shutdown_budget(Duration::from_millis(300)));
     p.send(&format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}}"#,
-        req("", r#""uri":"mem://stuck""#)
+        req(r#""uri":"mem://stuck""#)
     ))
     .await;
-    let (_, ok) = p.call(2, "server/discover", &req("", "")).await;
+    let (_, ok) = p.call(2, "server/discover", &req("")).await;
     assert!(ok.get("result").is_some());
     let started = Instant::now();
     let (rest, server, _) = p.close().await;
@@ -990,14 +989,14 @@ async fn d_status_codes_travel_with_replies() {
         (
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{}}}"#,
-                req("", r#""uri":"mem://nope""#)
+                req(r#""uri":"mem://nope""#)
             ),
             200,
         ),
         (
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}}"#,
-                req("", "")
+                req("")
             ),
             200,
         ),
@@ -1090,7 +1089,7 @@ async fn k9_client_cancels_listen_and_gets_no_reply() {
     assert_eq!(ack["params"]["notifications"], json!({}));
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#)
         .await;
-    let (_, ok) = p.call(6, "server/discover", &req("", "")).await;
+    let (_, ok) = p.call(6, "server/discover", &req("")).await;
     assert!(ok.get("result").is_some());
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(p.server.status().listen_streams, 0);
@@ -1184,7 +1183,7 @@ fn call_tool(inner: &str, args: &str, meta: &str, extra: &str) -> String {
 #[tokio::test]
 async fn o11_h1_compact_tools_list_is_three_tools_with_cache_hints() {
     let mut p = start();
-    let (_, reply) = p.call(1, "tools/list", &req("", "")).await;
+    let (_, reply) = p.call(1, "tools/list", &req("")).await;
     let result = &reply["result"];
     let names: Vec<&str> = result["tools"]
         .as_array()
@@ -1349,7 +1348,7 @@ async fn o29_o44_tool_result_numbers_keep_their_exact_text_on_the_wire() {
 #[tokio::test]
 async fn o21_direct_mode_publishes_native_tools() {
     let mut p = start_with(ServerOptions::new().mode("direct"));
-    let (_, list) = p.call(1, "tools/list", &req("", "")).await;
+    let (_, list) = p.call(1, "tools/list", &req("")).await;
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
         .unwrap()

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strict_mcp::codec::{decode, encode, EgressLimits, IngressError, IngressLimits};
+use strict_mcp::codec::{decode, encode, EgressLimits, IngressError, IngressLimits, ReplyTo};
 
 /// Whether the text contains a `\uD800`–`\uDFFF` escape (we reject those, serde skips them).
 fn has_surrogate_escape(data: &[u8]) -> bool {
@@ -33,7 +33,14 @@ fuzz_target!(|data: &[u8]| {
                     assert_eq!(&back, message);
                 }
             }
-            Err(r) => assert!(matches!(r.code().code(), -32700 | -32600 | -32602)),
+            Err(r) => {
+                assert!(matches!(r.code().code(), -32700 | -32600 | -32602));
+                // An echoed id is the exact token the peer sent (A4).
+                if let ReplyTo::Id(id) = &r.reply_to {
+                    let token = id.token().as_bytes();
+                    assert!(data.windows(token.len()).any(|w| w == token));
+                }
+            }
         }
         if std::str::from_utf8(data).is_err() {
             assert!(matches!(

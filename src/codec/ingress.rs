@@ -94,7 +94,9 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
         _ => return Err(Rejection::new(IngressError::NotAnObject, ReplyTo::NullId)),
     }
     let m = scanned.members;
-    let reply_to = reply_target(&m, limits);
+    // The id is read once: for the reply target and, if all is well, for the message.
+    let id = one(m.id).map(|id| read_id(id, limits));
+    let reply_to = reply_target(&m, id.as_ref());
     let reject = |error: IngressError| Rejection::new(error, reply_to.clone());
     match scanned.structural {
         Some(Structural::TooDeep) => {
@@ -128,10 +130,7 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
                 limit: limits.max_method_bytes,
             }));
         }
-        let id = match one(m.id) {
-            Some(id) => Some(read_id(id, limits).map_err(reject)?),
-            None => None,
-        };
+        let id = id.transpose().map_err(reject)?;
         if limits.role == Role::Client && id.is_some() {
             return Err(reject(IngressError::UnexpectedRequest));
         }
@@ -166,8 +165,9 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
     }
     match (result, error) {
         (Some(result), None) => {
-            let id = one(m.id).ok_or_else(|| reject(IngressError::MissingResponseId))?;
-            let id = read_id(id, limits).map_err(reject)?;
+            let id = id
+                .ok_or_else(|| reject(IngressError::MissingResponseId))?
+                .map_err(reject)?;
             if result.kind != Kind::Object {
                 return Err(reject(IngressError::ResultNotObject));
             }
@@ -178,10 +178,10 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
             })))
         }
         (None, Some(error)) => {
-            let id = match one(m.id) {
-                None => None,
-                Some(id) if id.kind == Kind::Null => None,
-                Some(id) => Some(read_id(id, limits).map_err(reject)?),
+            // JSON-RPC writes `"id": null` when the id was unreadable; MCP omits it.
+            let id = match (one(m.id), id) {
+                (Some(raw_id), _) if raw_id.kind == Kind::Null => None,
+                (_, id) => id.transpose().map_err(reject)?,
             };
             let error = read_error_object(error).map_err(reject)?;
             Ok(Message::Response(Response::Error(ErrorResponse {
@@ -202,14 +202,11 @@ fn one(slot: Slot<'_>) -> Option<Member<'_>> {
 }
 
 /// Whom to answer if the frame is rejected after the syntax check (A4, A11).
-fn reply_target(m: &scan::TopMembers<'_>, limits: &IngressLimits) -> ReplyTo {
-    match (m.id, m.method) {
+fn reply_target(m: &scan::TopMembers<'_>, id: Option<&Result<RequestId, IngressError>>) -> ReplyTo {
+    match (m.id, m.method, id) {
         // A notification (method, no id member at all) is never answered.
-        (Slot::Absent, Slot::One(_) | Slot::Repeated) => ReplyTo::Nobody,
-        (Slot::One(id), _) => match read_id(id, limits) {
-            Ok(id) => ReplyTo::Id(id),
-            Err(_) => ReplyTo::NullId,
-        },
+        (Slot::Absent, Slot::One(_) | Slot::Repeated, _) => ReplyTo::Nobody,
+        (_, _, Some(Ok(id))) => ReplyTo::Id(id.clone()),
         _ => ReplyTo::NullId,
     }
 }

@@ -14,6 +14,39 @@
 //! assert_eq!(req.id.token(), "18446744073709551617");
 //! assert_eq!(req.params.as_deref().map(|p| p.get()), Some(r#"{"n":1.50}"#));
 //! ```
+//!
+//! A stdio server loop, as a driver writes it (reading and writing are the driver's business):
+//!
+//! ```
+//! use strict_mcp::codec::{decode, encode_line, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
+//! use strict_mcp::wire::jsonrpc::{Message, Response};
+//!
+//! let limits = IngressLimits::SERVER;
+//! let mut framer = LineFramer::new(limits.max_frame_bytes);
+//! let mut out = Vec::new();
+//! let mut input: &[u8] = b"[1]\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}\n";
+//! while !input.is_empty() {
+//!     let (used, event) = framer.feed(input);
+//!     input = &input[used..];
+//!     let rejection = match event {
+//!         Some(LineEvent::Line(line)) => match decode(&line, &limits) {
+//!             Ok(_message) => continue, // hand to core
+//!             Err(rejection) => rejection,
+//!         },
+//!         Some(LineEvent::Oversized) => Rejection::oversized_line(limits.max_frame_bytes),
+//!         None => continue,
+//!     };
+//!     if let Some(reply) = rejection.to_response() {
+//!         let line = encode_line(&Message::Response(Response::Error(reply)), &EgressLimits::SERVER)
+//!             .expect("error replies are small");
+//!         out.extend_from_slice(line.as_bytes()); // write_all, never a partial line
+//!     }
+//! }
+//! assert_eq!(
+//!     out,
+//!     b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"batches are not supported\"}}\n"
+//! );
+//! ```
 
 pub mod egress;
 pub mod error;

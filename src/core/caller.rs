@@ -1,5 +1,6 @@
 //! Caller identity, time and cancellation: the three things the core receives from outside.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub struct Caller {
 
 struct CallerInner {
     principal: Option<String>,
+    attributes: BTreeMap<String, String>,
 }
 
 impl Caller {
@@ -36,6 +38,7 @@ impl Caller {
         Caller {
             inner: Arc::new(CallerInner {
                 principal: Some(principal.into()),
+                attributes: BTreeMap::new(),
             }),
         }
     }
@@ -44,8 +47,38 @@ impl Caller {
     #[must_use]
     pub fn anonymous() -> Self {
         Caller {
-            inner: Arc::new(CallerInner { principal: None }),
+            inner: Arc::new(CallerInner {
+                principal: None,
+                attributes: BTreeMap::new(),
+            }),
         }
+    }
+
+    /// Adds an attribute (e.g. a granted scope or a tenant) for policies to read. Attributes
+    /// never take part in equality or cursor binding: those use the principal id only.
+    ///
+    /// ```
+    /// use strict_mcp::core::Caller;
+    /// let c = Caller::new("alice").with_attribute("scope", "repo:read");
+    /// assert_eq!(c.attribute("scope"), Some("repo:read"));
+    /// assert_eq!(c, Caller::new("alice"));
+    /// ```
+    #[must_use]
+    pub fn with_attribute(self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        let mut inner = CallerInner {
+            principal: self.inner.principal.clone(),
+            attributes: self.inner.attributes.clone(),
+        };
+        inner.attributes.insert(key.into(), value.into());
+        Caller {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// An attribute set by the transport's authentication layer.
+    #[must_use]
+    pub fn attribute(&self, key: &str) -> Option<&str> {
+        self.inner.attributes.get(key).map(String::as_str)
     }
 
     /// The principal id, `None` for the anonymous caller.

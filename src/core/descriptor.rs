@@ -109,7 +109,8 @@ pub struct Annotations {
     /// Intended audience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audience: Option<Vec<Role>>,
-    /// Importance from 0 to 1, kept as the exact JSON number.
+    /// Importance from 0 to 1, as a JSON number (`0` stays `0`, never `0.0`; decimal digits
+    /// follow serde_json's shortest form, e.g. `0.50` is written `0.5`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Number>,
     /// ISO 8601 timestamp.

@@ -10,7 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use crate::core::caller::{Caller, CancelToken};
-use crate::core::error::CoreError;
+use crate::core::error::{CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
+use crate::core::schema::CompiledSchema;
 
 /// The client capabilities declared on the current request (never remembered across requests).
 ///
@@ -373,6 +374,173 @@ impl Invocation {
             method: "roots/list",
             params: None,
         })
+    }
+}
+
+/// What the user did with an elicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitAction {
+    /// Submitted the form / confirmed.
+    Accept,
+    /// Explicitly declined.
+    Decline,
+    /// Dismissed without choosing.
+    Cancel,
+}
+
+/// A checked answer to a form elicitation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormAnswer {
+    /// The user's action.
+    pub action: ElicitAction,
+    /// The submitted values (present exactly when `action` is `Accept`), already validated
+    /// against the requested schema. Never defaulted.
+    pub content: Option<serde_json::Map<String, Value>>,
+}
+
+/// An answer that breaks the rules (O49) or the requested schema. On `tools/call` it becomes
+/// a tool failure; on `resources/read` and `prompts/get` a -32602 error (O50).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid answer under `{key}`: {message}")]
+pub struct AnswerError {
+    /// The `inputResponses` key.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+    /// Schema findings, when the content failed the requested schema.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl From<AnswerError> for CoreError {
+    fn from(e: AnswerError) -> Self {
+        CoreError::InvalidParams {
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<AnswerError> for ToolError {
+    fn from(e: AnswerError) -> Self {
+        let failure = ToolFailure::new(FailureCode::InvalidArguments, e.to_string());
+        ToolError::Failure(if e.diagnostics.is_empty() {
+            failure
+        } else {
+            failure.with_diagnostics(e.diagnostics)
+        })
+    }
+}
+
+impl Invocation {
+    fn answer_object(
+        &self,
+        key: &str,
+    ) -> Result<Option<(ElicitAction, Option<Value>)>, AnswerError> {
+        let Some(raw) = self.input_response(key) else {
+            return Ok(None);
+        };
+        let fail = |message: &str| AnswerError {
+            key: key.to_owned(),
+            message: message.to_owned(),
+            diagnostics: Vec::new(),
+        };
+        let value: Value = serde_json::from_str(raw.get()).map_err(|_| fail("not JSON"))?;
+        let Value::Object(mut map) = value else {
+            return Err(fail("the answer must be an object"));
+        };
+        let action = match map.get("action").and_then(Value::as_str) {
+            Some("accept") => ElicitAction::Accept,
+            Some("decline") => ElicitAction::Decline,
+            Some("cancel") => ElicitAction::Cancel,
+            _ => {
+                return Err(fail(
+                    "`action` must be \"accept\", \"decline\" or \"cancel\"",
+                ))
+            }
+        };
+        let content = map.remove("content");
+        if content == Some(Value::Null) {
+            return Err(fail("`content` must not be null"));
+        }
+        Ok(Some((action, content)))
+    }
+
+    /// Reads and checks the answer to a form elicitation under `key`, validating its content
+    /// against the schema that was asked for (pass the same schema again: the core keeps no
+    /// state between rounds). `Ok(None)` means no answer yet — ask again.
+    ///
+    /// Rules (O49): `accept` requires an object (`{}` for an empty form); `decline` and
+    /// `cancel` carry no content; `null` content or an unknown action is refused.
+    ///
+    /// # Errors
+    /// [`AnswerError`] for a malformed answer or content that fails the schema.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use serde_json::{json, value::RawValue};
+    /// use strict_mcp::core::{Caller, ElicitAction, Invocation};
+    /// let mut answers = BTreeMap::new();
+    /// answers.insert("name".to_owned(),
+    ///     RawValue::from_string(r#"{"action":"accept","content":{"login":"octo"}}"#.into()).unwrap());
+    /// let inv = Invocation::new(Caller::anonymous()).with_input_responses(answers);
+    /// let schema = json!({"type":"object","properties":{"login":{"type":"string"}},"required":["login"]});
+    /// let answer = inv.form_answer("name", &schema).unwrap().unwrap();
+    /// assert_eq!(answer.action, ElicitAction::Accept);
+    /// assert_eq!(answer.content.unwrap()["login"], "octo");
+    /// assert!(inv.form_answer("other", &schema).unwrap().is_none());
+    /// ```
+    pub fn form_answer(
+        &self,
+        key: &str,
+        requested_schema: &Value,
+    ) -> Result<Option<FormAnswer>, AnswerError> {
+        let Some((action, content)) = self.answer_object(key)? else {
+            return Ok(None);
+        };
+        let fail = |message: &str, diagnostics: Vec<Diagnostic>| AnswerError {
+            key: key.to_owned(),
+            message: message.to_owned(),
+            diagnostics,
+        };
+        match (action, content) {
+            (ElicitAction::Accept, Some(Value::Object(map))) => {
+                let schema = CompiledSchema::compile_value(requested_schema).map_err(|reason| {
+                    tracing::warn!(%reason, "requested elicitation schema does not compile");
+                    fail("the requested schema is invalid", Vec::new())
+                })?;
+                schema
+                    .validate_value(&Value::Object(map.clone()))
+                    .map_err(|d| fail("the content does not match the requested schema", d))?;
+                Ok(Some(FormAnswer {
+                    action,
+                    content: Some(map),
+                }))
+            }
+            (ElicitAction::Accept, _) => {
+                Err(fail("`accept` requires an object `content`", Vec::new()))
+            }
+            (_, Some(_)) => Err(fail("only `accept` carries `content`", Vec::new())),
+            (action, None) => Ok(Some(FormAnswer {
+                action,
+                content: None,
+            })),
+        }
+    }
+
+    /// Reads and checks the answer to a URL elicitation under `key`. An `accept` only records
+    /// the user's action: the handler must check its own external flow before completing (O55).
+    ///
+    /// # Errors
+    /// [`AnswerError`] when the answer is malformed or carries content.
+    pub fn url_answer(&self, key: &str) -> Result<Option<ElicitAction>, AnswerError> {
+        match self.answer_object(key)? {
+            None => Ok(None),
+            Some((action, None)) => Ok(Some(action)),
+            Some((_, Some(_))) => Err(AnswerError {
+                key: key.to_owned(),
+                message: "a URL elicitation answer carries no `content`".to_owned(),
+                diagnostics: Vec::new(),
+            }),
+        }
     }
 }
 

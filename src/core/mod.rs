@@ -13,6 +13,30 @@
 //!    Protocol errors come back as [`CoreError`] (with a JSON-RPC code), tool failures as
 //!    [`ToolFailure`] inside a [`ToolReply`].
 //!
+//! | request | core call | result |
+//! |---|---|---|
+//! | `tools/list` | [`Registry::list_tools`]`(caller, cursor)` | [`Page`]; [`Page::to_result`]`("tools")` is the exact body |
+//! | `tools/call` | [`Registry::call_tool`]`(inv, name, raw_args)` | [`ToolReply`]: success, failure, or input required |
+//! | compact `search_tools` | [`Registry::search_tools`]`(caller, query, limit)` | [`SearchReply`] `{tools, truncated}` |
+//! | compact `get_tool_details` | [`Registry::tool`]`(caller, name)` | [`descriptor::Tool`] |
+//! | `resources/list`, `resources/templates/list` | [`Registry::list_resources`], [`Registry::list_resource_templates`] | [`Page`] |
+//! | `resources/read` | [`Registry::read_resource`]`(inv, uri)` | [`Outcome`]`<`[`ReadReply`]`>` |
+//! | `prompts/list`, `prompts/get` | [`Registry::list_prompts`], [`Registry::get_prompt`]`(inv, name, args)` | [`Page`], [`Outcome`]`<`[`PromptReply`]`>` |
+//! | `completion/complete` | [`Registry::complete`]`(caller, ref, argument, value, context)` | [`CompletionReply`] |
+//!
+//! # What the server adds
+//!
+//! - Binding [`Outcome::InputRequired`] / [`ToolReply::InputRequired`] to the continuation
+//!   ledger (`requestState`), and on a retry passing the answers through
+//!   [`Invocation::with_input_responses`] (handlers read them with
+//!   [`Invocation::form_answer`] / [`Invocation::url_answer`]) and replays of completed chains
+//!   through [`Invocation::with_recovery`].
+//! - The publication mode: compact `{"value": …}` / `{"failure": …}` wrapping, or direct
+//!   results ([`ToolReply::into_call_result`]); `result_too_large` against the response
+//!   budget; capability declaration from [`Registry::has_tools`] and friends.
+//! - Progress pacing behind the [`ProgressSink`] it installs (the core already drops invalid
+//!   and late reports), and time-outs (the core only observes the [`CancelToken`]).
+//!
 //! # Example: a typed tool in ten lines
 //!
 //! ```
@@ -67,9 +91,13 @@ mod tool;
 
 pub use caller::{Caller, CancelToken, Clock, SystemClock};
 pub use cursor::{CursorKey, ListKind};
-pub use error::{codes, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
+pub use error::{
+    codes, failure_envelope_schema, BuildError, CoreError, Diagnostic, FailureCode, ToolError,
+    ToolFailure,
+};
 pub use invocation::{
-    ClientCapabilities, ElicitMode, InputRequest, Invocation, Outcome, ProgressSink,
+    AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
+    Invocation, Outcome, ProgressSink,
 };
 pub use policy::{Access, AllowAll, Policy};
 pub use prompt::{CompletionReply, PromptDef, PromptError, PromptReply};

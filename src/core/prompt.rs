@@ -48,6 +48,12 @@ pub enum PromptError {
     Protocol(#[from] CoreError),
 }
 
+impl From<crate::core::invocation::AnswerError> for PromptError {
+    fn from(e: crate::core::invocation::AnswerError) -> Self {
+        PromptError::Protocol(e.into())
+    }
+}
+
 impl From<PromptError> for CoreError {
     fn from(e: PromptError) -> Self {
         match e {

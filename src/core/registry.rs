@@ -10,7 +10,7 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt as _;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::core::caller::{Caller, Clock, SystemClock};
@@ -188,8 +188,16 @@ impl RegistryBuilder {
     /// Compiles every schema and checks every declaration.
     ///
     /// # Errors
-    /// The first problem found, naming the tool, property, prompt or URI.
+    /// The first problem found, naming the tool, property, prompt or URI; [`BuildError::Empty`]
+    /// when nothing was registered.
     pub fn build(self) -> Result<Registry, BuildError> {
+        if self.tools.is_empty()
+            && self.resources.is_empty()
+            && self.templates.is_empty()
+            && self.prompts.is_empty()
+        {
+            return Err(BuildError::Empty);
+        }
         let mut hasher = Sha256::new();
         let mut tools = BTreeMap::new();
         for def in self.tools {
@@ -387,26 +395,46 @@ pub struct Page<T> {
 }
 
 impl<T: Serialize> Page<T> {
-    /// The wire result body: `{<key>: [...], nextCursor?, ttlMs, cacheScope}`.
+    /// The exact wire result body: `{<key>: [...], "nextCursor"?, "ttlMs", "cacheScope"}`.
+    ///
+    /// Serialised directly (never through `serde_json::Value`), so registered schemas keep
+    /// their bytes, member order and numbers (O29).
+    ///
+    /// ```
+    /// use strict_mcp::core::{Caller, DynamicOutput, Invocation, RegistryBuilder, ToolDef};
+    /// let schema = r#"{"type":"object","properties":{"n":{"type":"integer","maximum":123456789012345678901234567890}}}"#;
+    /// let tool = ToolDef::dynamic("t", schema, None, |_i: Invocation, _a| async move {
+    ///     Ok(DynamicOutput::default())
+    /// });
+    /// let registry = RegistryBuilder::new().tool(tool).build().unwrap();
+    /// let page = registry.list_tools(&Caller::anonymous(), None).unwrap();
+    /// assert_eq!(
+    ///     page.to_result("tools").get(),
+    ///     format!(r#"{{"tools":[{{"name":"t","inputSchema":{schema}}}],"ttlMs":0,"cacheScope":"private"}}"#)
+    /// );
+    /// ```
     ///
     /// # Panics
     /// Never for the descriptor types of this crate (their serialisation cannot fail).
     #[must_use]
-    pub fn to_result(&self, key: &str) -> Value {
-        let mut map = Map::new();
-        map.insert(
-            key.to_owned(),
-            serde_json::to_value(&self.items).expect("descriptors serialise"),
-        );
-        if let Some(c) = &self.next_cursor {
-            map.insert("nextCursor".to_owned(), Value::String(c.clone()));
+    pub fn to_result(&self, key: &str) -> Box<RawValue> {
+        struct Body<'a, T>(&'a Page<T>, &'a str);
+        impl<T: Serialize> Serialize for Body<'_, T> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap as _;
+                let page = self.0;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_entry(self.1, &page.items)?;
+                if let Some(c) = &page.next_cursor {
+                    map.serialize_entry("nextCursor", c)?;
+                }
+                map.serialize_entry("ttlMs", &page.cache.ttl_ms)?;
+                map.serialize_entry("cacheScope", &page.cache.cache_scope)?;
+                map.end()
+            }
         }
-        map.insert("ttlMs".to_owned(), Value::from(self.cache.ttl_ms));
-        map.insert(
-            "cacheScope".to_owned(),
-            serde_json::to_value(self.cache.cache_scope).expect("enum serialises"),
-        );
-        Value::Object(map)
+        let text = serde_json::to_string(&Body(self, key)).expect("descriptors serialise");
+        RawValue::from_string(text).expect("serde_json output is JSON")
     }
 }
 

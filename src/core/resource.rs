@@ -73,6 +73,12 @@ pub enum ResourceError {
     Protocol(#[from] CoreError),
 }
 
+impl From<crate::core::invocation::AnswerError> for ResourceError {
+    fn from(e: crate::core::invocation::AnswerError) -> Self {
+        ResourceError::Protocol(e.into())
+    }
+}
+
 pub(crate) type ReadHandler = Arc<
     dyn Fn(
             Invocation,

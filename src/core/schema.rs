@@ -33,6 +33,8 @@ use crate::core::error::Diagnostic;
 pub const MAX_INSTANCE_DEPTH: usize = 64;
 /// Maximum nesting of a registered schema document.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
+/// Largest accepted schema text (E23: bounded validation cost starts with bounded schemas).
+pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 /// At most this many diagnostics are reported for one invalid instance.
 pub const MAX_DIAGNOSTICS: usize = 16;
 
@@ -100,6 +102,9 @@ impl CompiledSchema {
     /// A readable reason when the text is not JSON, too deep, of an unsupported dialect or
     /// not a valid schema.
     pub fn compile(text: &str) -> Result<Self, String> {
+        if text.len() > MAX_SCHEMA_BYTES {
+            return Err(format!("schema text exceeds {MAX_SCHEMA_BYTES} bytes"));
+        }
         depth_within(text, MAX_SCHEMA_DEPTH)
             .map_err(|()| format!("schema nesting exceeds {MAX_SCHEMA_DEPTH} levels"))?;
         let raw = serde_json::value::RawValue::from_string(text.to_owned())
@@ -277,8 +282,20 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// Checks that JSON text nests arrays/objects at most `max` levels deep, without parsing it.
-pub(crate) fn depth_within(text: &str, max: usize) -> Result<(), ()> {
+/// Checks that JSON text nests arrays/objects at most `max` levels deep, without parsing it
+/// (brackets inside strings, including escaped quotes, do not count).
+///
+/// ```
+/// use strict_mcp::core::schema::depth_within;
+/// assert!(depth_within(r#"[[1]]"#, 2).is_ok());
+/// assert!(depth_within(r#"[[[1]]]"#, 2).is_err());
+/// assert!(depth_within(r#"["[[[\"[[["]"#, 1).is_ok());
+/// ```
+///
+/// # Errors
+/// `Err(())` when the bound is exceeded.
+#[allow(clippy::result_unit_err)]
+pub fn depth_within(text: &str, max: usize) -> Result<(), ()> {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
@@ -330,7 +347,8 @@ pub enum Side {
 ///   what the Rust type cannot hold;
 /// - on the input side, plain object schemas get `additionalProperties: false` unless they
 ///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
-///   silently ignored.
+///   silently ignored; a tool without parameters gets `{"type":"object",
+///   "additionalProperties":false}` (E8). Maps (`additionalProperties: {...}`) are untouched.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -493,7 +511,6 @@ fn close_objects(value: &mut Value) {
     match value {
         Value::Object(map) => {
             let plain = map.get("type") == Some(&Value::String("object".to_owned()))
-                && map.contains_key("properties")
                 && ![
                     "additionalProperties",
                     "unevaluatedProperties",

@@ -547,9 +547,12 @@ pub(crate) fn string_param(params: &Params, name: &str) -> Result<String, Answer
 
 fn page<T: serde::Serialize>(page: Result<crate::core::Page<T>, CoreError>, key: &str) -> Answer {
     match page {
-        Ok(p) => match p.to_result(key) {
-            Value::Object(body) => Answer::complete(body),
-            _ => Answer::error(Cause::Internal, "Internal error"),
+        Ok(p) => match members_text(p.to_result(key).get()) {
+            Some(body) => Answer::Result {
+                body,
+                result_type: "complete",
+            },
+            None => Answer::error(Cause::Internal, "Internal error"),
         },
         Err(e) => Answer::from_core(&e),
     }
