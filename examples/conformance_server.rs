@@ -1,0 +1,105 @@
+//! The conformance fixture server: every fixture the public MCP conformance suite drives
+//! (`examples/conformance/`), published directly (one native tool per fixture) over stdio.
+//!
+//! ```sh
+//! cargo run --example conformance_server                          # stdio (also `--stdio`)
+//! cargo run --example conformance_server -- --http 127.0.0.1:0    # Streamable HTTP on /mcp
+//! ```
+//!
+//! With `--http ADDR` the server binds ADDR (a loopback address; port 0 picks a free one),
+//! prints `{"listening":"http://ADDR/mcp"}` as its only stdout line and serves until Ctrl-C.
+//! On stdio, stdout carries protocol lines only. Diagnostics always go to stderr (`RUST_LOG`
+//! filters them, default `warn`).
+
+#![forbid(unsafe_code)]
+
+#[path = "conformance/fixtures.rs"]
+mod fixtures;
+#[path = "conformance/triggers.rs"]
+mod triggers;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use strict_mcp::core::Caller;
+use strict_mcp::server::http::{self, HttpConfig, McpHttp};
+use strict_mcp::server::{Server, ServerOptions};
+use tracing_subscriber::EnvFilter;
+
+fn usage() -> ! {
+    eprintln!("usage: conformance_server [--stdio | --http 127.0.0.1:PORT]");
+    std::process::exit(2);
+}
+
+enum Transport {
+    Stdio,
+    Http(SocketAddr),
+}
+
+fn transport() -> Transport {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["--stdio"] => Transport::Stdio,
+        ["--http", addr] => match addr.parse::<SocketAddr>() {
+            Ok(addr) if addr.ip().is_loopback() => Transport::Http(addr),
+            Ok(_) => {
+                eprintln!("conformance_server: --http binds loopback addresses only");
+                std::process::exit(2);
+            }
+            Err(_) => usage(),
+        },
+        _ => usage(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .init();
+    let transport = transport();
+
+    let catalogue = Arc::new(triggers::Catalogue::default());
+    let registry = triggers::registry(&catalogue, fixtures::builder);
+    let server = Server::new(
+        registry,
+        ServerOptions::new()
+            .server_info("strict-mcp-conformance", env!("CARGO_PKG_VERSION"))
+            .mode("direct"),
+    )?;
+    catalogue.attach(server.clone());
+
+    match transport {
+        // stdio serves one local user; credentials would come from the environment (C16).
+        Transport::Stdio => server.run_stdio(Caller::new("local-user")).await?,
+        Transport::Http(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let url = format!("http://{}/mcp", listener.local_addr()?);
+            let config = HttpConfig {
+                path: Some("/mcp".to_owned()),
+                ..HttpConfig::default()
+            };
+            let service = McpHttp::new(server.clone(), config);
+            println!("{}", serde_json::json!({ "listening": url }));
+            let budget = server.shutdown_budget();
+            // Ctrl-C: end the protocol server first (closes listen streams), then the
+            // accept loop, which lets in-flight responses finish.
+            let stop = async move {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                server.shutdown(budget).await;
+            };
+            http::serve(listener, service, stop).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,360 @@
+//! The official TypeScript SDK v2 client and Python SDK v2 client (drivers in `interop/`)
+//! against the conformance server example over stdio: discover, list, call and MRTR round
+//! trips, with exact expectations. One more test repeats the check over the server's
+//! `--http` mode, including the `Mcp-Param-*` header of an `x-mcp-header` argument.
+//!
+//! The peers come from `.ci/install-peers`. Without them the tests print a skip notice and
+//! pass locally; under `CI=true` a missing peer fails.
+
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The peer executable, or `None` (after a skip notice) when it is not installed locally.
+fn peer(relative: &str) -> Option<PathBuf> {
+    let path = root().join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        !in_ci(),
+        "{} is missing; CI must run .ci/install-peers before the tests",
+        path.display()
+    );
+    eprintln!(
+        "skipping: {} is not installed (run .ci/install-peers)",
+        path.display()
+    );
+    None
+}
+
+/// Builds the conformance server example (a no-op when fresh) and returns its path.
+fn server_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--example", "conformance_server"])
+        .current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building the conformance server failed");
+    let binary = target.join("debug/examples/conformance_server");
+    assert!(binary.exists(), "{} not built", binary.display());
+    binary
+}
+
+/// Runs a driver against the stdio server and returns its JSON lines; panics with the
+/// driver's output when it did not exit 0.
+fn drive(interpreter: &Path, script: &str, args: &[&str], server: &Path) -> Vec<Value> {
+    let mut command = Command::new(interpreter);
+    command
+        .arg(root().join(script))
+        .args(args)
+        .arg("--")
+        .arg(server)
+        .arg("--stdio");
+    run_driver(command, script)
+}
+
+/// The same against a server URL.
+fn drive_url(interpreter: &Path, script: &str, args: &[&str], url: &str) -> Vec<Value> {
+    let mut command = Command::new(interpreter);
+    command
+        .arg(root().join(script))
+        .args(args)
+        .args(["--url", url]);
+    run_driver(command, script)
+}
+
+fn run_driver(mut command: Command, script: &str) -> Vec<Value> {
+    let output = command
+        .current_dir(root())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("driver runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{script} failed ({}):\n{stdout}\n--- stderr ---\n{stderr}",
+        output.status
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(
+        lines.last().map(|l| (&l["step"], &l["ok"])),
+        Some((&json!("done"), &json!(true))),
+        "{stdout}"
+    );
+    lines
+}
+
+fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    let line = lines
+        .iter()
+        .find(|l| l["step"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` step in {lines:?}"));
+    assert_eq!(line["ok"], true, "{line}");
+    line
+}
+
+fn texts(result: &Value) -> Vec<&str> {
+    result["content"]
+        .as_array()
+        .expect("content array")
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .map(|b| b["text"].as_str().expect("text"))
+        .collect()
+}
+
+const BASIC: &[&str] = &[
+    "--steps",
+    "discover,list,call,mrtr",
+    "--tool",
+    "test_simple_text",
+    "--args",
+    "{}",
+    "--expect-text",
+    "This is a simple text response for testing.",
+    "--mrtr-tool",
+    "test_input_required_result_elicitation",
+    "--mrtr-args",
+    "{}",
+    "--elicit-content",
+    r#"{"name":"Alice"}"#,
+    "--mrtr-expect-text",
+    "Hello, Alice!",
+];
+
+/// Two rounds: the same answer object carries both `name` (step 1) and `color` (step 2).
+const MULTI_ROUND: &[&str] = &[
+    "--steps",
+    "mrtr",
+    "--mrtr-tool",
+    "test_input_required_result_multi_round",
+    "--mrtr-args",
+    "{}",
+    "--elicit-content",
+    r#"{"name":"Alice","color":"blue"}"#,
+    "--mrtr-expect-text",
+    "Both rounds answered; favourite colour: blue.",
+];
+
+/// `all_pages`: whether the driver's listing follows `nextCursor` (the TS client does; the
+/// Python driver lists the first page only).
+fn check_basic(lines: &[Value], all_pages: bool) {
+    let connect = step(lines, "connect");
+    assert_eq!(connect["transport"], "stdio");
+    assert_eq!(connect["protocolVersion"], "2026-07-28");
+
+    let discover = &step(lines, "discover")["result"];
+    assert_eq!(
+        discover["_meta"]["io.modelcontextprotocol/serverInfo"],
+        json!({"name": "strict-mcp-conformance", "version": env!("CARGO_PKG_VERSION")})
+    );
+    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+    for capability in ["tools", "prompts", "resources", "completions"] {
+        assert!(
+            discover["capabilities"][capability].is_object(),
+            "{capability} missing: {discover}"
+        );
+    }
+
+    let listed = step(lines, "tools/list");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tool names")
+        .iter()
+        .map(|n| n.as_str().expect("name"))
+        .collect();
+    for expected in [
+        "json_schema_2020_12_tool",
+        "test_simple_text",
+        "test_input_required_result_elicitation",
+    ] {
+        assert!(names.contains(&expected), "{expected} not in {names:?}");
+    }
+    // 21 tools: a first page of 20 (the core's page size) and a second of one.
+    if all_pages {
+        assert_eq!(names.len(), 21, "{names:?}");
+        assert_eq!(names.last(), Some(&"test_trigger_tool_change"));
+    } else {
+        assert_eq!(names.len(), 20, "{names:?}");
+        assert!(listed["result"]["nextCursor"].is_string(), "{listed}");
+    }
+
+    let call = step(lines, "tools/call");
+    assert_eq!(call["tool"], "test_simple_text");
+    assert_eq!(
+        texts(&call["result"]),
+        ["This is a simple text response for testing."]
+    );
+
+    let mrtr = step(lines, "mrtr");
+    assert_eq!(mrtr["rounds"], 1, "{mrtr}");
+    let asked = &mrtr["elicitations"][0];
+    assert_eq!(asked["message"], "What is your name?");
+    assert_eq!(
+        asked["requestedSchema"],
+        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    );
+    assert_eq!(texts(&mrtr["result"]), ["Hello, Alice!"]);
+}
+
+fn check_multi_round(lines: &[Value]) {
+    let mrtr = step(lines, "mrtr");
+    assert_eq!(mrtr["rounds"], 2, "{mrtr}");
+    let messages: Vec<&Value> = mrtr["elicitations"]
+        .as_array()
+        .expect("elicitations")
+        .iter()
+        .map(|e| &e["message"])
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "Step 1: What is your name?",
+            "Step 2: What is your favorite color?"
+        ]
+    );
+    assert_eq!(
+        texts(&mrtr["result"]),
+        ["Both rounds answered; favourite colour: blue."]
+    );
+}
+
+#[test]
+fn typescript_sdk_client_over_stdio() {
+    let Some(node) = peer(".interop/node/bin/node") else {
+        return;
+    };
+    let server = server_binary();
+    check_basic(
+        &drive(&node, "interop/node/ts_client.mjs", BASIC, &server),
+        true,
+    );
+    check_multi_round(&drive(
+        &node,
+        "interop/node/ts_client.mjs",
+        MULTI_ROUND,
+        &server,
+    ));
+}
+
+#[test]
+fn python_sdk_client_over_stdio() {
+    let Some(python) = peer(".interop/venv/bin/python") else {
+        return;
+    };
+    let server = server_binary();
+    check_basic(
+        &drive(&python, "interop/python/py_client.py", BASIC, &server),
+        false,
+    );
+    check_multi_round(&drive(
+        &python,
+        "interop/python/py_client.py",
+        MULTI_ROUND,
+        &server,
+    ));
+}
+
+/// The conformance server in `--http` mode; killed on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(binary: &Path) -> HttpServer {
+        let mut child = Command::new(binary)
+            .args(["--http", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
+        let announced: Value = serde_json::from_str(&line).expect("JSON listening line");
+        let url = announced["listening"]
+            .as_str()
+            .expect("listening URL")
+            .to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+            "{url}"
+        );
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `test_header_params` declares `region` as `x-mcp-header: Region`, so both clients must
+/// mirror it into `Mcp-Param-Region`; the host refuses a call whose header is missing or
+/// differs (-32020), so a passing call proves the header arrived and matched.
+const HTTP_STEPS: &[&str] = &[
+    "--steps",
+    "discover,list,call,mrtr",
+    "--tool",
+    "test_header_params",
+    "--args",
+    r#"{"region":"eu-west","text":"hi"}"#,
+    "--expect-text",
+    "eu-west: hi",
+    "--mrtr-tool",
+    "test_input_required_result_elicitation",
+    "--mrtr-args",
+    "{}",
+    "--elicit-content",
+    r#"{"name":"Alice"}"#,
+    "--mrtr-expect-text",
+    "Hello, Alice!",
+];
+
+#[test]
+fn both_sdk_clients_over_http() {
+    let (Some(node), Some(python)) = (
+        peer(".interop/node/bin/node"),
+        peer(".interop/venv/bin/python"),
+    ) else {
+        return;
+    };
+    let server = HttpServer::start(&server_binary());
+    for (interpreter, script) in [
+        (&node, "interop/node/ts_client.mjs"),
+        (&python, "interop/python/py_client.py"),
+    ] {
+        let lines = drive_url(interpreter, script, HTTP_STEPS, &server.url);
+        assert_eq!(step(&lines, "connect")["transport"], "http");
+        let call = step(&lines, "tools/call");
+        assert_eq!(call["tool"], "test_header_params");
+        assert_eq!(texts(&call["result"]), ["eu-west: hi"]);
+        let mrtr = step(&lines, "mrtr");
+        assert_eq!(mrtr["rounds"], 1, "{mrtr}");
+        assert_eq!(texts(&mrtr["result"]), ["Hello, Alice!"]);
+    }
+}
