@@ -7,7 +7,8 @@
 #   WARMUP=5 MEASURE=10       seconds per run (warm-up excluded from the numbers)
 #   CONCS="1 16 64"           HTTP keep-alive connections
 #   INFLIGHT="16 64"          pipelined stdio requests in flight
-#   SERVERS="bare rmcp strict"  which servers (strict needs the `strict` feature to build)
+#   SERVERS="bare tokio rmcp strict"  which servers (tokio: stdio only; strict needs the
+#                             `strict` feature to build)
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
 #   LOADGEN_THREADS=2         tokio worker threads of the load generator
 # Traffic goes to 127.0.0.1 only; every server process is stopped by its pid at the end and
@@ -19,7 +20,7 @@ WARMUP=${WARMUP:-5}
 MEASURE=${MEASURE:-10}
 CONCS=${CONCS:-"1 16 64"}
 INFLIGHT=${INFLIGHT:-"16 64"}
-SERVERS=${SERVERS:-"bare rmcp strict"}
+SERVERS=${SERVERS:-"bare tokio rmcp strict"}
 STRICT=${STRICT:-auto}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
 BIN=$CARGO_TARGET_DIR/release
@@ -32,7 +33,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== build (release)" >&2
-cargo build --release --quiet --bin loadgen --bin bare_http --bin bare_stdio --bin rmcp_http --bin rmcp_stdio
+cargo build --release --quiet --bin loadgen --bin bare_http --bin bare_stdio --bin tokio_stdio --bin rmcp_http --bin rmcp_stdio
 have_strict=0
 if [[ "$STRICT" != 0 ]]; then
     if cargo build --release --quiet --features strict --bin strict_http --bin strict_stdio; then
@@ -75,7 +76,7 @@ for s in bare rmcp strict; do
 done
 
 # stdio: the load generator spawns a fresh server per run and closes its stdin at the end.
-for s in bare rmcp strict; do
+for s in bare tokio rmcp strict; do
     want "$s" || continue
     for n in $INFLIGHT; do
         echo "== stdio $s inflight=$n" >&2

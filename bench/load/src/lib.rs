@@ -111,7 +111,7 @@ where
         stream.set_nodelay(true)?;
         let service = service.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| service(req));
+            let svc = hyper::service::service_fn(service);
             let _ = Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), svc)
                 .await;

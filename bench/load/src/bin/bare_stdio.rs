@@ -2,12 +2,12 @@
 //! request per line and writes the minimal `tools/call` result line; output is flushed whenever
 //! no further input is already buffered, so no answer waits on more input. Stops at end of input.
 
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 
 use serde_json::{json, Value};
 
 fn main() -> std::io::Result<()> {
-    let mut input = std::io::stdin().lock();
+    let mut input = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut line = String::new();
     loop {
