@@ -423,6 +423,13 @@ impl Chain {
         self.issued
     }
 
+    /// Exact bytes of the latest prompt (what a pending replay sends again). The server reads
+    /// it to learn which `inputResponses` keys the pending round expects.
+    #[must_use]
+    pub fn prompt(&self) -> &[u8] {
+        &self.prompt
+    }
+
     /// Exact answer bytes collected so far, one per round in order (O56).
     #[must_use]
     pub fn answers(&self) -> &[Vec<u8>] {

@@ -22,9 +22,18 @@ pub struct Reply {
 /// Implementations must be cheap to call from any task. `notify` reports whether the peer can
 /// still receive: `false` means the response stream is gone (HTTP client closed it, stdout
 /// closed), which the server treats as cancellation of that request (D12).
+///
+/// Two exceptions to "notifications, then one reply": a request the client cancelled gets no
+/// reply at all (`finish` is never called, J9, C9), and a `subscriptions/listen` stream ended by
+/// the server on stdio gets its closing result and then one `notifications/cancelled` line
+/// (S2, K10) through `notify`.
 pub trait Outbox: Send + Sync {
     /// A notification belonging to this request, encoded as one compact line.
     fn notify(&self, line: String) -> bool;
-    /// The final reply; called exactly once per request, never for notifications.
+    /// The final reply; called at most once per request, never for notifications.
     fn finish(&self, reply: Reply);
+    /// Which transport carries this outbox; it decides how a listen stream ends (S2).
+    fn transport(&self) -> crate::machine::subscriptions::Transport {
+        crate::machine::subscriptions::Transport::Http
+    }
 }

@@ -42,11 +42,13 @@ pub enum Cause {
     NotAcceptable,
     /// The body is not declared as `application/json`: -32600, 415.
     UnsupportedMediaType,
+    /// Shutdown has begun and the request was not admitted (O5, Q6): -32603, 503.
+    ShuttingDown,
 }
 
 impl Cause {
     /// Every cause, for exhaustive table tests.
-    pub const ALL: [Cause; 16] = [
+    pub const ALL: [Cause; 17] = [
         Cause::Parse,
         Cause::InvalidRequest,
         Cause::MethodNotFound,
@@ -63,6 +65,7 @@ impl Cause {
         Cause::MethodNotAllowed,
         Cause::NotAcceptable,
         Cause::UnsupportedMediaType,
+        Cause::ShuttingDown,
     ];
 
     /// The JSON-RPC code this cause is reported with, if it is reported with a JSON-RPC body.
@@ -80,7 +83,7 @@ impl Cause {
             Cause::UnsupportedVersion => ErrorCode::UnsupportedProtocolVersion,
             Cause::MissingCapability => ErrorCode::MissingRequiredClientCapability,
             Cause::HeaderMismatch => ErrorCode::HeaderMismatch,
-            Cause::Internal => ErrorCode::InternalError,
+            Cause::Internal | Cause::ShuttingDown => ErrorCode::InternalError,
             Cause::OriginRejected | Cause::HostRejected | Cause::MethodNotAllowed => return None,
         })
     }
@@ -101,6 +104,7 @@ impl Cause {
             Cause::MethodNotAllowed => 405,
             Cause::NotAcceptable => 406,
             Cause::UnsupportedMediaType => 415,
+            Cause::ShuttingDown => 503,
         }
     }
 
@@ -127,7 +131,7 @@ mod tests {
     /// D6, D26, D31, D32, D34, D37; A14; O36).
     #[test]
     fn cause_table_every_row() {
-        let rows: [(Cause, Option<i64>, u16); 16] = [
+        let rows: [(Cause, Option<i64>, u16); 17] = [
             (Cause::Parse, Some(-32700), 400),
             (Cause::InvalidRequest, Some(-32600), 400),
             (Cause::MethodNotFound, Some(-32601), 404),
@@ -144,6 +148,7 @@ mod tests {
             (Cause::MethodNotAllowed, None, 405),
             (Cause::NotAcceptable, Some(-32600), 406),
             (Cause::UnsupportedMediaType, Some(-32600), 415),
+            (Cause::ShuttingDown, Some(-32603), 503),
         ];
         assert_eq!(rows.len(), Cause::ALL.len());
         for (cause, code, status) in rows {

@@ -30,6 +30,10 @@ pub fn server() -> Result<Server, Box<dyn std::error::Error>> {
         .build()?;
     Ok(Server::new(
         registry,
-        ServerOptions::new().server_info("strict-mcp-load", "0"),
+        // Direct publication: `echo` is a native tool, as in the other servers (the default,
+        // compact, publishes three discovery tools instead).
+        ServerOptions::new()
+            .server_info("strict-mcp-load", "0")
+            .mode("direct"),
     )?)
 }

@@ -1,0 +1,736 @@
+//! Per-request protocol rules and method dispatch (A-, B-, H-sections).
+//!
+//! Order of checks for one request: admission (shutdown, O5) → method known and its capability
+//! advertised (A14: removed and unknown methods are -32601) → the request's own `_meta`
+//! (B1–B5, B9, B12, B14, L3) → method parameters → the registry. Every error is reported through
+//! the one [`Cause`] table; every result gets `resultType` (A5) and `serverInfo` (B6), and the
+//! cacheable ones `ttlMs`/`cacheScope` (H1).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::future::{select, Either};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::listen::Opened;
+use super::progress::Progress;
+use super::{mrtr, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
+use crate::codec::{encode, EgressLimits};
+use crate::core::{
+    Caller, CancelToken, ClientCapabilities, CompletionRef, CoreError, Invocation, Registry,
+};
+use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
+use crate::wire::jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
+    SuccessResponse,
+};
+use crate::wire::meta;
+
+/// Methods removed by this revision (M6); answered -32601 like unknown ones (A14).
+pub(crate) const REMOVED_METHODS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// RFC 5424 levels accepted in `_meta` `logLevel` (L4).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// What one request is answered with.
+pub(crate) enum Answer {
+    /// A result body (an object without `resultType`/`serverInfo`; both are added here).
+    Result {
+        body: Members,
+        result_type: &'static str,
+    },
+    /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
+    ToolResult(Members),
+    /// A JSON-RPC error.
+    Error {
+        cause: Cause,
+        message: String,
+        data: Option<Value>,
+    },
+    /// Nothing to send (a listen stream the server already ended, or a client cancellation).
+    Silent,
+}
+
+impl Answer {
+    pub(crate) fn complete(body: Map<String, Value>) -> Answer {
+        Answer::Result {
+            body: members(body),
+            result_type: "complete",
+        }
+    }
+
+    pub(crate) fn error(cause: Cause, message: impl Into<String>) -> Answer {
+        Answer::Error {
+            cause,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub(crate) fn from_core(e: &CoreError) -> Answer {
+        let cause = match e {
+            CoreError::UnknownTool { .. }
+            | CoreError::UnknownPrompt { .. }
+            | CoreError::UnknownResource { .. } => Cause::UnknownTarget,
+            CoreError::InvalidCursor | CoreError::InvalidParams { .. } => Cause::InvalidParams,
+            CoreError::MissingCapability { .. } => Cause::MissingCapability,
+            _ => Cause::Internal,
+        };
+        Answer::Error {
+            cause,
+            message: e.to_string(),
+            data: e.data(),
+        }
+    }
+}
+
+/// The checked per-request context.
+pub(crate) struct Ctx {
+    pub(crate) server: Server,
+    pub(crate) caller: Caller,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) epoch: crate::machine::Epoch,
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) progress: Option<Arc<Progress>>,
+    /// The token handlers observe: fired by client cancellation and by shutdown.
+    pub(crate) cancel: CancelToken,
+}
+
+impl Ctx {
+    /// A fresh invocation context for one core call.
+    pub(crate) fn invocation(&self) -> Invocation {
+        let inv = Invocation::new(self.caller.clone())
+            .with_capabilities(self.caps.clone())
+            .with_cancel(self.cancel.clone());
+        match &self.progress {
+            Some(p) => inv.with_progress(Arc::clone(p) as Arc<dyn crate::core::ProgressSink>),
+            None => inv,
+        }
+    }
+
+    /// Runs one core invocation, with the pacer told when it starts and ends.
+    pub(crate) async fn invoke<F: std::future::Future>(&self, fut: F) -> F::Output {
+        if let Some(p) = &self.progress {
+            p.started();
+        }
+        let out = fut.await;
+        if let Some(p) = &self.progress {
+            p.ended();
+        }
+        out
+    }
+}
+
+/// Serves one request; see [`Server::serve`].
+pub(crate) async fn serve_request(
+    server: &Server,
+    caller: Caller,
+    request: Request,
+    outbox: Arc<dyn Outbox>,
+    client_cancel: CancelToken,
+) {
+    let Some((call, epoch, shutdown)) = server.admit() else {
+        outbox.finish(error_reply(
+            &request.id,
+            Cause::ShuttingDown,
+            "The server is shutting down.",
+            None,
+        ));
+        return;
+    };
+    let handler_cancel = CancelToken::new();
+    let work = handle(
+        server,
+        caller,
+        &request,
+        Arc::clone(&outbox),
+        epoch,
+        handler_cancel.clone(),
+        client_cancel.clone(),
+    );
+    // Shutdown cancels the handler, but the call still answers (e.g. the `cancelled` failure).
+    let forward_shutdown = async {
+        shutdown.cancelled().await;
+        handler_cancel.cancel();
+        std::future::pending::<()>().await;
+    };
+    let work = async {
+        futures_util::pin_mut!(work);
+        futures_util::pin_mut!(forward_shutdown);
+        match select(work, forward_shutdown).await {
+            Either::Left((reply, _)) => reply,
+            Either::Right(((), _)) => None,
+        }
+    };
+    let cancelled = client_cancel.cancelled();
+    futures_util::pin_mut!(work);
+    futures_util::pin_mut!(cancelled);
+    match select(work, cancelled).await {
+        Either::Left((Some(reply), _)) if !client_cancel.is_cancelled() => outbox.finish(reply),
+        Either::Left(_) => handler_cancel.cancel(),
+        // C9, J9: the handler future is dropped (its work stops) and nothing more is sent.
+        Either::Right(((), _)) => handler_cancel.cancel(),
+    }
+    server.end_call(call);
+}
+
+/// Encodes an error reply. The message and data are safe, caller-facing values.
+pub(crate) fn error_reply(
+    id: &RequestId,
+    cause: Cause,
+    message: &str,
+    data: Option<Value>,
+) -> Reply {
+    let code = cause
+        .code()
+        .unwrap_or(crate::wire::jsonrpc::ErrorCode::InternalError);
+    let mut error = ErrorObject::new(code, message);
+    if let Some(raw) = data.and_then(|d| serde_json::value::to_raw_value(&d).ok()) {
+        error = error.with_data(raw);
+    }
+    let message = Message::Response(Response::Error(ErrorResponse::new(Some(id.clone()), error)));
+    let line = match encode(&message, &EgressLimits::SERVER) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(error = %e, "error reply over its bound");
+            let fallback = Message::Response(Response::Error(ErrorResponse::from_code(
+                Some(id.clone()),
+                crate::wire::jsonrpc::ErrorCode::InternalError,
+            )));
+            encode(&fallback, &EgressLimits::SERVER)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default()
+        }
+    };
+    Reply {
+        line,
+        status: cause.http_status(),
+    }
+}
+
+/// Encodes a success response around an already encoded result object.
+pub(crate) fn encode_result(
+    id: &RequestId,
+    result: &str,
+) -> Result<String, crate::codec::EgressError> {
+    let raw = RawValue::from_string(result.to_owned())
+        .map_err(|e| crate::codec::EgressError::Encode(e.to_string()))?;
+    let message = Message::Response(Response::Success(SuccessResponse {
+        id: id.clone(),
+        result: raw,
+    }));
+    let bytes = encode(&message, &EgressLimits::SERVER)?;
+    Ok(String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// Encodes a server notification; over its bound it is dropped with a warning (O42).
+pub(crate) fn encode_notification(method: &str, params: &str) -> Option<String> {
+    let params = RawValue::from_string(params.to_owned()).ok()?;
+    let message = Message::Notification(Notification {
+        method: method.to_owned(),
+        params: Some(params),
+    });
+    match encode(&message, &EgressLimits::SERVER) {
+        Ok(bytes) => String::from_utf8(bytes).ok(),
+        Err(e) => {
+            tracing::warn!(method, error = %e, "notification dropped");
+            None
+        }
+    }
+}
+
+/// A result object as its members, each kept as exact JSON text (O29: numbers and strings
+/// of tool results are never re-serialised through a float).
+pub(crate) type Members = BTreeMap<String, Box<RawValue>>;
+
+/// Members of a `serde_json` object.
+pub(crate) fn members(body: Map<String, Value>) -> Members {
+    body.into_iter()
+        .filter_map(|(k, v)| serde_json::value::to_raw_value(&v).ok().map(|raw| (k, raw)))
+        .collect()
+}
+
+/// Members of an object given as exact JSON text.
+pub(crate) fn members_text(text: &str) -> Option<Members> {
+    serde_json::from_str(text).ok()
+}
+
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text)
+        .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"))
+}
+
+fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> String {
+    body.insert(
+        "resultType".to_owned(),
+        raw(Value::String(result_type.to_owned()).to_string()),
+    );
+    let mut meta: Members = body
+        .get("_meta")
+        .and_then(|m| serde_json::from_str(m.get()).ok())
+        .unwrap_or_default();
+    meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
+    body.insert(
+        "_meta".to_owned(),
+        raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
+    );
+    serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
+/// too-large tool result becomes the `result_too_large` failure (O40).
+fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
+    let info = &server.inner().info;
+    let encoded = |body: Members, result_type: &str| {
+        encode_result(id, &with_identity(body, result_type, info))
+    };
+    match answer {
+        Answer::Silent => None,
+        Answer::Error {
+            cause,
+            message,
+            data,
+        } => Some(error_reply(id, cause, &message, data)),
+        Answer::Result { body, result_type } => Some(match encoded(body, result_type) {
+            Ok(line) => Reply { line, status: 200 },
+            Err(e) => {
+                tracing::warn!(error = %e, "result over its bound");
+                error_reply(id, Cause::Internal, "The result is too large.", None)
+            }
+        }),
+        Answer::ToolResult(body) => Some(match encoded(body, "complete") {
+            Ok(line) => Reply { line, status: 200 },
+            Err(e) if e.is_too_large() => {
+                let failure = super::tools::failure_result(
+                    server,
+                    crate::core::FailureCode::ResultTooLarge,
+                    "The tool result exceeds the response size limit.",
+                );
+                match encoded(members(failure), "complete") {
+                    Ok(line) => Reply { line, status: 200 },
+                    Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
+                }
+            }
+            Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
+        }),
+    }
+}
+
+/// The params object of a request, member by member (exact bytes).
+pub(crate) type Params = BTreeMap<String, Box<RawValue>>;
+
+/// What the request's `_meta` declares.
+struct RequestMeta {
+    caps: Value,
+    progress_token: Option<String>,
+}
+
+fn parse_params(request: &Request) -> Result<Params, Answer> {
+    let Some(raw) = request.params.as_deref() else {
+        return Err(missing_meta());
+    };
+    serde_json::from_str::<Params>(raw.get())
+        .map_err(|_| Answer::error(Cause::InvalidParams, "params must be an object"))
+}
+
+fn missing_meta() -> Answer {
+    Answer::error(
+        Cause::MissingMeta,
+        format!(
+            "params._meta must carry {} and {}",
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_CAPABILITIES
+        ),
+    )
+}
+
+/// B1–B5, B9, B12, B14, L3: everything is read from this request only.
+fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
+    let Some(raw) = params.get("_meta") else {
+        return Err(missing_meta());
+    };
+    let (Ok(members), Ok(values)) = (
+        serde_json::from_str::<Params>(raw.get()),
+        serde_json::from_str::<Map<String, Value>>(raw.get()),
+    ) else {
+        return Err(missing_meta());
+    };
+    let version = match values.get(meta::PROTOCOL_VERSION) {
+        Some(Value::String(v)) => v,
+        _ => return Err(missing_meta()),
+    };
+    if version != PROTOCOL_VERSION {
+        return Err(Answer::Error {
+            cause: Cause::UnsupportedVersion,
+            message: "Unsupported protocol version".to_owned(),
+            data: Some(json!({ "supported": [PROTOCOL_VERSION], "requested": version })),
+        });
+    }
+    let caps = match values.get(meta::CLIENT_CAPABILITIES) {
+        Some(c @ Value::Object(_)) => c.clone(),
+        _ => return Err(missing_meta()),
+    };
+    if let Err(e) = meta::check_meta_keys(&values) {
+        return Err(Answer::error(Cause::InvalidParams, e.to_string()));
+    }
+    if let Err(e) = meta::check_trace_values(&values) {
+        return Err(Answer::error(Cause::InvalidParams, e.to_string()));
+    }
+    if let Some(level) = values.get(meta::LOG_LEVEL) {
+        if !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l)) {
+            return Err(Answer::error(Cause::InvalidParams, "Unrecognised logLevel"));
+        }
+    }
+    Ok(RequestMeta {
+        caps,
+        progress_token: members
+            .get(meta::PROGRESS_TOKEN)
+            .map(|t| t.get().to_owned()),
+    })
+}
+
+/// Whether the method exists and its capability is advertised (A14).
+fn method_served(method: &str, registry: &Registry) -> bool {
+    match method {
+        "server/discover" | "subscriptions/listen" => true,
+        "tools/list" | "tools/call" => registry.has_tools(),
+        "resources/list" | "resources/templates/list" | "resources/read" => {
+            registry.has_resources()
+        }
+        "prompts/list" | "prompts/get" => registry.has_prompts(),
+        "completion/complete" => registry.has_prompts() || registry.has_resources(),
+        _ => false,
+    }
+}
+
+async fn handle(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    outbox: Arc<dyn Outbox>,
+    epoch: crate::machine::Epoch,
+    handler_cancel: CancelToken,
+    client_cancel: CancelToken,
+) -> Option<Reply> {
+    let registry = server.registry();
+    let method = request.method.as_str();
+    let checked = if !method_served(method, &registry) {
+        Err(if REMOVED_METHODS.contains(&method) {
+            Answer::Error {
+                cause: Cause::MethodNotFound,
+                message: format!("Method not found: {method} was removed in {PROTOCOL_VERSION}"),
+                data: Some(json!({ "supported": [PROTOCOL_VERSION] })),
+            }
+        } else {
+            Answer::error(Cause::MethodNotFound, "Method not found")
+        })
+    } else {
+        parse_params(request).and_then(|p| check_meta(&p).map(|m| (p, m)))
+    };
+    let (params, request_meta) = match checked {
+        Ok(x) => x,
+        Err(answer) => return answer_to_reply(server, &request.id, answer),
+    };
+    let progress = Progress::new(
+        request_meta.progress_token.as_deref(),
+        Arc::clone(&outbox),
+        client_cancel.clone(),
+    );
+    let ctx = Ctx {
+        server: server.clone(),
+        caller,
+        registry,
+        epoch,
+        caps: ClientCapabilities::from_value(request_meta.caps),
+        progress: progress.clone(),
+        cancel: handler_cancel,
+    };
+    let progress_end = ProgressEnd(progress);
+    let answer = route(&ctx, request, &params, &outbox, &client_cancel)
+        .await
+        .unwrap_or_else(|a| a);
+    drop(progress_end);
+    answer_to_reply(server, &request.id, answer)
+}
+
+async fn route(
+    ctx: &Ctx,
+    request: &Request,
+    params: &Params,
+    outbox: &Arc<dyn Outbox>,
+    client_cancel: &CancelToken,
+) -> Result<Answer, Answer> {
+    let caller = &ctx.caller;
+    Ok(match request.method.as_str() {
+        "server/discover" => discover(ctx),
+        "tools/list" => super::tools::list(ctx, cursor(params)?.as_deref()),
+        "tools/call" => {
+            let raw = request
+                .params
+                .as_deref()
+                .ok_or_else(|| Answer::error(Cause::InvalidParams, "params must be an object"))?;
+            super::tools::call(ctx, params, raw).await
+        }
+        "resources/list" => page(
+            ctx.registry
+                .list_resources(caller, cursor(params)?.as_deref()),
+            "resources",
+        ),
+        "resources/templates/list" => page(
+            ctx.registry
+                .list_resource_templates(caller, cursor(params)?.as_deref()),
+            "resourceTemplates",
+        ),
+        "prompts/list" => page(
+            ctx.registry
+                .list_prompts(caller, cursor(params)?.as_deref()),
+            "prompts",
+        ),
+        "resources/read" => {
+            let uri = string_param(params, "uri")?;
+            mrtr::read_resource(ctx, params, &uri).await
+        }
+        "prompts/get" => {
+            let name = string_param(params, "name")?;
+            let arguments = match params.get("arguments") {
+                None => BTreeMap::new(),
+                Some(raw) => {
+                    serde_json::from_str::<BTreeMap<String, String>>(raw.get()).map_err(|_| {
+                        Answer::error(
+                            Cause::InvalidParams,
+                            "arguments must be an object of strings",
+                        )
+                    })?
+                }
+            };
+            let arg_bytes = params.get("arguments").map_or("", |r| r.get()).to_owned();
+            mrtr::get_prompt(ctx, params, &name, arguments, &arg_bytes).await
+        }
+        "completion/complete" => complete(ctx, params)?,
+        "subscriptions/listen" => listen(ctx, request, params, outbox, client_cancel).await?,
+        _ => Answer::error(Cause::MethodNotFound, "Method not found"),
+    })
+}
+
+fn cursor(params: &Params) -> Result<Option<String>, Answer> {
+    match params.get("cursor") {
+        None => Ok(None),
+        Some(raw) => serde_json::from_str::<String>(raw.get())
+            .map(Some)
+            .map_err(|_| Answer::error(Cause::InvalidParams, "cursor must be a string")),
+    }
+}
+
+pub(crate) fn string_param(params: &Params, name: &str) -> Result<String, Answer> {
+    params
+        .get(name)
+        .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+        .ok_or_else(|| Answer::error(Cause::InvalidParams, format!("{name} must be a string")))
+}
+
+fn page<T: serde::Serialize>(page: Result<crate::core::Page<T>, CoreError>, key: &str) -> Answer {
+    match page {
+        Ok(p) => match members_text(p.to_result(key).get()) {
+            Some(body) => Answer::Result {
+                body,
+                result_type: "complete",
+            },
+            None => Answer::error(Cause::Internal, "Internal error"),
+        },
+        Err(e) => Answer::from_core(&e),
+    }
+}
+
+/// `server/discover` (B16, B18): capabilities match what this registry serves.
+fn discover(ctx: &Ctx) -> Answer {
+    let registry = &ctx.registry;
+    let mut caps = Map::new();
+    if registry.has_tools() {
+        caps.insert("tools".into(), json!({ "listChanged": true }));
+    }
+    if registry.has_resources() {
+        caps.insert(
+            "resources".into(),
+            json!({ "subscribe": true, "listChanged": true }),
+        );
+    }
+    if registry.has_prompts() {
+        caps.insert("prompts".into(), json!({ "listChanged": true }));
+    }
+    if registry.has_prompts() || registry.has_resources() {
+        caps.insert("completions".into(), json!({}));
+    }
+    let mut body = Map::new();
+    body.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
+    body.insert("capabilities".into(), Value::Object(caps));
+    if let Some(text) = &ctx.server.inner().instructions {
+        body.insert("instructions".into(), Value::String(text.clone()));
+    }
+    body.insert("ttlMs".into(), json!(0));
+    body.insert("cacheScope".into(), json!("private"));
+    Answer::complete(body)
+}
+
+/// `completion/complete` (G-section).
+fn complete(ctx: &Ctx, params: &Params) -> Result<Answer, Answer> {
+    let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
+    let reference: Value = params
+        .get("ref")
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .ok_or_else(|| bad("ref must be an object"))?;
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let reference = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => CompletionRef::Prompt {
+            name: text(&reference, "name").ok_or_else(|| bad("ref.name must be a string"))?,
+        },
+        Some("ref/resource") => CompletionRef::Resource {
+            uri: text(&reference, "uri").ok_or_else(|| bad("ref.uri must be a string"))?,
+        },
+        _ => return Err(bad("ref.type must be ref/prompt or ref/resource")),
+    };
+    let argument: Value = params
+        .get("argument")
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .ok_or_else(|| bad("argument must be an object"))?;
+    let name = text(&argument, "name").ok_or_else(|| bad("argument.name must be a string"))?;
+    let value = text(&argument, "value").ok_or_else(|| bad("argument.value must be a string"))?;
+    let context: BTreeMap<String, String> = match params.get("context") {
+        None => BTreeMap::new(),
+        Some(raw) => {
+            let v: Value = serde_json::from_str(raw.get()).map_err(|_| bad("context"))?;
+            match v.get("arguments") {
+                None => BTreeMap::new(),
+                Some(a) => serde_json::from_value(a.clone())
+                    .map_err(|_| bad("context.arguments must be an object of strings"))?,
+            }
+        }
+    };
+    Ok(
+        match ctx
+            .registry
+            .complete(&ctx.caller, &reference, &name, &value, &context)
+        {
+            Ok(reply) => {
+                let mut body = Map::new();
+                body.insert(
+                    "completion".into(),
+                    serde_json::to_value(reply).unwrap_or(Value::Null),
+                );
+                Answer::complete(body)
+            }
+            Err(e) => Answer::from_core(&e),
+        },
+    )
+}
+
+/// `subscriptions/listen` (K-section): acknowledgement first, then tagged notifications until
+/// the client cancels (no reply) or the server shuts down (closing result).
+async fn listen(
+    ctx: &Ctx,
+    request: &Request,
+    params: &Params,
+    outbox: &Arc<dyn Outbox>,
+    client_cancel: &CancelToken,
+) -> Result<Answer, Answer> {
+    let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
+    let raw = params
+        .get("notifications")
+        .ok_or_else(|| bad("notifications filter is required"))?;
+    let requested: Map<String, Value> =
+        serde_json::from_str(raw.get()).map_err(|_| bad("notifications must be an object"))?;
+    let flag = |k: &str| -> Result<bool, Answer> {
+        match requested.get(k) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(bad("notification flags must be booleans")),
+        }
+    };
+    let resource_subscriptions = match requested.get("resourceSubscriptions") {
+        None => None,
+        Some(v) => Some(
+            serde_json::from_value::<std::collections::BTreeSet<String>>(v.clone())
+                .map_err(|_| bad("resourceSubscriptions must be an array of strings"))?,
+        ),
+    };
+    let filter = Filter {
+        tools_list_changed: flag("toolsListChanged")?,
+        prompts_list_changed: flag("promptsListChanged")?,
+        resources_list_changed: flag("resourcesListChanged")?,
+        resource_subscriptions,
+    };
+    let registry = &ctx.registry;
+    let support = ServerSupport {
+        tools_list_changed: registry.has_tools(),
+        prompts_list_changed: registry.has_prompts(),
+        resources_list_changed: registry.has_resources(),
+        resources_subscribe: registry.has_resources(),
+    };
+    let hub = &ctx.server.inner().listens;
+    let Opened { key, closed } = hub.open(
+        ctx.server.now(),
+        SubscriptionId(request.id.token().to_owned()),
+        filter,
+        support,
+        Arc::clone(outbox),
+        &ctx.server.inner().info,
+    );
+    // However this future ends (client cancellation may drop it), the stream leaves the hub.
+    let _guard = StreamGuard { ctx, key };
+    let client = client_cancel.cancelled();
+    let server_closed = closed.cancelled();
+    let shutdown = ctx.cancel.cancelled();
+    futures_util::pin_mut!(client);
+    futures_util::pin_mut!(server_closed);
+    futures_util::pin_mut!(shutdown);
+    let ended = select(client, server_closed);
+    if let Either::Right(((), _)) = select(ended, shutdown).await {
+        // Shutdown reached this call before the stream was registered for `close_all`.
+        hub.server_closing(ctx.server.now(), key, &ctx.server.inner().info);
+    }
+    Ok(Answer::Silent)
+}
+
+/// Removes a listen stream from the hub when its request ends; a stream the server already
+/// closed is gone and this does nothing.
+struct StreamGuard<'a> {
+    ctx: &'a Ctx,
+    key: u64,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        self.ctx
+            .server
+            .inner()
+            .listens
+            .client_closed(self.ctx.server.now(), self.key);
+    }
+}
+
+/// Ends a request's progress however the request ends (J4, C9).
+struct ProgressEnd(Option<Arc<Progress>>);
+
+impl Drop for ProgressEnd {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            p.finished();
+        }
+    }
+}

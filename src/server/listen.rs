@@ -1,0 +1,204 @@
+//! Open `subscriptions/listen` streams (K-section): one [`Listen`] machine per stream, driven
+//! under one lock so that the acknowledgement always precedes the stream's notifications (K3)
+//! and a change is offered to every stream in the same order.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+
+use super::dispatch::{encode_notification, encode_result};
+use super::{lock, Outbox, Reply};
+use crate::core::CancelToken;
+use crate::machine::subscriptions::{
+    Change, Filter, Listen, ListenEffect, ListenEffects, ListenEvent, ServerSupport, SubscriptionId,
+};
+use crate::machine::Tick;
+use crate::wire::meta::SUBSCRIPTION_ID;
+
+struct Stream {
+    machine: Listen,
+    outbox: Arc<dyn Outbox>,
+    closed: CancelToken,
+}
+
+/// Every open listen stream of one server.
+#[derive(Default)]
+pub(crate) struct Hub {
+    streams: Mutex<BTreeMap<u64, Stream>>,
+    next: AtomicU64,
+}
+
+/// Handle of one open stream.
+pub(crate) struct Opened {
+    pub(crate) key: u64,
+    /// Fired when the server ended the stream (its closing result is already sent).
+    pub(crate) closed: CancelToken,
+}
+
+impl Hub {
+    /// Opens a stream and sends its acknowledgement.
+    pub(crate) fn open(
+        &self,
+        now: Tick,
+        id: SubscriptionId,
+        requested: Filter,
+        support: ServerSupport,
+        outbox: Arc<dyn Outbox>,
+        info: &RawValue,
+    ) -> Opened {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let closed = CancelToken::new();
+        let mut machine = Listen::new(id, outbox.transport(), requested);
+        let mut streams = lock(&self.streams);
+        let effects = machine.handle(now, ListenEvent::Acknowledge(support));
+        let mut stream = Stream {
+            machine,
+            outbox,
+            closed: closed.clone(),
+        };
+        if apply(&mut stream, effects, info) {
+            streams.insert(key, stream);
+        }
+        Opened { key, closed }
+    }
+
+    /// Offers a change to every open stream (K2: each stream's filter decides).
+    pub(crate) fn change(&self, now: Tick, change: &Change, info: &RawValue) {
+        let mut streams = lock(&self.streams);
+        streams.retain(|_, stream| {
+            let effects = stream
+                .machine
+                .handle(now, ListenEvent::Change(change.clone()));
+            apply(stream, effects, info)
+        });
+    }
+
+    /// The client ended the stream (stdio `notifications/cancelled`, HTTP close, K9).
+    pub(crate) fn client_closed(&self, now: Tick, key: u64) {
+        if let Some(mut stream) = lock(&self.streams).remove(&key) {
+            let _ = stream.machine.handle(now, ListenEvent::ClientClosed);
+        }
+    }
+
+    /// Ends one stream gracefully (shutdown reached it directly, O6).
+    pub(crate) fn server_closing(&self, now: Tick, key: u64, info: &RawValue) {
+        let mut streams = lock(&self.streams);
+        if let Some(stream) = streams.get_mut(&key) {
+            let effects = stream.machine.handle(now, ListenEvent::ServerClosing);
+            if !apply(stream, effects, info) {
+                streams.remove(&key);
+            }
+        }
+    }
+
+    /// Ends every stream gracefully (shutdown, O6, K10).
+    pub(crate) fn close_all(&self, now: Tick, info: &RawValue) {
+        let mut streams = lock(&self.streams);
+        streams.retain(|_, stream| {
+            let effects = stream.machine.handle(now, ListenEvent::ServerClosing);
+            apply(stream, effects, info)
+        });
+    }
+
+    /// Open streams.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.streams).len()
+    }
+}
+
+/// Sends what the machine asked for; returns whether the stream stays open.
+fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
+    let mut open = true;
+    for effect in effects.0 {
+        match effect {
+            ListenEffect::SendAcknowledged { id, filter } => {
+                let params = format!(
+                    r#"{{"notifications":{},"_meta":{{"{SUBSCRIPTION_ID}":{}}}}}"#,
+                    filter_json(&filter),
+                    id.0
+                );
+                open &= send(stream, "notifications/subscriptions/acknowledged", &params);
+            }
+            ListenEffect::SendNotification { id, change } => {
+                let meta = format!(r#""_meta":{{"{SUBSCRIPTION_ID}":{}}}"#, id.0);
+                let (method, params) = match change {
+                    Change::ToolsListChanged => {
+                        ("notifications/tools/list_changed", format!("{{{meta}}}"))
+                    }
+                    Change::PromptsListChanged => {
+                        ("notifications/prompts/list_changed", format!("{{{meta}}}"))
+                    }
+                    Change::ResourcesListChanged => (
+                        "notifications/resources/list_changed",
+                        format!("{{{meta}}}"),
+                    ),
+                    Change::ResourceUpdated { uri } => (
+                        "notifications/resources/updated",
+                        format!(r#"{{"uri":{},{meta}}}"#, serde_json::Value::String(uri)),
+                    ),
+                };
+                open &= send(stream, method, &params);
+            }
+            ListenEffect::SendClosingResult { id } => {
+                let result = format!(
+                    r#"{{"resultType":"complete","_meta":{{"{SUBSCRIPTION_ID}":{},"{}":{}}}}}"#,
+                    id.0,
+                    crate::wire::meta::SERVER_INFO,
+                    info.get()
+                );
+                match crate::wire::jsonrpc::RequestId::from_token(&id.0)
+                    .ok()
+                    .and_then(|rid| encode_result(&rid, &result).ok())
+                {
+                    Some(line) => stream.outbox.finish(Reply { line, status: 200 }),
+                    None => tracing::warn!("listen closing result could not be encoded"),
+                }
+            }
+            // The machine emits this on stdio only (S2).
+            ListenEffect::SendCancelled { id } => {
+                let params = format!(r#"{{"requestId":{}}}"#, id.0);
+                let _ = send(stream, "notifications/cancelled", &params);
+            }
+            ListenEffect::CloseStream => {
+                stream.closed.cancel();
+                open = false;
+            }
+        }
+    }
+    if !open {
+        // Closed by the server, or the peer is gone: the listen request ends without a reply
+        // unless its closing result already went out.
+        stream.closed.cancel();
+    }
+    open
+}
+
+/// Sends one notification; `false` when the peer is gone (the stream then ends, D12).
+fn send(stream: &Stream, method: &str, params: &str) -> bool {
+    match encode_notification(method, params) {
+        Some(line) => stream.outbox.notify(line),
+        None => true,
+    }
+}
+
+fn filter_json(filter: &Filter) -> String {
+    let mut map = serde_json::Map::new();
+    if filter.tools_list_changed {
+        map.insert("toolsListChanged".into(), true.into());
+    }
+    if filter.prompts_list_changed {
+        map.insert("promptsListChanged".into(), true.into());
+    }
+    if filter.resources_list_changed {
+        map.insert("resourcesListChanged".into(), true.into());
+    }
+    if let Some(uris) = &filter.resource_subscriptions {
+        map.insert(
+            "resourceSubscriptions".into(),
+            uris.iter().cloned().collect::<Vec<_>>().into(),
+        );
+    }
+    serde_json::Value::Object(map).to_string()
+}

@@ -1,0 +1,450 @@
+//! Multi round-trip requests (I-section, O45–O56): the core's `InputRequired` outcome bound to
+//! the continuation ledger ([`Chain`]), sealed `requestState` tokens and the [`LedgerStore`].
+//!
+//! * First call: the handler runs with no chain. If it asks for input, a chain is created under
+//!   the serving epoch the call was admitted with, stored, and its state sealed.
+//! * Retry (`requestState` present): the token is opened, its chain loaded, and the answer to
+//!   the pending round checked (O49) before the ledger decides: dispatch with every answer the
+//!   chain collected (keyed as the handler asked for them), the same prompt again when answers
+//!   are missing (X5, O53), recovery-only dispatch for a completed chain (O53), or rejection
+//!   (`state_rejected`: tampered, foreign, other request, old epoch, expired).
+//! * Failures of the answer or the state are tool failures on `tools/call` and JSON-RPC errors
+//!   on `resources/read` and `prompts/get` (O50).
+//!
+//! [`LedgerStore`]: crate::core::store::LedgerStore
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::dispatch::{Answer, Ctx, Params};
+use super::Cause;
+use crate::core::seal::{
+    open, principal_digest, random_chain_id, random_nonce, request_digest, seal,
+};
+use crate::core::store::StoreError;
+use crate::core::{FailureCode, InputRequest, Invocation, Outcome};
+use crate::machine::ledger::{
+    Binding, Chain, ChainFailure, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
+};
+
+/// What one handler invocation produced.
+pub(crate) enum HandlerOut {
+    /// The final answer.
+    Complete(Answer),
+    /// The handler asks for client input.
+    Input(BTreeMap<String, InputRequest>),
+}
+
+/// Attempts at a compare-and-swap before giving up with an internal error.
+const CAS_ATTEMPTS: usize = 4;
+
+/// `resources/read` with continuations.
+pub(crate) async fn read_resource(ctx: &Ctx, params: &Params, uri: &str) -> Answer {
+    run(
+        ctx,
+        Method::ResourcesRead,
+        uri,
+        b"",
+        params,
+        |inv, _| async move {
+            match ctx.registry.read_resource(inv, uri).await {
+                Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
+                    Ok(Value::Object(body)) => Ok(HandlerOut::Complete(Answer::complete(body))),
+                    _ => Err(Answer::error(Cause::Internal, "Internal error")),
+                },
+                Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                Err(e) => Err(Answer::from_core(&e)),
+            }
+        },
+    )
+    .await
+}
+
+/// `prompts/get` with continuations.
+pub(crate) async fn get_prompt(
+    ctx: &Ctx,
+    params: &Params,
+    name: &str,
+    arguments: BTreeMap<String, String>,
+    arg_bytes: &str,
+) -> Answer {
+    run(
+        ctx,
+        Method::PromptsGet,
+        name,
+        arg_bytes.as_bytes(),
+        params,
+        |inv, _| {
+            let arguments = arguments.clone();
+            async move {
+                match ctx.registry.get_prompt(inv, name, arguments).await {
+                    Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
+                        Ok(Value::Object(body)) => Ok(HandlerOut::Complete(Answer::complete(body))),
+                        _ => Err(Answer::error(Cause::Internal, "Internal error")),
+                    },
+                    Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                    Err(e) => Err(Answer::from_core(&e)),
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// A failure of the continuation itself, reported per method (O50).
+pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
+    match method {
+        Method::ToolsCall => Answer::ToolResult(super::dispatch::members(
+            super::tools::failure_result(&ctx.server, code, message),
+        )),
+        Method::ResourcesRead | Method::PromptsGet => Answer::Error {
+            cause: if code == FailureCode::StateRejected {
+                Cause::InvalidParams
+            } else {
+                Cause::Internal
+            },
+            message: message.to_owned(),
+            data: Some(json!({ "reason": code.as_str(), "retryable": false })),
+        },
+    }
+}
+
+fn rejected(ctx: &Ctx, method: Method) -> Answer {
+    refuse(
+        ctx,
+        method,
+        FailureCode::StateRejected,
+        "The requestState was rejected.",
+    )
+}
+
+fn internal() -> Answer {
+    Answer::Error {
+        cause: Cause::Internal,
+        message: "Internal error".to_owned(),
+        data: Some(json!({ "retryable": true })),
+    }
+}
+
+/// Runs a method that may ask for input. `target` and `args` are the salient parameters the
+/// chain is bound to (I7).
+pub(crate) async fn run<'c, F, Fut>(
+    ctx: &'c Ctx,
+    method: Method,
+    target: &str,
+    args: &[u8],
+    params: &Params,
+    handler: F,
+) -> Answer
+where
+    F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
+    Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
+{
+    let responses = match params.get("inputResponses") {
+        None => BTreeMap::new(),
+        Some(raw) => match serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()) {
+            Ok(map) => map,
+            Err(_) => {
+                return Answer::error(Cause::InvalidParams, "inputResponses must be an object")
+            }
+        },
+    };
+    let token = match params.get("requestState") {
+        None => None,
+        Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+            Ok(t) => Some(t),
+            Err(_) => return Answer::error(Cause::InvalidParams, "requestState must be a string"),
+        },
+    };
+    let principal = principal_digest(&principal_id(&ctx.caller));
+    let binding = Binding {
+        principal,
+        method,
+        request: request_digest(method, target, args),
+    };
+    let Some(token) = token else {
+        // No chain yet: the first invocation (answers without state go to the handler as is).
+        let inv = ctx.invocation().with_input_responses(responses.clone());
+        return match ctx.invoke(handler(inv, &responses)).await {
+            Ok(HandlerOut::Complete(answer)) => answer,
+            Err(answer) => answer,
+            Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding, &requests).await,
+        };
+    };
+    let Ok(state) = open(&ctx.server.inner().ring, &token) else {
+        return rejected(ctx, method);
+    };
+    for _ in 0..CAS_ATTEMPTS {
+        let stored = match ctx.server.inner().store.load(state.chain).await {
+            Ok(Some(chain)) => chain,
+            Ok(None) => return rejected(ctx, method),
+            Err(e) => {
+                tracing::warn!(error = %e, "ledger store load failed");
+                return internal();
+            }
+        };
+        let answer = match pending_answer(stored.prompt(), &responses) {
+            Ok(a) => a,
+            Err(message) => return Answer::error(Cause::InvalidParams, message),
+        };
+        let mut chain = stored.clone();
+        let effect = chain.handle(
+            ctx.server.now(),
+            LedgerEvent::Resume(Resume {
+                state,
+                principal,
+                method,
+                request: binding.request,
+                serving_epoch: ctx.epoch,
+                answer,
+            }),
+        );
+        match effect {
+            LedgerEffect::Rejected(r) => {
+                tracing::debug!(?r, "requestState rejected");
+                return rejected(ctx, method);
+            }
+            LedgerEffect::Prompt { state, prompt, .. } => {
+                if stored != chain {
+                    match cas(ctx, Some(stored), chain.clone()).await {
+                        Ok(()) => {}
+                        Err(StoreError::Conflict) => continue,
+                        Err(_) => return internal(),
+                    }
+                }
+                return input_required(ctx, &state, &prompt);
+            }
+            LedgerEffect::Dispatch { .. } => {
+                match cas(ctx, Some(stored), chain.clone()).await {
+                    Ok(()) => {}
+                    Err(StoreError::Conflict) => continue,
+                    Err(_) => return internal(),
+                }
+                let answers = merged_answers(chain.answers());
+                let inv = ctx.invocation().with_input_responses(answers.clone());
+                let out = ctx.invoke(handler(inv, &answers)).await;
+                return finish_round(ctx, method, chain, out).await;
+            }
+            LedgerEffect::DispatchRecovery => {
+                let answers = merged_answers(chain.answers());
+                let inv = ctx
+                    .invocation()
+                    .with_recovery(true)
+                    .with_input_responses(answers.clone());
+                return match ctx.invoke(handler(inv, &answers)).await {
+                    Ok(HandlerOut::Complete(answer)) => answer,
+                    Err(answer) => answer,
+                    Ok(HandlerOut::Input(_)) => refuse(
+                        ctx,
+                        method,
+                        FailureCode::AlreadyCompleted,
+                        "The operation already completed.",
+                    ),
+                };
+            }
+            other => {
+                tracing::debug!(?other, "unexpected ledger effect on resume");
+                return rejected(ctx, method);
+            }
+        }
+    }
+    internal()
+}
+
+/// Feeds how a dispatched handler ended back into its chain and answers accordingly.
+async fn finish_round(
+    ctx: &Ctx,
+    method: Method,
+    mut chain: Chain,
+    out: Result<HandlerOut, Answer>,
+) -> Answer {
+    let prompt = match &out {
+        Ok(HandlerOut::Input(requests)) => match serde_json::to_vec(requests) {
+            Ok(bytes) => Some(bytes),
+            Err(_) => return internal(),
+        },
+        _ => None,
+    };
+    for _ in 0..CAS_ATTEMPTS {
+        let before = chain.clone();
+        let event = match (&out, &prompt) {
+            (Ok(HandlerOut::Input(_)), Some(bytes)) => LedgerEvent::HandlerAsked {
+                prompt: bytes.clone(),
+            },
+            (Ok(HandlerOut::Complete(_)), _) => LedgerEvent::HandlerCompleted,
+            _ => LedgerEvent::HandlerFailed,
+        };
+        let effect = chain.handle(ctx.server.now(), event);
+        match cas(ctx, Some(before), chain.clone()).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict) => {
+                // Someone else wrote the record (an epoch bump): apply the event to the fresh one.
+                match ctx.server.inner().store.load(chain.id()).await {
+                    Ok(Some(fresh)) => {
+                        chain = fresh;
+                        continue;
+                    }
+                    _ => return internal(),
+                }
+            }
+            Err(_) => return internal(),
+        }
+        return match (effect, out) {
+            (LedgerEffect::Prompt { state, prompt, .. }, _) => input_required(ctx, &state, &prompt),
+            (LedgerEffect::Failed(ChainFailure::InteractionLimit), _) => refuse(
+                ctx,
+                method,
+                FailureCode::InteractionLimit,
+                "The interaction needed more than ten answers.",
+            ),
+            (LedgerEffect::Rejected(_), Ok(HandlerOut::Input(_))) => rejected(ctx, method),
+            (_, Ok(HandlerOut::Complete(answer))) | (_, Err(answer)) => answer,
+            (_, Ok(HandlerOut::Input(_))) => internal(),
+        };
+    }
+    internal()
+}
+
+/// The first prompt of a new chain.
+async fn start_chain(
+    ctx: &Ctx,
+    binding: Binding,
+    requests: &BTreeMap<String, InputRequest>,
+) -> Answer {
+    let Ok(prompt) = serde_json::to_vec(requests) else {
+        return internal();
+    };
+    let Ok(id) = random_chain_id() else {
+        return internal();
+    };
+    let mut chain = Chain::new(id, binding, ctx.epoch, ctx.server.inner().ledger);
+    match chain.handle(ctx.server.now(), LedgerEvent::HandlerAsked { prompt }) {
+        LedgerEffect::Prompt { state, prompt, .. } => match cas(ctx, None, chain).await {
+            Ok(()) => input_required(ctx, &state, &prompt),
+            Err(e) => {
+                tracing::warn!(error = %e, "ledger store refused a new chain");
+                internal()
+            }
+        },
+        _ => internal(),
+    }
+}
+
+async fn cas(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Result<(), StoreError> {
+    ctx.server
+        .inner()
+        .store
+        .compare_and_swap(ctx.server.now(), expected, new)
+        .await
+}
+
+/// `{resultType: "input_required", inputRequests, requestState}` (I3: both present; H2: no
+/// cache hints).
+fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
+    let Ok(nonce) = random_nonce() else {
+        return internal();
+    };
+    let token = seal(&ctx.server.inner().ring, nonce, state);
+    let Ok(requests) = serde_json::from_slice::<Value>(prompt) else {
+        return internal();
+    };
+    let mut body = Map::new();
+    body.insert("inputRequests".into(), requests);
+    body.insert("requestState".into(), Value::String(token));
+    Answer::Result {
+        body: super::dispatch::members(body),
+        result_type: "input_required",
+    }
+}
+
+/// The principal id a chain is bound to; the anonymous caller has its own marker.
+fn principal_id(caller: &crate::core::Caller) -> Vec<u8> {
+    match caller.principal() {
+        Some(p) => {
+            let mut v = b"principal:".to_vec();
+            v.extend_from_slice(p.as_bytes());
+            v
+        }
+        None => b"anonymous".to_vec(),
+    }
+}
+
+/// Every answer of the chain, keyed as the handler asked (later rounds win on a reused key).
+fn merged_answers(answers: &[Vec<u8>]) -> BTreeMap<String, Box<RawValue>> {
+    let mut merged = BTreeMap::new();
+    for answer in answers {
+        if let Ok(map) = serde_json::from_slice::<BTreeMap<String, Box<RawValue>>>(answer) {
+            merged.extend(map);
+        }
+    }
+    merged
+}
+
+/// The answer to the pending prompt as exact bytes (`{key: answer, …}` for exactly the keys the
+/// prompt asked, extra keys ignored), `None` when any is missing (X5), or a malformed-answer
+/// message (O49: checked before dispatch).
+fn pending_answer(
+    prompt: &[u8],
+    responses: &BTreeMap<String, Box<RawValue>>,
+) -> Result<Option<Vec<u8>>, String> {
+    let Ok(requests) = serde_json::from_slice::<BTreeMap<String, Value>>(prompt) else {
+        // A chain with no pending prompt (completed, failed): no answer is expected.
+        return Ok(None);
+    };
+    if requests.is_empty() {
+        return Ok(None);
+    }
+    let mut out = String::from("{");
+    for (i, (key, request)) in requests.iter().enumerate() {
+        let Some(raw) = responses.get(key) else {
+            return Ok(None);
+        };
+        check_answer(key, request, raw)?;
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(key.clone()).to_string());
+        out.push(':');
+        out.push_str(raw.get());
+    }
+    out.push('}');
+    Ok(Some(out.into_bytes()))
+}
+
+/// O49 checks of one answer against the request it answers.
+fn check_answer(key: &str, request: &Value, raw: &RawValue) -> Result<(), String> {
+    let answer: Value =
+        serde_json::from_str(raw.get()).map_err(|_| format!("inputResponses.{key} is not JSON"))?;
+    let Some(obj) = answer.as_object() else {
+        return Err(format!("inputResponses.{key} must be an object"));
+    };
+    if request.get("method").and_then(Value::as_str) != Some("elicitation/create") {
+        return Ok(());
+    }
+    let url_mode = request
+        .get("params")
+        .and_then(|p| p.get("mode"))
+        .and_then(Value::as_str)
+        == Some("url");
+    let content = obj.get("content");
+    match obj.get("action").and_then(Value::as_str) {
+        Some("accept") if !url_mode => match content {
+            Some(Value::Object(_)) => Ok(()),
+            _ => Err(format!(
+                "inputResponses.{key}: a form accept needs an object content"
+            )),
+        },
+        Some("accept" | "decline" | "cancel") => match content {
+            None => Ok(()),
+            Some(_) => Err(format!(
+                "inputResponses.{key}: this action carries no content"
+            )),
+        },
+        _ => Err(format!(
+            "inputResponses.{key}.action must be accept, decline or cancel"
+        )),
+    }
+}

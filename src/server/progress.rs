@@ -1,0 +1,118 @@
+//! Progress for one request (J-section, O57–O59): the core's [`ProgressSink`] wired to the
+//! pacer and the request's own outbox (J6: never a listen stream).
+//!
+//! The server runs no timer: an update the pacer holds back goes out with the next update past
+//! the interval, or not at all (O58: no background sender, no guaranteed final update).
+
+use std::sync::{Arc, Mutex};
+
+use super::dispatch::encode_notification;
+use super::{lock, Outbox};
+use crate::core::{CancelToken, Clock, ProgressSink, SystemClock};
+use crate::machine::pacer::{Number, Pacer, PacerEffect, PacerEvent, ProgressProblem, Update};
+use crate::machine::Tick;
+
+/// The progress channel of one request.
+pub(crate) struct Progress {
+    pacer: Mutex<Pacer>,
+    outbox: Arc<dyn Outbox>,
+    /// The request's cancellation: fired when the outbox reports the peer gone (D12).
+    gone: CancelToken,
+    clock: SystemClock,
+}
+
+impl Progress {
+    /// `None` unless the request carries a valid token (a bad one disables progress silently).
+    pub(crate) fn new(
+        raw_token: Option<&str>,
+        outbox: Arc<dyn Outbox>,
+        gone: CancelToken,
+    ) -> Option<Arc<Progress>> {
+        let pacer = Pacer::new(raw_token);
+        pacer.is_enabled().then(|| {
+            Arc::new(Progress {
+                pacer: Mutex::new(pacer),
+                outbox,
+                gone,
+                clock: SystemClock::new(),
+            })
+        })
+    }
+
+    fn now(&self) -> Tick {
+        Tick(self.clock.now_ms())
+    }
+
+    fn event(&self, event: PacerEvent) {
+        let effect = lock(&self.pacer).handle(self.now(), event);
+        self.apply(effect);
+    }
+
+    fn apply(&self, effect: PacerEffect) {
+        match effect {
+            PacerEffect::Deliver(n) => {
+                let mut params = format!(
+                    r#"{{"progressToken":{},"progress":{}"#,
+                    n.token.as_json(),
+                    n.progress.as_json()
+                );
+                if let Some(total) = &n.total {
+                    params.push_str(&format!(r#","total":{}"#, total.as_json()));
+                }
+                if let Some(message) = &n.message {
+                    params.push_str(&format!(
+                        r#","message":{}"#,
+                        serde_json::Value::String(message.clone())
+                    ));
+                }
+                params.push('}');
+                if let Some(line) = encode_notification("notifications/progress", &params) {
+                    if !self.outbox.notify(line) {
+                        self.gone.cancel();
+                    }
+                }
+            }
+            PacerEffect::Report(problem) => {
+                tracing::warn!(code = problem.code(), "progress update refused");
+            }
+            PacerEffect::Coalesced { .. } | PacerEffect::Ignored => {}
+        }
+    }
+
+    /// Before each core invocation of the call.
+    pub(crate) fn started(&self) {
+        self.event(PacerEvent::InvocationStarted);
+    }
+
+    /// After each core invocation of the call.
+    pub(crate) fn ended(&self) {
+        self.event(PacerEvent::InvocationEnded);
+    }
+
+    /// The call is answered (or cancelled): nothing more goes out, ever (J4).
+    pub(crate) fn finished(&self) {
+        self.event(PacerEvent::CallEnded);
+    }
+}
+
+impl ProgressSink for Progress {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(progress) = Number::from_f64(progress) else {
+            self.event(PacerEvent::Invalid(ProgressProblem::InvalidNumber));
+            return;
+        };
+        let total = match total.map(Number::from_f64) {
+            None => None,
+            Some(Some(t)) => Some(t),
+            Some(None) => {
+                self.event(PacerEvent::Invalid(ProgressProblem::InvalidNumber));
+                return;
+            }
+        };
+        self.event(PacerEvent::Update(Update {
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        }));
+    }
+}

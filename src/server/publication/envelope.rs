@@ -1,0 +1,192 @@
+//! Strict reading of JSON objects (envelopes and `tools/call` params) and the result bodies
+//! both modes share: the `{"value": …}` / `{"failure": …}` structured envelopes (O14, O17)
+//! and their `CallToolResult` text.
+//!
+//! Everything is assembled as JSON *text* around the exact bytes the core produced, so
+//! structured results and schemas never pass through a float (O29). The `Map` the public API
+//! returns is parsed from that text at the very end (see the precision note in the module
+//! documentation of [`super`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::core::descriptor::{CallToolResult, ContentBlock};
+use crate::core::{CoreError, ToolFailure};
+
+/// The members of one JSON object, in wire order, each kept as its exact text.
+pub(crate) struct Members<'a>(pub(crate) Vec<(String, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    /// Reads `raw` as an object. Anything else, or a repeated member name, is -32602.
+    pub(crate) fn parse(raw: &'a RawValue, what: &str) -> Result<Self, CoreError> {
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        de.deserialize_map(MembersVisitor)
+            .map_err(|e| invalid(format!("{what} must be a JSON object: {e}")))
+    }
+
+    /// The member called `key`, if present.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// -32602 naming the first member outside `allowed`.
+    pub(crate) fn only(&self, allowed: &[&str], what: &str) -> Result<(), CoreError> {
+        match self.0.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+            Some((k, _)) => Err(invalid(format!("unknown field `{k}` in {what}"))),
+            None => Ok(()),
+        }
+    }
+}
+
+struct MembersVisitor;
+
+impl<'de> Visitor<'de> for MembersVisitor {
+    type Value = Members<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members: Vec<(String, &'de RawValue)> = Vec::new();
+        while let Some((key, value)) = map.next_entry::<String, &'de RawValue>()? {
+            if members.iter().any(|(k, _)| *k == key) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate member name `{key}`"
+                )));
+            }
+            members.push((key, value));
+        }
+        Ok(Members(members))
+    }
+}
+
+pub(crate) fn invalid(message: impl Into<String>) -> CoreError {
+    CoreError::InvalidParams {
+        message: message.into(),
+    }
+}
+
+/// A JSON string member (never `null`, never another type).
+pub(crate) fn string_member(raw: &RawValue, field: &str) -> Result<String, CoreError> {
+    serde_json::from_str::<String>(raw.get())
+        .map_err(|_| invalid(format!("`{field}` must be a string")))
+}
+
+/// Whether the exact text is a JSON object.
+pub(crate) fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
+/// The parsed pieces of `tools/call` params that publication needs.
+pub(crate) struct CallParams<'a> {
+    pub(crate) name: String,
+    pub(crate) arguments: Option<&'a RawValue>,
+    pub(crate) input_responses: Option<BTreeMap<String, Box<RawValue>>>,
+    pub(crate) continuation: bool,
+}
+
+impl<'a> CallParams<'a> {
+    /// Reads `{"name", "arguments"?, "_meta", "inputResponses"?, "requestState"?}`. The
+    /// dispatcher owns the rest of the request shape (E10); publication checks what it reads.
+    pub(crate) fn parse(params: &'a RawValue) -> Result<Self, CoreError> {
+        let members = Members::parse(params, "params")?;
+        let name = members
+            .get("name")
+            .ok_or_else(|| invalid("`name` is required"))
+            .and_then(|raw| string_member(raw, "name"))?;
+        let arguments = members.get("arguments");
+        if arguments.is_some_and(|a| !is_object(a)) {
+            return Err(invalid("`arguments` must be an object"));
+        }
+        let input_responses = match members.get("inputResponses") {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
+                    .map_err(|_| invalid("`inputResponses` must be an object"))?,
+            ),
+        };
+        let continuation = input_responses.is_some() || members.get("requestState").is_some();
+        Ok(CallParams {
+            name,
+            arguments,
+            input_responses,
+            continuation,
+        })
+    }
+}
+
+/// `{"value": <exact inner text>}` (O14).
+pub(crate) fn value_envelope(inner: &RawValue) -> String {
+    format!("{{\"value\":{}}}", inner.get())
+}
+
+/// `{"failure": {code, message, retryable, diagnostics?}}` (O17).
+pub(crate) fn failure_envelope(failure: &ToolFailure) -> Result<String, CoreError> {
+    let body =
+        serde_json::to_string(failure).map_err(|_| CoreError::Internal { retryable: true })?;
+    Ok(format!("{{\"failure\":{body}}}"))
+}
+
+/// A complete `CallToolResult` as exact text: the ordered content, then (when there is a
+/// structured envelope) a text block holding the envelope's JSON (O15, E16).
+pub(crate) fn result_text(
+    mut content: Vec<ContentBlock>,
+    structured: Option<String>,
+    is_error: bool,
+) -> Result<String, CoreError> {
+    let structured = match structured {
+        None => None,
+        Some(text) => {
+            content.push(ContentBlock::text(text.clone()));
+            Some(RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: true })?)
+        }
+    };
+    let result = CallToolResult {
+        content,
+        structured_content: structured,
+        is_error: is_error.then_some(true),
+    };
+    serde_json::to_string(&result).map_err(|_| CoreError::Internal { retryable: true })
+}
+
+/// The `Map` form of a result body built as text.
+pub(crate) fn to_map(text: &str) -> Result<Map<String, Value>, CoreError> {
+    serde_json::from_str(text).map_err(|e| {
+        tracing::error!(error = %e, "publication built a result body that is not an object");
+        CoreError::Internal { retryable: false }
+    })
+}
+
+/// A failure result: `isError: true`, the failure envelope and its text copy. Core failures
+/// carry no content of their own, so the copy is the only block.
+pub(crate) fn failure_text(failure: &ToolFailure) -> Result<String, CoreError> {
+    result_text(Vec::new(), Some(failure_envelope(failure)?), true)
+}
+
+/// The success result of an application tool in either mode.
+///
+/// A structured result is wrapped as `{"value": …}` (explicit `null` included); no structured
+/// result means no `structuredContent` and no copy. Typed core tools end their content with a
+/// plain text block holding exactly the unwrapped JSON (their own E16 copy); that block is
+/// replaced by the copy of the envelope instead of sending the same data twice.
+pub(crate) fn success_text(
+    mut content: Vec<ContentBlock>,
+    structured: Option<&RawValue>,
+) -> Result<String, CoreError> {
+    let Some(structured) = structured else {
+        return result_text(content, None, false);
+    };
+    let own_copy = matches!(
+        content.last(),
+        Some(ContentBlock::Text { text, annotations: None, meta: None }) if text == structured.get()
+    );
+    if own_copy {
+        content.pop();
+    }
+    result_text(content, Some(value_envelope(structured)), false)
+}

@@ -1,0 +1,581 @@
+//! The real protocol server behind the Streamable HTTP host, over loopback TCP (O117, O118).
+//!
+//! Typed tools built with the core API; the host runs through the bundled `serve` accept loop.
+#![forbid(unsafe_code)]
+#![cfg(feature = "http")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use strict_mcp::core::{Invocation, Registry, RegistryBuilder, ToolDef};
+use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+use strict_mcp::server::{Server, ServerOptions};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+const PV: &str = "2026-07-28";
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoIn {
+    /// Text to echo.
+    text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EchoOut {
+    /// The same text.
+    text: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RegionIn {
+    /// Where to run; mirrored into `Mcp-Param-Region`.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+/// Flags the `wait` tool raises.
+#[derive(Default)]
+struct Probes {
+    started: AtomicBool,
+    stopped: AtomicBool,
+}
+
+struct StopOnDrop(Arc<Probes>);
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stopped.store(true, Ordering::SeqCst);
+    }
+}
+
+fn registry(probes: &Arc<Probes>, extra: bool) -> Registry {
+    let p = Arc::clone(probes);
+    let mut b = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "echo",
+            |_i: Invocation, i: EchoIn| async move { Ok(EchoOut { text: i.text }) },
+        ))
+        .tool(ToolDef::typed(
+            "region",
+            |_i: Invocation, i: RegionIn| async move { Ok(EchoOut { text: i.region }) },
+        ))
+        .tool(ToolDef::typed(
+            "progress",
+            |inv: Invocation, _i: Empty| async move {
+                inv.report_progress(1.0, Some(2.0), Some("half"));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(EchoOut {
+                    text: "done".into(),
+                })
+            },
+        ))
+        .tool(ToolDef::typed("wait", move |inv: Invocation, _i: Empty| {
+            let guard = StopOnDrop(Arc::clone(&p));
+            async move {
+                let _guard = guard;
+                _guard.0.started.store(true, Ordering::SeqCst);
+                inv.cancel_token().cancelled().await;
+                Ok(EchoOut {
+                    text: "cancelled".into(),
+                })
+            }
+        }));
+    if extra {
+        b = b.tool(ToolDef::typed(
+            "added",
+            |_i: Invocation, i: EchoIn| async move { Ok(EchoOut { text: i.text }) },
+        ));
+    }
+    b.build().expect("registry")
+}
+
+struct Host {
+    addr: std::net::SocketAddr,
+    server: Server,
+    probes: Arc<Probes>,
+    client: Client<HttpConnector, Full<Bytes>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    run: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(mode: &str) -> Host {
+    let probes = Arc::new(Probes::default());
+    let server = Server::new(
+        registry(&probes, false),
+        ServerOptions::new()
+            .server_info("http-test", "0.0.1")
+            .mode(mode),
+    )
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let service = McpHttp::new(
+        server.clone(),
+        HttpConfig {
+            path: Some("/mcp".into()),
+            keep_alive: Duration::from_millis(50),
+            ..HttpConfig::default()
+        },
+    );
+    let run = tokio::spawn(serve(listener, service, async {
+        let _ = stopped.await;
+    }));
+    Host {
+        addr,
+        server,
+        probes,
+        client: Client::builder(TokioExecutor::new()).build_http(),
+        stop: Some(stop),
+        run,
+    }
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": PV,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+fn rpc(id: Value, method: &str, mut params: Value) -> String {
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+impl Host {
+    fn request(&self, headers: &[(&str, &str)], body: String) -> Request<Full<Bytes>> {
+        let mut b = Request::post(format!("http://{}/mcp", self.addr))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(Full::new(Bytes::from(body))).unwrap()
+    }
+
+    async fn post(&self, headers: &[(&str, &str)], body: String) -> (StatusCode, String, String) {
+        let res = self
+            .client
+            .request(self.request(headers, body))
+            .await
+            .unwrap();
+        let status = res.status();
+        let ct = res.headers()["content-type"].to_str().unwrap().to_owned();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        (status, ct, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    async fn json(&self, headers: &[(&str, &str)], body: String) -> (StatusCode, Value) {
+        let (status, ct, text) = self.post(headers, body).await;
+        assert_eq!(ct, "application/json", "{text}");
+        (status, serde_json::from_str(&text).unwrap())
+    }
+
+    async fn stop(mut self) {
+        self.server.shutdown(Duration::from_secs(2)).await;
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(5), self.run)
+            .await
+            .expect("accept loop ends")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn events(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+async fn next(body: &mut Incoming) -> Option<String> {
+    let f = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .expect("frame in time");
+    f.map(|f| String::from_utf8(f.unwrap().into_data().unwrap().to_vec()).unwrap())
+}
+
+/// The next `data:` event, skipping keep-alive comments.
+async fn next_event(body: &mut Incoming) -> Option<Value> {
+    loop {
+        let f = next(body).await?;
+        if let Some(d) = f.strip_prefix("data: ") {
+            return Some(serde_json::from_str(d.trim_end()).unwrap());
+        }
+        assert_eq!(f, ": keep-alive\n\n");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o117_discovery_and_an_ordinary_call_over_http() {
+    let host = start("direct").await;
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "server/discover"),
+            ],
+            rpc(json!(1), "server/discover", json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["result"]["supportedVersions"], json!([PV]));
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ],
+            rpc(
+                json!("c"),
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "hi"}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["id"], "c");
+    assert_eq!(
+        v["result"]["structuredContent"],
+        json!({"value": {"text": "hi"}})
+    );
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d32_unsupported_version_missing_meta_and_d31_unknown_method_statuses() {
+    let host = start("direct").await;
+    // -32022 with 400: header and body agree on a revision the server does not serve.
+    let mut m = meta();
+    m["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", "2099-01-01"),
+                ("mcp-method", "tools/list"),
+            ],
+            rpc(json!(2), "tools/list", json!({"_meta": m})),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32022))
+    );
+    // Missing _meta: -32602 with 400.
+    let (status, v) = host
+        .json(
+            &[("mcp-protocol-version", PV), ("mcp-method", "tools/list")],
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#.to_owned(),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32602))
+    );
+    // Unknown method: 404 with -32601.
+    let (status, v) = host
+        .json(
+            &[("mcp-protocol-version", PV), ("mcp-method", "ping")],
+            rpc(json!(4), "ping", json!({})),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::NOT_FOUND, json!(-32601))
+    );
+    // Unknown tool: -32602 with 200.
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "nope"),
+            ],
+            rpc(
+                json!(5),
+                "tools/call",
+                json!({"name": "nope", "arguments": {}}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::OK, json!(-32602))
+    );
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d28_typed_tool_x_mcp_header_is_enforced_in_direct_mode_only() {
+    let host = start("direct").await;
+    let body = || {
+        rpc(
+            json!(6),
+            "tools/call",
+            json!({"name": "region", "arguments": {"region": "eu"}}),
+        )
+    };
+    let base = [
+        ("mcp-protocol-version", PV),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "region"),
+    ];
+    let (status, v) = host.json(&base, body()).await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+    let mut h = base.to_vec();
+    h.push(("Mcp-Param-Region", "eu"));
+    let (status, v) = host.json(&h, body()).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["result"]["structuredContent"],
+        json!({"value": {"text": "eu"}})
+    );
+    host.stop().await;
+    // Compact mode publishes only `call_tool` (no annotations): nothing to mirror.
+    let host = start("compact").await;
+    let (status, v) = host
+        .json(
+            &[("mcp-protocol-version", PV), ("mcp-method", "tools/call"), ("mcp-name", "call_tool")],
+            rpc(
+                json!(7),
+                "tools/call",
+                json!({"name": "call_tool", "arguments": {"name": "region", "arguments": {"region": "eu"}}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["result"]["structuredContent"],
+        json!({"value": {"text": "eu"}}),
+        "{v}"
+    );
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn j6_progress_travels_on_the_requests_sse_stream() {
+    let host = start("direct").await;
+    let mut m = meta();
+    m["progressToken"] = json!("tok");
+    let (status, ct, text) = host
+        .post(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "progress"),
+            ],
+            rpc(
+                json!(8),
+                "tools/call",
+                json!({"name": "progress", "arguments": {}, "_meta": m}),
+            ),
+        )
+        .await;
+    assert_eq!((status, ct.as_str()), (StatusCode::OK, "text/event-stream"));
+    let ev = events(&text);
+    assert_eq!(ev.len(), 2, "{text}");
+    assert_eq!(
+        ev[0],
+        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":1.0,"total":2.0,"message":"half"}})
+    );
+    assert_eq!(ev[1]["id"], 8);
+    assert_eq!(
+        ev[1]["result"]["structuredContent"],
+        json!({"value": {"text": "done"}})
+    );
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d12_disconnect_cancels_the_handler_and_the_server_keeps_serving() {
+    let host = start("direct").await;
+    let body = rpc(
+        json!(9),
+        "tools/call",
+        json!({"name": "wait", "arguments": {}}),
+    );
+    let raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMCP-Protocol-Version: {PV}\r\nMcp-Method: tools/call\r\nMcp-Name: wait\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = TcpStream::connect(host.addr).await.unwrap();
+    s.write_all(raw.as_bytes()).await.unwrap();
+    for _ in 0..300 {
+        if host.probes.started.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(host.probes.started.load(Ordering::SeqCst));
+    assert!(!host.probes.stopped.load(Ordering::SeqCst));
+    drop(s);
+    for _ in 0..300 {
+        if host.probes.stopped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        host.probes.stopped.load(Ordering::SeqCst),
+        "handler saw no cancellation"
+    );
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo"),
+            ],
+            rpc(
+                json!(10),
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "still"}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(v["result"]["structuredContent"]["value"]["text"], "still");
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k_listen_over_http_ack_filter_tagging_keep_alive_and_close_on_shutdown() {
+    let host = start("direct").await;
+    let body = rpc(
+        json!("L"),
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+    );
+    let res = host
+        .client
+        .request(host.request(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "subscriptions/listen"),
+            ],
+            body,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    assert_eq!(res.headers()["x-accel-buffering"], "no");
+    let mut body = res.into_body();
+    let ack = next_event(&mut body).await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
+    // Idle stream: keep-alive comment (K14).
+    assert_eq!(next(&mut body).await.unwrap(), ": keep-alive\n\n");
+    // Not subscribed: a resource update never reaches this stream (K2).
+    host.server.resource_updated("mem://unrelated");
+    host.server.replace_registry(registry(&host.probes, true));
+    let changed = next_event(&mut body).await.unwrap();
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    let server = host.server.clone();
+    let shutdown = tokio::spawn(async move { server.shutdown(Duration::from_secs(2)).await });
+    let mut last = None;
+    while let Some(ev) = next_event(&mut body).await {
+        last = Some(ev);
+    }
+    let last = last.expect("closing result");
+    assert_eq!(last["id"], "L");
+    assert_eq!(last["result"]["resultType"], "complete");
+    assert_eq!(
+        last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    shutdown.await.unwrap();
+    host.stop().await;
+}
+
+fn rss_pages() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// User need 4: no per-request state survives a request, accepted or refused (D38, O118).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rss_stays_flat_over_20k_real_server_requests_including_rejected_ones() {
+    let probes = Arc::new(Probes::default());
+    let server = Server::new(
+        registry(&probes, false),
+        ServerOptions::new().mode("direct"),
+    )
+    .unwrap();
+    let service = McpHttp::new(server, HttpConfig::default());
+    let call = rpc(
+        json!(1),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+    let no_meta = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#.to_owned();
+    let round = |n: usize| {
+        let service = service.clone();
+        let call = call.clone();
+        let no_meta = no_meta.clone();
+        async move {
+            for i in 0..n {
+                let (method, name, body, status) = match i % 4 {
+                    0 => ("tools/call", Some("echo"), call.as_str(), 200),
+                    1 => ("tools/call", Some("other"), call.as_str(), 400),
+                    2 => ("tools/list", None, no_meta.as_str(), 400),
+                    _ => ("tools/list", None, "{bad", 400),
+                };
+                let mut b = Request::post("http://127.0.0.1/mcp")
+                    .header("host", "127.0.0.1")
+                    .header("accept", "application/json, text/event-stream")
+                    .header("content-type", "application/json")
+                    .header("mcp-protocol-version", PV)
+                    .header("mcp-method", method);
+                if let Some(n) = name {
+                    b = b.header("mcp-name", n);
+                }
+                let res = service
+                    .handle(b.body(Full::new(Bytes::from(body.to_owned()))).unwrap())
+                    .await;
+                assert_eq!(res.status().as_u16(), status, "request {i}");
+                let bytes = res.into_body().collect().await.unwrap().to_bytes();
+                assert!(!bytes.is_empty());
+            }
+        }
+    };
+    round(4_000).await;
+    let before = rss_pages();
+    round(20_000).await;
+    let after = rss_pages();
+    let grown_kib = after.saturating_sub(before) * 4;
+    assert!(
+        grown_kib < 2048,
+        "RSS grew by {grown_kib} KiB ({before} → {after} pages)"
+    );
+}
