@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Load benchmark for tools/call `echo` (issue #7): builds the harness in release, runs every
+# server x concurrency for a bounded time, and prints a table with ratios against the bare
+# servers of the same transport, all measured in this one run.
+#
+# Settings (environment):
+#   WARMUP=5 MEASURE=10       seconds per run (warm-up excluded from the numbers)
+#   CONCS="1 16 64"           HTTP keep-alive connections
+#   INFLIGHT="16 64"          pipelined stdio requests in flight
+#   SERVERS="bare tokio rmcp strict"  which servers (tokio: stdio only; strict needs the
+#                             `strict` feature to build)
+#   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
+#   LOADGEN_THREADS=2         tokio worker threads of the load generator
+# Traffic goes to 127.0.0.1 only; every server process is stopped by its pid at the end and
+# the HTTP servers also exit by themselves after MAX_SECONDS.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+WARMUP=${WARMUP:-5}
+MEASURE=${MEASURE:-10}
+CONCS=${CONCS:-"1 16 64"}
+INFLIGHT=${INFLIGHT:-"16 64"}
+SERVERS=${SERVERS:-"bare tokio rmcp strict"}
+STRICT=${STRICT:-auto}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
+BIN=$CARGO_TARGET_DIR/release
+RESULTS=$(mktemp)
+SERVER_PID=""
+
+cleanup() {
+    if [[ -n "$SERVER_PID" ]]; then kill "$SERVER_PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+echo "== build (release)" >&2
+cargo build --release --quiet --bin loadgen --bin bare_http --bin bare_stdio --bin tokio_stdio --bin rmcp_http --bin rmcp_stdio
+have_strict=0
+if [[ "$STRICT" != 0 ]]; then
+    if cargo build --release --quiet --features strict --bin strict_http --bin strict_stdio; then
+        have_strict=1
+    elif [[ "$STRICT" == 1 ]]; then
+        echo "strict-mcp servers do not build" >&2
+        exit 1
+    else
+        echo "== strict-mcp servers do not build yet: skipped" >&2
+    fi
+fi
+
+want() { # want SERVER -> is it selected and built?
+    [[ " $SERVERS " == *" $1 "* ]] || return 1
+    [[ "$1" != strict || "$have_strict" == 1 ]]
+}
+
+# HTTP: one server process per server, every concurrency against it.
+for s in bare rmcp strict; do
+    want "$s" || continue
+    out=$(mktemp)
+    MAX_SECONDS=$(( (WARMUP + MEASURE + 10) * 4 + 30 )) "$BIN/${s}_http" >"$out" &
+    SERVER_PID=$!
+    addr=""
+    for _ in $(seq 100); do
+        addr=$(awk '/^LISTENING/ {print $2}' "$out")
+        [[ -n "$addr" ]] && break
+        sleep 0.1
+    done
+    if [[ -z "$addr" ]]; then echo "${s}_http did not start" >&2; exit 1; fi
+    for c in $CONCS; do
+        echo "== http $s conc=$c" >&2
+        "$BIN/loadgen" http --addr "$addr" --pid "$SERVER_PID" --conc "$c" \
+            --warmup "$WARMUP" --measure "$MEASURE" --label "$s" | tee -a "$RESULTS" >&2
+    done
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    rm -f "$out"
+done
+
+# stdio: the load generator spawns a fresh server per run and closes its stdin at the end.
+for s in bare tokio rmcp strict; do
+    want "$s" || continue
+    for n in $INFLIGHT; do
+        echo "== stdio $s inflight=$n" >&2
+        "$BIN/loadgen" stdio --inflight "$n" --warmup "$WARMUP" --measure "$MEASURE" \
+            --label "$s" -- "$BIN/${s}_stdio" | tee -a "$RESULTS" >&2
+    done
+done
+
+echo
+echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, warm-up ${WARMUP}s, measured ${MEASURE}s per row; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+awk '
+$1 == "RESULT" {
+    key = $3 " " $4
+    if ($2 == "bare") { base_rps[key] = $7; base_cpu[key] = $10 }
+    rows[++n] = $0
+}
+END {
+    printf "| transport | server | conc | req/s | p50 µs | p99 µs | server CPU µs/req | errors | req/s vs bare | CPU/req vs bare |\n"
+    printf "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    for (i = 1; i <= n; i++) {
+        split(rows[i], f, " ")
+        key = f[3] " " f[4]
+        rr = (key in base_rps && base_rps[key] > 0) ? sprintf("%.2f", f[7] / base_rps[key]) : "-"
+        cr = (key in base_cpu && base_cpu[key] + 0 > 0 && f[10] != "-") ? sprintf("%.2f", f[10] / base_cpu[key]) : "-"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[4], f[7], f[8], f[9], f[10], f[6], rr, cr
+    }
+}' "$RESULTS"
+rm -f "$RESULTS"
