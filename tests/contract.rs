@@ -16,7 +16,11 @@ fn strs<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
     v.as_array()
         .unwrap_or_else(|| panic!("{key} is an array"))
         .iter()
-        .map(|item| item[key].as_str().unwrap_or_else(|| panic!("{key} is a string")))
+        .map(|item| {
+            item[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("{key} is a string"))
+        })
         .collect()
 }
 
@@ -39,7 +43,10 @@ fn o114_inventory_is_consistent() {
         let id = op["id"].as_str().unwrap();
         assert!(ids.insert(id), "duplicate operation id {id}");
         let tid = op["transportId"].as_str().unwrap();
-        assert!(transports.contains(&tid), "{id} names unknown transport {tid}");
+        assert!(
+            transports.contains(&tid),
+            "{id} names unknown transport {tid}"
+        );
         assert!(op["kind"].is_string() && op["purpose"].is_string(), "{id}");
     }
 }
@@ -59,8 +66,14 @@ fn o115_one_evidence_record_per_target_and_no_phantoms() {
     let mut seen = BTreeSet::new();
     for rec in c["evidence"].as_array().unwrap() {
         let target = rec["target"].as_str().unwrap().to_string();
-        assert!(expected.contains(&target), "phantom evidence target {target}");
-        assert!(seen.insert(target.clone()), "two evidence records for {target}");
+        assert!(
+            expected.contains(&target),
+            "phantom evidence target {target}"
+        );
+        assert!(
+            seen.insert(target.clone()),
+            "two evidence records for {target}"
+        );
         assert!(
             !rec["requirements"].as_array().unwrap().is_empty(),
             "{target} links no requirement"
@@ -70,8 +83,10 @@ fn o115_one_evidence_record_per_target_and_no_phantoms() {
                 for polarity in ["positive", "negative"] {
                     let proofs = rec[polarity].as_array().unwrap();
                     assert!(
-                        proofs.iter().any(|p| p["kind"] == "integration-test"
-                            || p["kind"] == "end-to-end-test"),
+                        proofs
+                            .iter()
+                            .any(|p| p["kind"] == "integration-test"
+                                || p["kind"] == "end-to-end-test"),
                         "{target}: {polarity} proof needs an integration or end-to-end test"
                     );
                 }
@@ -84,7 +99,11 @@ fn o115_one_evidence_record_per_target_and_no_phantoms() {
     assert!(missing.is_empty(), "targets without evidence: {missing:?}");
     if c["mode"] == "product" {
         assert!(
-            c["evidence"].as_array().unwrap().iter().all(|r| r["status"] == "proven"),
+            c["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["status"] == "proven"),
             "product mode with deferred proof"
         );
     }
@@ -103,7 +122,10 @@ fn o115_every_cited_test_exists() {
                 let (file, func) = r.split_once("::").expect("ref is path::function");
                 let text = std::fs::read_to_string(root.join(file))
                     .unwrap_or_else(|_| panic!("{r}: {file} does not exist"));
-                assert!(text.contains(&format!("fn {func}(")), "{r}: no such test function");
+                assert!(
+                    text.contains(&format!("fn {func}(")),
+                    "{r}: no such test function"
+                );
                 checked += 1;
             }
         }
