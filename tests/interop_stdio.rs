@@ -358,3 +358,62 @@ fn both_sdk_clients_over_http() {
         assert_eq!(texts(&mrtr["result"]), ["Hello, Alice!"]);
     }
 }
+
+/// O120, O117, O118: the official Inspector CLI 2.12.0 (`--cli --protocol-era modern`) lists and
+/// calls tools of the conformance server over stdio and over Streamable HTTP (on HTTP through
+/// `test_header_params`, so its `Mcp-Param-Region` header must match). The Inspector declares no
+/// elicitation capability, so it has no MRTR step (interop/README.md).
+#[test]
+fn inspector_cli_over_stdio_and_http() {
+    let (Some(_node), Some(_inspector)) = (
+        peer(".interop/node/bin/node"),
+        peer("interop/node/node_modules/@modelcontextprotocol/inspector"),
+    ) else {
+        return;
+    };
+    let server = server_binary();
+    let bash = Path::new("bash");
+    let simple = "This is a simple text response for testing.";
+    let lines = drive(
+        bash,
+        "interop/inspector.sh",
+        &[
+            "--tool",
+            "test_simple_text",
+            "--args",
+            "{}",
+            "--expect-text",
+            simple,
+        ],
+        &server,
+    );
+    let listed = step(&lines, "tools/list");
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .expect("tools array")
+            .iter()
+            .any(|t| t["name"] == "test_simple_text"),
+        "{listed}"
+    );
+    assert_eq!(texts(&step(&lines, "tools/call")["result"]), vec![simple]);
+
+    let http = HttpServer::start(&server);
+    let lines = drive_url(
+        bash,
+        "interop/inspector.sh",
+        &[
+            "--tool",
+            "test_header_params",
+            "--args",
+            r#"{"region":"eu-west","text":"hi"}"#,
+            "--expect-text",
+            "eu-west: hi",
+        ],
+        &http.url,
+    );
+    assert_eq!(
+        texts(&step(&lines, "tools/call")["result"]),
+        vec!["eu-west: hi"]
+    );
+}
