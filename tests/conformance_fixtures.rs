@@ -134,6 +134,7 @@ fn catalogue_names_and_descriptions() {
             "test_input_required_result_request_state",
             "test_input_required_result_sampling",
             "test_input_required_result_tampered_state",
+            "test_logging_tool",
             "test_missing_capability",
             "test_multiple_content_types",
             "test_simple_text",
@@ -1014,4 +1015,56 @@ async fn progress_reaches_the_client_three_times() {
         reply["result"]["content"],
         json!([{"type": "text", "text": "Progress reported: 0, 50 and 100 of 100."}])
     );
+}
+
+/// L1, L2, L3, L4: `test_logging_tool` emits `notifications/message` only for a request whose
+/// `_meta` asks with `logLevel`, only at or above that level, on that request's own stream and
+/// before its reply; an unknown level is -32602; discover declares `logging`.
+#[tokio::test]
+async fn logging_tool_logs_only_when_asked_and_at_or_above_the_level() {
+    let mut s = served::Served::start();
+    let call = |meta: Value| json!({"_meta": meta, "name": "test_logging_tool", "arguments": {}});
+    let with_level = |level: &str| {
+        let mut meta = served::meta(json!({}));
+        meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        meta
+    };
+    let done = json!([{"type": "text", "text": "Logging test completed"}]);
+
+    let id = s.send("tools/call", call(served::meta(json!({})))).await;
+    let (reply, before) = s.reply(id).await;
+    assert!(before.is_empty(), "not asked, yet logged: {before:?}");
+    assert_eq!(reply["result"]["content"], done);
+
+    let id = s.send("tools/call", call(with_level("info"))).await;
+    let (reply, before) = s.reply(id).await;
+    let message = |data: &str| {
+        json!({"jsonrpc": "2.0", "method": "notifications/message",
+               "params": {"level": "info", "logger": "test_logging_tool", "data": data}})
+    };
+    assert_eq!(
+        before,
+        vec![
+            message("Tool execution started"),
+            message("Tool execution processing data"),
+            message("Tool execution completed"),
+        ]
+    );
+    assert_eq!(reply["result"]["content"], done);
+
+    let id = s.send("tools/call", call(with_level("warning"))).await;
+    let (reply, before) = s.reply(id).await;
+    assert!(before.is_empty(), "info is below warning: {before:?}");
+    assert_eq!(reply["result"]["content"], done);
+
+    let id = s.send("tools/call", call(with_level("verbose"))).await;
+    let (reply, before) = s.reply(id).await;
+    assert!(before.is_empty());
+    assert_eq!(reply["error"]["code"], -32602);
+
+    let id = s
+        .send("server/discover", json!({"_meta": served::meta(json!({}))}))
+        .await;
+    let (reply, _) = s.reply(id).await;
+    assert_eq!(reply["result"]["capabilities"]["logging"], json!({}));
 }

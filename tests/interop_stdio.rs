@@ -170,7 +170,7 @@ fn check_basic(lines: &[Value], all_pages: bool) {
         json!({"name": "strict-mcp-conformance", "version": env!("CARGO_PKG_VERSION")})
     );
     assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
-    for capability in ["tools", "prompts", "resources", "completions"] {
+    for capability in ["tools", "prompts", "resources", "completions", "logging"] {
         assert!(
             discover["capabilities"][capability].is_object(),
             "{capability} missing: {discover}"
@@ -191,9 +191,9 @@ fn check_basic(lines: &[Value], all_pages: bool) {
     ] {
         assert!(names.contains(&expected), "{expected} not in {names:?}");
     }
-    // 21 tools: a first page of 20 (the core's page size) and a second of one.
+    // 22 tools: a first page of 20 (the core's page size) and a second of two.
     if all_pages {
-        assert_eq!(names.len(), 21, "{names:?}");
+        assert_eq!(names.len(), 22, "{names:?}");
         assert_eq!(names.last(), Some(&"test_trigger_tool_change"));
     } else {
         assert_eq!(names.len(), 20, "{names:?}");

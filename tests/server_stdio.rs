@@ -305,7 +305,7 @@ async fn b16_b18_discover_exact_bytes_and_capabilities() {
     let line = p.recv_line().await;
     assert_eq!(
         line,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"test-server","version":"1.2.3"}},"cacheScope":"private","capabilities":{"completions":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}},"resultType":"complete","supportedVersions":["2026-07-28"],"ttlMs":0}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"test-server","version":"1.2.3"}},"cacheScope":"private","capabilities":{"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}},"resultType":"complete","supportedVersions":["2026-07-28"],"ttlMs":0}}"#
     );
     p.close().await;
 }
@@ -354,7 +354,7 @@ async fn b18_a14_capabilities_follow_the_registry_and_unadvertised_methods_are_n
     let caps = &by_id[&1]["result"]["capabilities"];
     assert_eq!(
         caps,
-        &json!({"completions":{},"resources":{"listChanged":true,"subscribe":true}})
+        &json!({"completions":{},"logging":{},"resources":{"listChanged":true,"subscribe":true}})
     );
     assert_eq!(
         by_id[&1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"],

@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
-    CoreError, DynamicOutput, FailureCode, InputRequest, Invocation, Outcome, PromptDef,
+    CoreError, DynamicOutput, FailureCode, InputRequest, Invocation, LogLevel, Outcome, PromptDef,
     PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, TemplateDef,
     ToolDef, ToolError, ToolFailure,
 };
@@ -275,6 +275,27 @@ fn tools() -> Vec<ToolDef> {
                 "This is a simple text response for testing.",
             )]
         }),
+        ToolDef::dynamic(
+            "test_logging_tool",
+            NO_ARGS,
+            None,
+            |inv: Invocation, _args| async move {
+                for step in ["started", "processing data", "completed"] {
+                    inv.log(
+                        LogLevel::Info,
+                        Some("test_logging_tool"),
+                        json!(format!("Tool execution {step}")),
+                    );
+                }
+                Ok(DynamicOutput {
+                    content: vec![ContentBlock::text("Logging test completed")],
+                    structured: None,
+                })
+            },
+        )
+        .description(
+            "Logs three info messages (only when the request asks with _meta logLevel), then answers.",
+        ),
         fixed("test_image_content", "Returns one PNG image block.", || {
             vec![image()]
         }),

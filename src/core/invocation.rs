@@ -160,6 +160,71 @@ impl ProgressGate {
     }
 }
 
+/// RFC 5424 severities in ascending order (L4), as sent in `_meta` `logLevel` and in
+/// `notifications/message`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// `debug`
+    Debug,
+    /// `info`
+    Info,
+    /// `notice`
+    Notice,
+    /// `warning`
+    Warning,
+    /// `error`
+    Error,
+    /// `critical`
+    Critical,
+    /// `alert`
+    Alert,
+    /// `emergency`
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The wire name.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// Parses a wire name; anything else is `None` (the server answers -32602, L3).
+    #[must_use]
+    pub fn parse(name: &str) -> Option<LogLevel> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+}
+
+/// Where a handler's log messages go. The server installs one only for requests whose `_meta`
+/// asks for logging (L2), filtering by the requested level and delivering on that request's
+/// own response stream; without one, [`Invocation::log`] does nothing.
+pub trait LogSink: Send + Sync {
+    /// One message: `data` is any JSON value; `logger` names the source.
+    fn log(&self, level: LogLevel, logger: Option<&str>, data: &Value);
+}
+
 /// The context of one request: who calls, what the client can do, cancellation, progress,
 /// recovery mode and the answers to earlier input requests.
 #[derive(Clone)]
@@ -169,6 +234,7 @@ pub struct Invocation {
     cancel: CancelToken,
     progress: Option<Arc<dyn ProgressSink>>,
     gate: Arc<ProgressGate>,
+    log: Option<Arc<dyn LogSink>>,
     recovery: bool,
     responses: Arc<BTreeMap<String, Box<RawValue>>>,
 }
@@ -180,6 +246,7 @@ impl fmt::Debug for Invocation {
             .field("caps", &self.caps)
             .field("cancelled", &self.cancel.is_cancelled())
             .field("progress", &self.progress.is_some())
+            .field("log", &self.log.is_some())
             .field("recovery", &self.recovery)
             .field("responses", &self.responses.keys().collect::<Vec<_>>())
             .finish()
@@ -196,6 +263,7 @@ impl Invocation {
             cancel: CancelToken::new(),
             progress: None,
             gate: Arc::new(ProgressGate::default()),
+            log: None,
             recovery: false,
             responses: Arc::new(BTreeMap::new()),
         }
@@ -270,6 +338,21 @@ impl Invocation {
     #[must_use]
     pub fn is_recovery(&self) -> bool {
         self.recovery
+    }
+
+    /// Sends log messages to `sink` (installed by the server for requests that ask, L2).
+    #[must_use]
+    pub fn with_log(mut self, sink: Arc<dyn LogSink>) -> Self {
+        self.log = Some(sink);
+        self
+    }
+
+    /// Logs a message for the client; does nothing unless this request asked for logging at
+    /// `level` or below (L2). Never put credentials or internals in `data` (L5).
+    pub fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
+        if let Some(sink) = &self.log {
+            sink.log(level, logger, &data);
+        }
     }
 
     /// Reports progress; does nothing when the client asked for none, when the values are

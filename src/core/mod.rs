@@ -97,7 +97,7 @@ pub use error::{
 };
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
-    Invocation, Outcome, ProgressSink,
+    Invocation, LogLevel, LogSink, Outcome, ProgressSink,
 };
 pub use policy::{Access, AllowAll, Policy};
 pub use prompt::{CompletionReply, PromptDef, PromptError, PromptReply};

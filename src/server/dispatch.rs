@@ -14,11 +14,13 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::listen::Opened;
+use super::log::RequestLog;
 use super::progress::Progress;
 use super::{mrtr, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
 use crate::codec::{encode, EgressLimits};
 use crate::core::{
-    Caller, CancelToken, ClientCapabilities, CompletionRef, CoreError, Invocation, Registry,
+    Caller, CancelToken, ClientCapabilities, CompletionRef, CoreError, Invocation, LogLevel,
+    Registry,
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
 use crate::wire::jsonrpc::{
@@ -34,18 +36,6 @@ pub(crate) const REMOVED_METHODS: [&str; 5] = [
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
-];
-
-/// RFC 5424 levels accepted in `_meta` `logLevel` (L4).
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
 ];
 
 /// What one request is answered with.
@@ -108,6 +98,8 @@ pub(crate) struct Ctx {
     pub(crate) epoch: crate::machine::Epoch,
     pub(crate) caps: ClientCapabilities,
     pub(crate) progress: Option<Arc<Progress>>,
+    /// Present only when the request's `_meta` asked for logging (L2).
+    pub(crate) log: Option<Arc<RequestLog>>,
     /// The token handlers observe: fired by client cancellation and by shutdown.
     pub(crate) cancel: CancelToken,
 }
@@ -118,6 +110,10 @@ impl Ctx {
         let inv = Invocation::new(self.caller.clone())
             .with_capabilities(self.caps.clone())
             .with_cancel(self.cancel.clone());
+        let inv = match &self.log {
+            Some(l) => inv.with_log(Arc::clone(l) as Arc<dyn crate::core::LogSink>),
+            None => inv,
+        };
         match &self.progress {
             Some(p) => inv.with_progress(Arc::clone(p) as Arc<dyn crate::core::ProgressSink>),
             None => inv,
@@ -340,6 +336,8 @@ pub(crate) type Params = BTreeMap<String, Box<RawValue>>;
 struct RequestMeta {
     caps: Value,
     progress_token: Option<String>,
+    /// The requested `logLevel` (L2, L4), if any.
+    log_level: Option<LogLevel>,
 }
 
 fn parse_params(request: &Request) -> Result<Params, Answer> {
@@ -393,13 +391,16 @@ fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
     if let Err(e) = meta::check_trace_values(&values) {
         return Err(Answer::error(Cause::InvalidParams, e.to_string()));
     }
-    if let Some(level) = values.get(meta::LOG_LEVEL) {
-        if !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l)) {
-            return Err(Answer::error(Cause::InvalidParams, "Unrecognised logLevel"));
-        }
-    }
+    let log_level = match values.get(meta::LOG_LEVEL) {
+        None => None,
+        Some(level) => match level.as_str().and_then(LogLevel::parse) {
+            Some(l) => Some(l),
+            None => return Err(Answer::error(Cause::InvalidParams, "Unrecognised logLevel")),
+        },
+    };
     Ok(RequestMeta {
         caps,
+        log_level,
         progress_token: members
             .get(meta::PROGRESS_TOKEN)
             .map(|t| t.get().to_owned()),
@@ -453,6 +454,10 @@ async fn handle(
         Arc::clone(&outbox),
         client_cancel.clone(),
     );
+    // Never on a listen stream (L2, D41): listen has no handler, so it never logs.
+    let log = request_meta
+        .log_level
+        .map(|level| RequestLog::new(level, Arc::clone(&outbox), client_cancel.clone()));
     let ctx = Ctx {
         server: server.clone(),
         caller,
@@ -460,9 +465,10 @@ async fn handle(
         epoch,
         caps: ClientCapabilities::from_value(request_meta.caps),
         progress: progress.clone(),
+        log: log.clone(),
         cancel: handler_cancel,
     };
-    let progress_end = ProgressEnd(progress);
+    let progress_end = ProgressEnd(progress, log);
     let answer = route(&ctx, request, &params, &outbox, &client_cancel)
         .await
         .unwrap_or_else(|a| a);
@@ -577,6 +583,8 @@ fn discover(ctx: &Ctx) -> Answer {
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
     }
+    // Every handler may log for requests that ask (L1: declared because it can be emitted).
+    caps.insert("logging".into(), json!({}));
     let mut body = Map::new();
     body.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
     body.insert("capabilities".into(), Value::Object(caps));
@@ -724,13 +732,16 @@ impl Drop for StreamGuard<'_> {
     }
 }
 
-/// Ends a request's progress however the request ends (J4, C9).
-struct ProgressEnd(Option<Arc<Progress>>);
+/// Ends a request's progress and log channel however the request ends (J4, C9, L2).
+struct ProgressEnd(Option<Arc<Progress>>, Option<Arc<RequestLog>>);
 
 impl Drop for ProgressEnd {
     fn drop(&mut self) {
         if let Some(p) = &self.0 {
             p.finished();
+        }
+        if let Some(l) = &self.1 {
+            l.close();
         }
     }
 }

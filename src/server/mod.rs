@@ -21,6 +21,7 @@ mod dispatch;
 #[cfg(feature = "http")]
 pub mod http;
 mod listen;
+pub mod log;
 mod mrtr;
 pub mod outbox;
 mod progress;
