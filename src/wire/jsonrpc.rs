@@ -608,35 +608,23 @@ mod tests {
 
     #[test]
     fn a2_rejects_null_fractional_and_structured_ids() {
-        assert_eq!(RequestId::from_token("null").unwrap_err(), InvalidId::Null);
-        assert_eq!(
-            RequestId::from_token("1.5").unwrap_err(),
-            InvalidId::NotInteger
-        );
-        assert_eq!(
-            RequestId::from_token("1.0").unwrap_err(),
-            InvalidId::NotInteger
-        );
-        assert_eq!(
-            RequestId::from_token("1e3").unwrap_err(),
-            InvalidId::NotInteger
-        );
-        assert_eq!(
-            RequestId::from_token("{}").unwrap_err(),
-            InvalidId::WrongType
-        );
-        assert_eq!(
-            RequestId::from_token("[1]").unwrap_err(),
-            InvalidId::WrongType
-        );
-        assert_eq!(
-            RequestId::from_token("true").unwrap_err(),
-            InvalidId::WrongType
-        );
-        assert_eq!(
-            RequestId::from_token("01").unwrap_err(),
-            InvalidId::Malformed
-        );
+        let cases = [
+            ("null", InvalidId::Null),
+            ("1.5", InvalidId::NotInteger),
+            ("1.0", InvalidId::NotInteger),
+            ("1e3", InvalidId::NotInteger),
+            ("{}", InvalidId::WrongType),
+            ("[1]", InvalidId::WrongType),
+            ("true", InvalidId::WrongType),
+            ("01", InvalidId::Malformed),
+        ];
+        for (token, expected) in cases {
+            assert_eq!(
+                RequestId::from_token(token).unwrap_err(),
+                expected,
+                "{token}"
+            );
+        }
     }
 
     #[test]
