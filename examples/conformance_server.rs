@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use strict_mcp::core::Caller;
 use strict_mcp::server::http::{self, HttpConfig, McpHttp};
-use strict_mcp::server::{Server, ServerOptions};
+use strict_mcp::server::{Server, ServerOptions, ShutdownReport};
 use tracing_subscriber::EnvFilter;
 
 fn usage() -> ! {
@@ -79,7 +79,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     match transport {
         // stdio serves one local user; credentials would come from the environment (C16).
-        Transport::Stdio => server.run_stdio(Caller::new("local-user")).await?,
+        Transport::Stdio => {
+            let report = server.run_stdio(Caller::new("local-user")).await?;
+            exit_on_cleanup_failure(report);
+        }
         Transport::Http(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             let url = format!("http://{}/mcp", listener.local_addr()?);
@@ -102,4 +105,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// O5: a shutdown that left calls running is reported on stderr and in the exit status (3),
+/// so a supervisor can tell a clean stop from an abandoned one.
+fn exit_on_cleanup_failure(report: ShutdownReport) {
+    if let ShutdownReport::CleanupFailed { unfinished } = report {
+        eprintln!("shutdown: cleanup_failed ({unfinished} calls still running)");
+        std::process::exit(3);
+    }
 }

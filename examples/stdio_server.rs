@@ -11,7 +11,7 @@ use strict_mcp::core::{
     Caller, Invocation, Outcome, PromptDef, PromptReply, ReadReply, RegistryBuilder, ResourceDef,
     ToolDef,
 };
-use strict_mcp::server::{Server, ServerOptions};
+use strict_mcp::server::{Server, ServerOptions, ShutdownReport};
 
 #[derive(Deserialize, JsonSchema)]
 struct EchoInput {
@@ -62,6 +62,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ServerOptions::new().server_info("strict-mcp-example", env!("CARGO_PKG_VERSION")),
     )?;
     // stdio credentials come from the environment (C16); this example serves one local user.
-    server.run_stdio(Caller::new("local-user")).await?;
+    let report = server.run_stdio(Caller::new("local-user")).await?;
+    if let ShutdownReport::CleanupFailed { unfinished } = report {
+        // O5: an abandoned shutdown shows in the exit status, never on stdout.
+        eprintln!("shutdown: cleanup_failed ({unfinished} calls still running)");
+        std::process::exit(3);
+    }
     Ok(())
 }

@@ -183,7 +183,7 @@ fn registry(probes: &Arc<Probes>) -> Registry {
 struct Peer {
     writer: Option<DuplexStream>,
     lines: Lines<BufReader<DuplexStream>>,
-    run: tokio::task::JoinHandle<std::io::Result<()>>,
+    run: tokio::task::JoinHandle<std::io::Result<strict_mcp::server::ShutdownReport>>,
     server: Server,
     probes: Arc<Probes>,
 }

@@ -57,11 +57,12 @@ type InFlight = Arc<Mutex<HashMap<String, (u64, CancelToken)>>>;
 
 impl Server {
     /// Serves MCP on this process's stdin and stdout until stdin closes. Runs once per server
-    /// (O4); nothing but protocol lines is written to stdout (C1, C4).
+    /// (O4); nothing but protocol lines is written to stdout (C1, C4). Returns how the
+    /// shutdown at EOF ended, so a binary can exit non-zero on `cleanup_failed` (O5).
     ///
     /// # Errors
     /// When stdio already ran for this server, or reading stdin / writing stdout fails.
-    pub async fn run_stdio(&self, caller: Caller) -> io::Result<()> {
+    pub async fn run_stdio(&self, caller: Caller) -> io::Result<super::ShutdownReport> {
         self.run_stdio_on(caller, tokio::io::stdin(), tokio::io::stdout())
             .await
     }
@@ -75,7 +76,7 @@ impl Server {
         caller: Caller,
         mut reader: R,
         writer: W,
-    ) -> io::Result<()>
+    ) -> io::Result<super::ShutdownReport>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -210,7 +211,7 @@ impl Server {
         let write_result = writer_task
             .await
             .map_err(|e| io::Error::other(format!("stdout writer failed: {e}")))?;
-        read_result.and(write_result)
+        read_result.and(write_result).map(|()| report)
     }
 }
 
