@@ -17,7 +17,13 @@ use hyper_util::rt::TokioExecutor;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use strict_mcp::core::{Invocation, Registry, RegistryBuilder, ToolDef};
+use std::collections::BTreeMap;
+
+use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
+use strict_mcp::core::{
+    Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef,
+    TemplateDef, ToolDef,
+};
 use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::AsyncWriteExt;
@@ -93,6 +99,7 @@ fn registry(probes: &Arc<Probes>, extra: bool) -> Registry {
                 })
             }
         }));
+    b = catalogue(b);
     if extra {
         b = b.tool(ToolDef::typed(
             "added",
@@ -100,6 +107,58 @@ fn registry(probes: &Arc<Probes>, extra: bool) -> Registry {
         ));
     }
     b.build().expect("registry")
+}
+
+/// One resource, one template with a completer, and one prompt that asks for a form answer:
+/// enough to prove every resource, prompt and completion operation over HTTP (O117).
+fn catalogue(b: RegistryBuilder) -> RegistryBuilder {
+    b.resource(
+        ResourceDef::new("mem://hello", "hello", |_inv, uri| async move {
+            Ok(ReadReply::new(vec![ResourceContents::text(uri, "hello")]))
+        })
+        .mime_type("text/plain"),
+    )
+    .template(
+        TemplateDef::new(
+            "mem://items/{id}",
+            "item",
+            |_inv, uri, vars: BTreeMap<String, String>| async move {
+                Ok(ReadReply::new(vec![ResourceContents::text(
+                    uri,
+                    format!("item {}", vars["id"]),
+                )]))
+            },
+        )
+        .complete("id", |_caller, partial, _known| {
+            ["alpha", "beta", "apple"]
+                .iter()
+                .filter(|v| v.starts_with(partial))
+                .map(|v| (*v).to_owned())
+                .collect()
+        }),
+    )
+    .prompt(
+        PromptDef::new(
+            "greet",
+            |inv: Invocation, args: BTreeMap<String, String>| async move {
+                if inv.input_response("name").is_none() {
+                    let ask = inv.elicit_form(
+                        "Whom to greet?",
+                        json!({"type":"object","properties":{"name":{"type":"string"}}}),
+                    )?;
+                    return Ok(Outcome::input("name", ask));
+                }
+                Ok(Outcome::Complete(PromptReply {
+                    description: None,
+                    messages: vec![PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::text(format!("Greet in {}.", args["style"])),
+                    }],
+                }))
+            },
+        )
+        .argument("style", "How to greet.", true),
+    )
 }
 
 struct Host {
@@ -578,4 +637,207 @@ async fn rss_stays_flat_over_20k_real_server_requests_including_rejected_ones() 
         grown_kib < 2048,
         "RSS grew by {grown_kib} KiB ({before} → {after} pages)"
     );
+}
+
+/// O117 for the resource, prompt and completion operations over HTTP, each in both
+/// polarities: a proper result with `resultType`, cache hints and the right status, and the
+/// matching refusal with its exact code and HTTP status (O34, X4/-32021, B1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o117_resources_prompts_and_completion_over_http_in_both_polarities() {
+    let host = start("direct").await;
+    let h = |method: &'static str| vec![("mcp-protocol-version", PV), ("mcp-method", method)];
+
+    // resources/list: one resource, private with ttlMs 0 (O31).
+    let (status, v) = host
+        .json(
+            &h("resources/list"),
+            rpc(json!(1), "resources/list", json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["resources"][0]["uri"], "mem://hello");
+    assert_eq!(v["result"]["resources"][0]["mimeType"], "text/plain");
+    assert_eq!(v["result"]["ttlMs"], 0);
+    assert_eq!(v["result"]["cacheScope"], "private");
+    assert_eq!(v["result"]["resultType"], "complete");
+    // ... and the same method with no _meta is -32602 with 400.
+    let (status, v) = host
+        .json(
+            &h("resources/list"),
+            r#"{"jsonrpc":"2.0","id":2,"method":"resources/list","params":{}}"#.to_owned(),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32602))
+    );
+
+    // resources/templates/list.
+    let (status, v) = host
+        .json(
+            &h("resources/templates/list"),
+            rpc(json!(3), "resources/templates/list", json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["result"]["resourceTemplates"][0]["uriTemplate"],
+        "mem://items/{id}"
+    );
+    assert_eq!(v["result"]["resultType"], "complete");
+    // ... a version the server does not serve: -32022 with 400, naming both versions.
+    let mut old = meta();
+    old["io.modelcontextprotocol/protocolVersion"] = json!("2025-06-18");
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", "2025-06-18"),
+                ("mcp-method", "resources/templates/list"),
+            ],
+            rpc(json!(4), "resources/templates/list", json!({"_meta": old})),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32022))
+    );
+    assert_eq!(v["error"]["data"]["requested"], "2025-06-18");
+
+    // resources/read: static and templated, with Mcp-Name carrying the URI.
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "resources/read"),
+                ("mcp-name", "mem://items/42"),
+            ],
+            rpc(json!(5), "resources/read", json!({"uri": "mem://items/42"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["result"]["contents"],
+        json!([{"uri": "mem://items/42", "text": "item 42"}])
+    );
+    assert_eq!(v["result"]["ttlMs"], 0);
+    assert_eq!(v["result"]["cacheScope"], "private");
+    // ... an unknown URI: -32602 with data.uri, never -32002 (O34).
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", PV),
+                ("mcp-method", "resources/read"),
+                ("mcp-name", "mem://nope"),
+            ],
+            rpc(json!(6), "resources/read", json!({"uri": "mem://nope"})),
+        )
+        .await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert_eq!(v["error"]["data"]["uri"], "mem://nope");
+    // Like an unknown tool, an unknown URI is a result-level refusal: 200 with the error body.
+    assert_eq!(status, StatusCode::OK);
+
+    // prompts/list.
+    let (status, v) = host
+        .json(&h("prompts/list"), rpc(json!(7), "prompts/list", json!({})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["prompts"][0]["name"], "greet");
+    assert_eq!(v["result"]["prompts"][0]["arguments"][0]["required"], true);
+    // ... a mismatched Mcp-Method header: -32020 with 400 (D-section).
+    let (status, v) = host
+        .json(&h("tools/list"), rpc(json!(8), "prompts/list", json!({})))
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32020))
+    );
+
+    // prompts/get with elicitation declared: input_required (I-section) over HTTP.
+    let mut elicit = meta();
+    elicit["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+    let get = |id: i64, m: Value| {
+        rpc(
+            json!(id),
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"style": "haiku"}, "_meta": m}),
+        )
+    };
+    let headers = [
+        ("mcp-protocol-version", PV),
+        ("mcp-method", "prompts/get"),
+        ("mcp-name", "greet"),
+    ];
+    let (status, v) = host.json(&headers, get(9, elicit.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["resultType"], "input_required");
+    assert_eq!(
+        v["result"]["inputRequests"]["name"]["method"],
+        "elicitation/create"
+    );
+    let state = v["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_owned();
+    let retry = rpc(
+        json!(10),
+        "prompts/get",
+        json!({
+            "name": "greet", "arguments": {"style": "haiku"}, "_meta": elicit,
+            "inputResponses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
+            "requestState": state,
+        }),
+    );
+    let (status, v) = host.json(&headers, retry).await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(
+        v["result"]["messages"][0]["content"]["text"],
+        "Greet in haiku."
+    );
+    // ... without the capability: -32021 with 400 and the capability it needs (X4).
+    let (status, v) = host.json(&headers, get(11, meta())).await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!(-32021))
+    );
+    assert!(
+        v["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(),
+        "{v}"
+    );
+
+    // completion/complete on the template variable.
+    let complete = |id: i64, m: Value| {
+        rpc(
+            json!(id),
+            "completion/complete",
+            json!({
+                "ref": {"type": "ref/resource", "uri": "mem://items/{id}"},
+                "argument": {"name": "id", "value": "a"},
+                "_meta": m,
+            }),
+        )
+    };
+    let (status, v) = host
+        .json(&h("completion/complete"), complete(12, meta()))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["result"]["completion"]["values"],
+        json!(["alpha", "apple"])
+    );
+    assert_eq!(v["result"]["resultType"], "complete");
+    // ... with a header that disagrees with the body's revision: -32020 with 400.
+    let (status, v) = host
+        .json(
+            &[
+                ("mcp-protocol-version", "2025-06-18"),
+                ("mcp-method", "completion/complete"),
+            ],
+            complete(13, meta()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["error"]["code"], json!(-32020), "{v}");
+    host.stop().await;
 }
