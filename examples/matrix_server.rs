@@ -22,11 +22,18 @@
 //! | `fail` | typed: always the failure `invalid_arguments` with one diagnostic (O17) |
 //! | `ask` | typed, interactive: asks `q1`, `q2`, … one form elicitation per round until `rounds` answers exist (`rounds` absent: forever, so the 11th prompt hits `interaction_limit`, O54) |
 //! | `slow` | writes `started:<marker>` to stderr, waits for cancellation, and writes `cancelled:<marker>` to stderr when the handler stops (observed or dropped) |
-//! | `stuck` | writes `started:stuck` to stderr and never ends, ignoring cancellation |
+//! | `stuck` | writes `started:stuck` to stderr and then blocks its thread forever (see below) |
 //! | `tool_00` … `tool_44` | fillers for direct-mode paging (45 tools, plus the 8 above) |
 //!
 //! A resource `mem://readme`, a template `mem://items/{id}` (completion for `id`) and a prompt
 //! `greet` (required argument `name`, with completion) make every core method servable.
+//!
+//! Two handlers ignore cancellation. The core races every *tool* handler against its
+//! cancellation token and drops it, so an asynchronous tool can never outlive its call; the
+//! only tool that can is one that blocks its thread, which is what `stuck` does. The resource
+//! `mem://stuck` writes `started:mem-stuck` to stderr and then awaits forever without looking
+//! at its token: resource handlers are not raced, so it keeps its call running past any
+//! shutdown budget while staying abortable.
 //!
 //! stdout carries protocol lines only (C1); diagnostics go to stderr (C4, `RUST_LOG`, default
 //! `warn`). Exit status: 0 after a clean shutdown at EOF, 3 with a `cleanup_failed` line on
@@ -44,8 +51,8 @@ use serde_json::value::RawValue;
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
     Caller, Diagnostic, DynamicOutput, FailureCode, Invocation, Outcome, PromptDef, PromptReply,
-    ReadReply, Registry, RegistryBuilder, ResourceDef, TemplateDef, ToolDef, ToolError,
-    ToolFailure,
+    ReadReply, Registry, RegistryBuilder, ResourceDef, ResourceError, TemplateDef, ToolDef,
+    ToolError, ToolFailure,
 };
 use strict_mcp::server::{Server, ServerOptions, ShutdownReport};
 use tracing_subscriber::EnvFilter;
@@ -217,7 +224,12 @@ fn tools() -> Vec<ToolDef> {
         .description("Waits for cancellation and reports it on stderr."),
         ToolDef::typed("stuck", |_inv: Invocation, _i: StuckIn| async move {
             eprintln!("started:stuck");
-            std::future::pending::<Result<StuckOut, ToolError>>().await
+            // Blocking on purpose: the only way a tool handler can ignore cancellation.
+            loop {
+                std::thread::park();
+            }
+            #[allow(unreachable_code)]
+            Ok::<StuckOut, ToolError>(StuckOut { finished: true })
         })
         .description("Never ends and ignores cancellation."),
     ];
@@ -252,6 +264,13 @@ fn registry() -> Registry {
             })
             .description("A static text resource.")
             .mime_type("text/plain"),
+        )
+        .resource(
+            ResourceDef::new("mem://stuck", "stuck", |_inv, _uri| async move {
+                eprintln!("started:mem-stuck");
+                std::future::pending::<Result<ReadReply, ResourceError>>().await
+            })
+            .description("Never ends and ignores cancellation."),
         )
         .template(
             TemplateDef::new(
@@ -346,7 +365,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(budget) = flags.budget {
         options = options.shutdown_budget(budget);
     }
-    let server = Server::new(registry(), options)?;
+    let server = match Server::new(registry(), options) {
+        Ok(server) => server,
+        Err(e) => {
+            // O7: a refused configuration (e.g. an unknown mode) never starts serving.
+            eprintln!("matrix_server: {e}");
+            std::process::exit(1);
+        }
+    };
     // stdio serves one local user; credentials would come from the environment (C16).
     let report = server.run_stdio(Caller::new("local-user")).await?;
     if let ShutdownReport::CleanupFailed { unfinished } = report {
