@@ -21,9 +21,10 @@
 //! | `optional` | typed: `{text, note?}` → `{text, note?}`; `note` absent stays absent |
 //! | `fail` | typed: always the failure `invalid_arguments` with one diagnostic (O17) |
 //! | `ask` | typed, interactive: asks `q1`, `q2`, … one form elicitation per round until `rounds` answers exist (`rounds` absent: forever, so the 11th prompt hits `interaction_limit`, O54) |
+//! | `progress` | reports progress 0.5, 0.5 again (not increasing: refused and logged), 2 and 3 of 3, 150 ms apart (J-section, O57–O59) |
 //! | `slow` | writes `started:<marker>` to stderr, waits for cancellation, and writes `cancelled:<marker>` to stderr when the handler stops (observed or dropped) |
 //! | `stuck` | writes `started:stuck` to stderr and then blocks its thread forever (see below) |
-//! | `tool_00` … `tool_44` | fillers for direct-mode paging (45 tools, plus the 8 above) |
+//! | `tool_00` … `tool_44` | fillers for direct-mode paging (45 tools, plus the 9 above) |
 //!
 //! A resource `mem://readme`, a template `mem://items/{id}` (completion for `id`) and a prompt
 //! `greet` (required argument `name`, with completion) make every core method servable.
@@ -132,6 +133,16 @@ struct SlowOut {
 struct StuckIn {}
 
 #[derive(Serialize, JsonSchema)]
+struct ProgressOut {
+    /// Updates reported.
+    steps: u32,
+}
+
+/// Time between progress updates: above the server's 100 ms pacing interval (J5, O58), so
+/// none is held back.
+const PROGRESS_SPACING: Duration = Duration::from_millis(150);
+
+#[derive(Serialize, JsonSchema)]
 struct StuckOut {
     /// Never produced.
     finished: bool,
@@ -213,6 +224,16 @@ fn tools() -> Vec<ToolDef> {
             }
         })
         .description("Asks one new question per round until `rounds` answers exist."),
+        ToolDef::typed("progress", |inv: Invocation, _i: StuckIn| async move {
+            inv.report_progress(0.5, Some(3.0), Some("half"));
+            inv.report_progress(0.5, Some(3.0), None);
+            tokio::time::sleep(PROGRESS_SPACING).await;
+            inv.report_progress(2.0, Some(3.0), None);
+            tokio::time::sleep(PROGRESS_SPACING).await;
+            inv.report_progress(3.0, Some(3.0), Some("done"));
+            Ok(ProgressOut { steps: 3 })
+        })
+        .description("Reports progress three times when the request asks for it."),
         ToolDef::typed("slow", |inv: Invocation, i: SlowIn| async move {
             eprintln!("started:{}", i.marker);
             let _report = StopReport(i.marker);

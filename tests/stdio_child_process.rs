@@ -1127,6 +1127,7 @@ fn direct_names() -> Vec<String> {
         "no_structured",
         "null_value",
         "optional",
+        "progress",
         "slow",
         "stuck",
     ]
@@ -1147,10 +1148,10 @@ fn page_names(reply: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn o21_e3_e4_h3_direct_pages_of_20_20_and_the_rest() {
+async fn o21_e3_e4_h3_direct_pages_of_20_20_and_the_rest_of_54() {
     let mut c = spawn(&["--mode", "direct"]);
     let all = direct_names();
-    assert_eq!(all.len(), 53);
+    assert_eq!(all.len(), 54);
     let first = c.call(1, "tools/list", &params("", META)).await;
     assert_eq!(page_names(&first), all[..20]);
     let cursor1 = first["result"]["nextCursor"].as_str().unwrap().to_owned();
@@ -1189,7 +1190,7 @@ async fn o21_e3_e4_h3_direct_pages_of_20_20_and_the_rest() {
         echo.get("annotations").is_none(),
         "O22: absent hints stay absent"
     );
-    let filler = &first["result"]["tools"][8];
+    let filler = &first["result"]["tools"][9];
     assert_eq!(filler["name"], "tool_00");
     assert!(filler.get("outputSchema").is_none(), "{filler}");
     // E3, B8: the same request gives the same page; a cursor is reusable (no server state).
@@ -1575,6 +1576,97 @@ async fn b4_b5_i5_o45_asking_without_the_elicitation_capability_is_32021() {
         )
     );
     assert!(c.finish().await.status.success());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress (J-section, O57–O59)
+
+/// `_meta` with a `progressToken` given as raw JSON text.
+fn meta_with_token(token: &str) -> String {
+    format!(
+        r#"{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"progressToken":{token}}}"#
+    )
+}
+
+#[tokio::test]
+async fn j2_j3_j4_j6_o57_o58_progress_precedes_the_reply_with_the_token_echoed_exactly() {
+    let mut c = spawn(&[]);
+    for (n, token) in [r#""tok-1""#, "42", "9007199254740993", r#""""#]
+        .into_iter()
+        .enumerate()
+    {
+        let id = (n + 1).to_string();
+        c.send_request(
+            &id,
+            "tools/call",
+            &compact("progress", "{}", &meta_with_token(token), ""),
+        )
+        .await;
+        let mut notes = Vec::new();
+        let reply = loop {
+            let line = c.recv_line().await;
+            if line.starts_with(r#"{"jsonrpc":"2.0","method":"notifications/progress""#) {
+                notes.push(line);
+            } else {
+                break line;
+            }
+        };
+        // O57: the token in its original JSON text; O58: a non-increasing update never shows,
+        // total and message as reported; J4: nothing after the reply (checked by the next
+        // request's first line and by `finish`).
+        assert_eq!(
+            notes,
+            [
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":0.5,"total":3.0,"message":"half"}}}}"#
+                ),
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":2.0,"total":3.0}}}}"#
+                ),
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":3.0,"total":3.0,"message":"done"}}}}"#
+                ),
+            ],
+            "token {token}"
+        );
+        assert_eq!(reply, envelope_line(&id, r#"{"value":{"steps":3}}"#, false));
+    }
+    let done = c.finish().await;
+    assert!(done.lines.is_empty(), "J4: {:?}", done.lines);
+    assert!(done.status.success());
+}
+
+#[tokio::test]
+async fn o57_x11_invalid_or_oversized_tokens_disable_progress_without_failing_the_call() {
+    let mut c = spawn(&[]);
+    let oversized = format!(r#""{}""#, "t".repeat(300));
+    for (n, token) in ["1.5", "null", "true", r#"{"a":1}"#, "[1]", &oversized]
+        .into_iter()
+        .enumerate()
+    {
+        let id = (n + 1).to_string();
+        // `call_line` fails if any line (a progress notification) precedes the reply.
+        let reply = c
+            .call_line(
+                &id,
+                "tools/call",
+                &compact("progress", "{}", &meta_with_token(token), ""),
+            )
+            .await;
+        assert_eq!(
+            reply,
+            envelope_line(&id, r#"{"value":{"steps":3}}"#, false),
+            "token {token}"
+        );
+    }
+    // Without a token there is no progress either (J1: opt-in).
+    let reply = c
+        .call_line("9", "tools/call", &compact("progress", "{}", META, ""))
+        .await;
+    assert_eq!(reply, envelope_line("9", r#"{"value":{"steps":3}}"#, false));
+    let done = c.finish().await;
+    assert!(done.lines.is_empty(), "{:?}", done.lines);
+    assert!(done.status.success());
 }
 
 // ---------------------------------------------------------------------------------------------
