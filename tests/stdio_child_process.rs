@@ -838,6 +838,120 @@ async fn a2_a21_o36_o37_malformed_lines_are_answered_and_serving_continues() {
     assert!(done.status.success());
 }
 
+#[tokio::test]
+async fn c1_c11_framing_split_writes_blank_lines_crlf_and_a_last_line_without_newline() {
+    let mut c = spawn(&[]);
+    let request = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{"_meta":{META}}}}}"#
+    );
+    // One line delivered in two writes. The pause only makes two separate reads likely; the
+    // expected outcome is the same either way.
+    let (head, tail) = request.split_at(request.len() / 2);
+    let stdin = c.stdin.as_mut().unwrap();
+    stdin.write_all(head.as_bytes()).await.unwrap();
+    stdin.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stdin.write_all(tail.as_bytes()).await.unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    stdin.flush().await.unwrap();
+    assert_eq!(c.recv().await["result"]["resultType"], "complete");
+    // An empty line is skipped without a reply; a line of only whitespace is not a JSON
+    // message (-32700, id null). A CR before the newline and whitespace around a message are
+    // JSON whitespace: the request is served.
+    c.send_bytes(
+        format!(
+            "\n  \r\n  {{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{{\"_meta\":{META}}}}}  \r"
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert_error(&c.recv().await, &Value::Null, -32700, None);
+    let crlf = c.recv().await;
+    assert_eq!(crlf["id"], 2);
+    assert_eq!(crlf["result"]["resultType"], "complete");
+    // C11: a last request without its newline is still served before the exit.
+    let stdin = c.stdin.as_mut().unwrap();
+    stdin
+        .write_all(
+            format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{{"_meta":{META}}}}}"#
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let done = c.finish().await;
+    let values = done.values();
+    assert_eq!(values.len(), 1, "{:?}", done.lines);
+    assert_eq!(values[0]["id"], 3);
+    assert_eq!(values[0]["result"]["resultType"], "complete");
+    assert!(done.status.success());
+}
+
+#[tokio::test]
+async fn c6_c14_pipelined_requests_each_get_exactly_one_whole_line() {
+    let mut c = spawn(&[]);
+    // 60 requests written at once, mixing instant replies and progress-reporting calls whose
+    // notifications are written concurrently with other replies.
+    let mut batch = String::new();
+    for id in 0..60 {
+        let params = if id % 10 == 0 {
+            compact(
+                "progress",
+                "{}",
+                &meta_with_token(&format!(r#""p{id}""#)),
+                "",
+            )
+        } else {
+            compact(
+                "echo",
+                &format!(r#"{{"text":"line {id}\nwith a newline"}}"#),
+                META,
+                "",
+            )
+        };
+        batch.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+        ));
+        batch.push('\n');
+    }
+    c.send_bytes(batch.trim_end().as_bytes()).await;
+    let mut replies = std::collections::BTreeMap::new();
+    let mut progress = std::collections::BTreeMap::<String, usize>::new();
+    while replies.len() < 60 {
+        let v = c.recv().await;
+        if let Some(id) = v.get("id") {
+            let id = id.as_i64().unwrap();
+            assert!(
+                replies.insert(id, v.clone()).is_none(),
+                "two replies for {id}"
+            );
+        } else {
+            assert_eq!(v["method"], "notifications/progress");
+            let token = v["params"]["progressToken"].as_str().unwrap().to_owned();
+            let id: i64 = token[1..].parse().unwrap();
+            assert!(
+                !replies.contains_key(&id),
+                "J4: progress after the reply of {id}"
+            );
+            *progress.entry(token).or_default() += 1;
+        }
+    }
+    for (id, reply) in &replies {
+        let expected = if id % 10 == 0 {
+            json!({"value":{"steps":3}})
+        } else {
+            json!({"value":{"text":format!("line {id}\nwith a newline")}})
+        };
+        assert_eq!(reply["result"]["structuredContent"], expected, "{id}");
+    }
+    assert_eq!(progress.len(), 6, "{progress:?}");
+    assert!(progress.values().all(|n| *n == 3), "{progress:?}");
+    let done = c.finish().await;
+    assert!(done.lines.is_empty(), "{:?}", done.lines);
+    assert!(done.status.success());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compact envelopes (O12–O18)
 
@@ -1576,6 +1690,85 @@ async fn b4_b5_i5_o45_asking_without_the_elicitation_capability_is_32021() {
         )
     );
     assert!(c.finish().await.status.success());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conformance fixture server as a child process (resources, prompts, MRTR on prompts/get)
+
+#[tokio::test]
+async fn f4_g4_g10_o50_conformance_server_serves_fixtures_over_real_pipes() {
+    let mut c = spawn_example("conformance_server", &[]);
+    let discover = c.call(1, "server/discover", &params("", META)).await;
+    assert_eq!(
+        discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "strict-mcp-conformance"
+    );
+    let read = c
+        .call(
+            2,
+            "resources/read",
+            &params(r#""uri":"test://static-text""#, META),
+        )
+        .await;
+    assert_eq!(
+        read["result"]["contents"],
+        json!([{"uri":"test://static-text","mimeType":"text/plain","text":"This is the content of the static text resource."}])
+    );
+    assert_eq!(read["result"]["ttlMs"], 0);
+    assert_eq!(read["result"]["cacheScope"], "private");
+    let complete = c
+        .call(
+            3,
+            "completion/complete",
+            &params(
+                r#""ref":{"type":"ref/prompt","name":"test_prompt_with_arguments"},"argument":{"name":"arg1","value":"par"}"#,
+                META,
+            ),
+        )
+        .await;
+    assert_eq!(
+        complete["result"]["completion"]["values"],
+        json!(["paris", "park", "partial"])
+    );
+    // I2, F8/G4: prompts/get may ask for input; its state failures are JSON-RPC errors (O50).
+    let prompt = |extra: &str| {
+        format!(r#"{{"name":"test_input_required_result_prompt"{extra},"_meta":{META_ELICIT}}}"#)
+    };
+    let first = c.call(4, "prompts/get", &prompt("")).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer =
+        r#","inputResponses":{"user_context":{"action":"accept","content":{"context":"tests"}}}"#;
+    let mut tampered = state.clone().into_bytes();
+    tampered[30] = if tampered[30] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let bad = c
+        .call(
+            5,
+            "prompts/get",
+            &prompt(&format!(r#"{answer},"requestState":"{tampered}""#)),
+        )
+        .await;
+    assert_error(
+        &bad,
+        &json!(5),
+        -32602,
+        Some(json!({"reason":"state_rejected","retryable":false})),
+    );
+    let good = c
+        .call(
+            6,
+            "prompts/get",
+            &prompt(&format!(r#"{answer},"requestState":"{state}""#)),
+        )
+        .await;
+    assert_eq!(
+        good["result"]["messages"][0]["content"]["text"], "Answer using this context: tests",
+        "{good}"
+    );
+    let done = c.finish().await;
+    assert!(done.lines.is_empty(), "{:?}", done.lines);
+    assert!(done.status.success(), "{:?}", done.status);
 }
 
 // ---------------------------------------------------------------------------------------------
