@@ -1587,7 +1587,7 @@ async fn o53_x5_replaying_an_answered_round_or_missing_answers_repeat_the_pendin
 }
 
 #[tokio::test]
-async fn i6_i7_o50_tampered_foreign_and_malformed_continuations() {
+async fn i6_i7_o50_tampered_other_request_and_malformed_continuations() {
     let mut c = spawn(&[]);
     let first = c
         .call(1, "tools/call", &ask_params(Mode::Compact, Some(1), ""))
@@ -1696,7 +1696,7 @@ async fn b4_b5_i5_o45_asking_without_the_elicitation_capability_is_32021() {
 // The conformance fixture server as a child process (resources, prompts, MRTR on prompts/get)
 
 #[tokio::test]
-async fn f4_g4_g10_o50_conformance_server_serves_fixtures_over_real_pipes() {
+async fn f4_g4_g10_l2_l3_o50_conformance_server_serves_fixtures_over_real_pipes() {
     let mut c = spawn_example("conformance_server", &[]);
     let discover = c.call(1, "server/discover", &params("", META)).await;
     assert_eq!(
@@ -1766,6 +1766,39 @@ async fn f4_g4_g10_o50_conformance_server_serves_fixtures_over_real_pipes() {
         good["result"]["messages"][0]["content"]["text"], "Answer using this context: tests",
         "{good}"
     );
+    // L2: log notifications only when this request asks, at or above its level, before the
+    // reply; L3: an unknown level is -32602.
+    let log_meta = |level: &str| {
+        format!(
+            r#"{{"name":"test_logging_tool","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/logLevel":"{level}"}}}}"#
+        )
+    };
+    c.send_request("7", "tools/call", &log_meta("info")).await;
+    for step in ["started", "processing data", "completed"] {
+        assert_eq!(
+            c.recv_line().await,
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"Tool execution {step}","level":"info","logger":"test_logging_tool"}}}}"#
+            )
+        );
+    }
+    assert_eq!(
+        c.recv().await["result"]["content"],
+        json!([{"type":"text","text":"Logging test completed"}])
+    );
+    // Above the messages' level, and without logLevel at all: the reply comes first.
+    let quiet = c.call(8, "tools/call", &log_meta("warning")).await;
+    assert_eq!(quiet["result"]["resultType"], "complete");
+    let silent = c
+        .call(
+            9,
+            "tools/call",
+            &params(r#""name":"test_logging_tool""#, META),
+        )
+        .await;
+    assert_eq!(silent["result"]["resultType"], "complete");
+    let bad = c.call(10, "tools/call", &log_meta("loud")).await;
+    assert_error(&bad, &json!(10), -32602, None);
     let done = c.finish().await;
     assert!(done.lines.is_empty(), "{:?}", done.lines);
     assert!(done.status.success(), "{:?}", done.status);
@@ -1940,13 +1973,13 @@ async fn o5_c11_eof_cancels_a_cooperative_handler_which_still_answers_and_exit_i
 /// Starts a call whose handler never ends (`marker` shows on stderr once it runs), closes stdin
 /// and checks the O5 outcome: no reply for it, exit status 3 with the `cleanup_failed` line,
 /// after the budget and within the budget plus a margin.
-async fn assert_stuck_shutdown(method: &str, params: &str, marker: &str) {
+async fn assert_stuck_shutdown(method: &str, request_params: &str, marker: &str) {
     const BUDGET: Duration = Duration::from_millis(400);
     let budget = BUDGET.as_millis().to_string();
     let mut c = spawn(&["--shutdown-budget-ms", &budget]);
-    c.send_request("1", method, params).await;
+    c.send_request("1", method, request_params).await;
     c.await_stderr(marker).await;
-    let ok = c.call(2, "server/discover", &params_meta()).await;
+    let ok = c.call(2, "server/discover", &params("", META)).await;
     assert_eq!(ok["result"]["resultType"], "complete");
     let done = c.finish().await;
     assert!(
@@ -1969,10 +2002,6 @@ async fn assert_stuck_shutdown(method: &str, params: &str, marker: &str) {
         "{:?}",
         done.elapsed
     );
-}
-
-fn params_meta() -> String {
-    params("", META)
 }
 
 #[tokio::test]
