@@ -61,6 +61,10 @@ fn example_binary(name: &str) -> std::path::PathBuf {
             "--example",
             name,
         ]);
+        // Build where this test binary was built, however that target dir was chosen.
+        if let Some(target_dir) = profile_dir.parent() {
+            cargo.arg("--target-dir").arg(target_dir);
+        }
         if profile_dir.file_name().is_some_and(|p| p == "release") {
             cargo.arg("--release");
         }
