@@ -831,6 +831,8 @@ async fn a2_a21_o36_o37_malformed_lines_are_answered_and_serving_continues() {
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+        // J11: a cancellation that arrives after the reply changes nothing.
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1000}}"#,
     ] {
         c.send(note).await;
     }
@@ -1669,6 +1671,36 @@ async fn i6_i7_o50_tampered_other_request_and_malformed_continuations() {
 }
 
 #[tokio::test]
+async fn b8_i6_o5_a_request_state_from_another_server_process_is_state_rejected() {
+    // The fixture configures no key ring, so each process seals with its own random key and
+    // its own ledger: a restarted server must refuse the old process's state (mod docs).
+    let mut first = spawn(&[]);
+    let reply = first
+        .call(1, "tools/call", &ask_params(Mode::Compact, Some(1), ""))
+        .await;
+    let state = expect_question(&reply, 1);
+    assert!(first.finish().await.status.success());
+    let mut second = spawn(&[]);
+    let extra = format!(r#"{},"requestState":"{state}""#, accept("q1"));
+    let line = second
+        .call_line(
+            "2",
+            "tools/call",
+            &ask_params(Mode::Compact, Some(1), &extra),
+        )
+        .await;
+    assert_same_json(
+        &line,
+        &envelope_line(
+            "2",
+            &failure_envelope("state_rejected", "The requestState was rejected.", false),
+            true,
+        ),
+    );
+    assert!(second.finish().await.status.success());
+}
+
+#[tokio::test]
 async fn b4_b5_i5_o45_asking_without_the_elicitation_capability_is_32021() {
     let mut c = spawn(&[]);
     // The same tool asks when this request declares elicitation…
@@ -1943,6 +1975,33 @@ async fn c9_j9_c14_a_cancelled_call_stops_its_handler_and_is_never_answered() {
         "{:?}",
         done.stderr
     );
+}
+
+#[tokio::test]
+async fn a4_c8_a_cancellation_matches_the_id_with_its_json_type() {
+    let mut c = spawn(&[]);
+    c.send_request(
+        r#""1""#,
+        "tools/call",
+        &compact("slow", r#"{"marker":"typed"}"#, META, ""),
+    )
+    .await;
+    c.await_stderr("started:typed").await;
+    // requestId 1 (an integer) names another request than "1" (a string): nothing happens.
+    c.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await;
+    // At EOF the shutdown cancels the call, which therefore still answers: had the integer
+    // cancellation matched, there would be no reply at all (C9).
+    let done = c.finish().await;
+    assert_eq!(
+        done.lines,
+        [envelope_line(
+            r#""1""#,
+            &failure_envelope("cancelled", "The call was cancelled.", true),
+            true
+        )]
+    );
+    assert!(done.status.success());
 }
 
 #[tokio::test]
