@@ -422,23 +422,16 @@ impl<D: Dispatch> Inner<D> {
             .dispatch
             .dispatch(caller, Message::Request(request), outbox, cancel);
         let ended = EndGuard(shared.clone());
-        let mut work = Box::pin(work.instrument(span));
-        // Most requests answer on their first poll: serve those inline, so no task, timer or
-        // cross-thread wake-up is paid for them (O118 load target). Only work that waits is
-        // spawned, where a dropped response (client gone) still cancels it through the guard.
-        if first_poll_finished(work.as_mut()).await {
-            drop(work);
-            drop(ended);
-        } else {
-            tokio::spawn(async move {
+        tokio::spawn(
+            async move {
                 let _ended = ended;
                 work.await;
-            });
-        }
+            }
+            .instrument(span),
+        );
         let head = Head {
             shared: &shared,
-            stream_after: config.stream_after,
-            deadline: None,
+            deadline: config.stream_after.map(|d| Box::pin(tokio::time::sleep(d))),
         };
         let orphan = || Reply {
             line: internal_error_line(&id),
@@ -621,31 +614,8 @@ fn internal_error_line(id: &RequestId) -> String {
 }
 
 /// Waits for the first thing the outbox receives (or the `stream_after` deadline).
-/// Polls the dispatch once, inline. `true` when it finished (its reply, if any, is already in
-/// the shared state); a panic in the dispatcher counts as finished without a reply, which the
-/// host answers as an internal error (the cause stays private).
-async fn first_poll_finished<F: Future<Output = ()>>(mut work: Pin<&mut F>) -> bool {
-    std::future::poll_fn(|cx| {
-        let polled =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx)));
-        Poll::Ready(match polled {
-            Ok(Poll::Ready(())) => true,
-            Ok(Poll::Pending) => false,
-            Err(_) => {
-                tracing::error!("dispatcher panicked on its first poll");
-                true
-            }
-        })
-    })
-    .await
-}
-
 struct Head<'a> {
     shared: &'a Shared,
-    /// After this much silence the response turns into an SSE stream (keep-alives follow).
-    stream_after: Option<Duration>,
-    /// Armed on the first poll that finds nothing to send, so a request answered at once
-    /// never touches the timer.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
@@ -664,11 +634,6 @@ impl Future for Head<'_> {
                 return Poll::Ready(First::Orphaned);
             }
             s.waker = Some(cx.waker().clone());
-        }
-        if self.deadline.is_none() {
-            if let Some(after) = self.stream_after {
-                self.deadline = Some(Box::pin(tokio::time::sleep(after)));
-            }
         }
         if let Some(deadline) = self.deadline.as_mut() {
             if deadline.as_mut().poll(cx).is_ready() {
