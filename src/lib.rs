@@ -22,3 +22,8 @@ pub mod machine;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod wire;
+
+/// The README's code compiles (doctest only).
+#[cfg(all(doctest, feature = "server", feature = "stdio"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
