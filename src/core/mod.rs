@@ -97,7 +97,8 @@ pub use error::{
 };
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
-    Invocation, LogLevel, LogSink, Outcome, ProgressSink,
+    Invocation, LogLevel, LogSink, Outcome, Presentation, ProgressSink, MCP_APP_MIME_TYPE,
+    UI_EXTENSION,
 };
 pub use policy::{Access, AllowAll, Policy};
 pub use prompt::{CompletionReply, PromptDef, PromptError, PromptReply};
