@@ -437,6 +437,21 @@ impl Invocation {
         self.cancel.is_cancelled()
     }
 
+    /// Resolves once the request is cancelled: by the client (`notifications/cancelled` on
+    /// stdio, a closed stream on HTTP), by a time-out, or by server shutdown. Tool, read and
+    /// prompt handlers may await it to stop cooperatively.
+    ///
+    /// ```
+    /// use strict_mcp::core::{Caller, CancelToken, Invocation};
+    /// let token = CancelToken::new();
+    /// let inv = Invocation::new(Caller::anonymous()).with_cancel(token.clone());
+    /// token.cancel();
+    /// futures_util::FutureExt::now_or_never(inv.cancelled()).expect("resolved after cancel");
+    /// ```
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
     /// Whether this is a replay of a completed chain: do not repeat side effects.
     #[must_use]
     pub fn is_recovery(&self) -> bool {
