@@ -79,8 +79,8 @@ pub enum CoreError {
         /// The requested prompt name.
         name: String,
     },
-    /// The request's cancellation token fired (server shutdown) before the read or prompt
-    /// finished. A client-cancelled request gets no reply at all (C9).
+    /// The request's cancellation token had fired (server shutdown) before the read or prompt
+    /// started. A client-cancelled request gets no reply at all (C9).
     #[error("Request cancelled")]
     Cancelled,
 }

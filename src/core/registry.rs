@@ -802,9 +802,11 @@ impl Registry {
     /// `resources/read`: a static resource, else the first template (by template text) that
     /// matches. Unknown, hidden and empty reads are -32602 with `data.uri` (never -32002).
     ///
-    /// The handler's [`Invocation`] carries the request's cancellation token: once it fires,
-    /// the handler gets the poll that observes it and the read ends with
-    /// [`CoreError::Cancelled`] (a server does not reply to a client-cancelled request).
+    /// The handler's [`Invocation`] carries the request's cancellation token
+    /// ([`Invocation::cancelled`]); a read requested with an already cancelled token ends with
+    /// [`CoreError::Cancelled`] without running the handler. Unlike a tool call, a running
+    /// read is not abandoned when the token fires: the handler decides how to stop, and the
+    /// server's time-out bounds one that does not (O33).
     ///
     /// # Errors
     /// -32602 (unknown/hidden/not found/denied), -32603 (internal, too large or cancelled),
@@ -830,20 +832,13 @@ impl Registry {
         if inv.is_cancelled() {
             return Err(CoreError::Cancelled);
         }
-        let token = inv.cancel_token().clone();
         let Ok(future) =
             std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
         else {
             tracing::error!(uri, "resource handler panicked");
             return Err(CoreError::Internal { retryable: true });
         };
-        // The handler is polled first, so one that awaits its token still finishes its own
-        // clean-up in the poll that sees the cancellation.
-        let guarded = AssertUnwindSafe(future).catch_unwind();
-        let result = match select(guarded, Box::pin(token.cancelled())).await {
-            Either::Left((result, _)) => result,
-            Either::Right(((), _)) => return Err(CoreError::Cancelled),
-        };
+        let result = AssertUnwindSafe(future).catch_unwind().await;
         let reply = match result {
             Err(_) => {
                 tracing::error!(uri, "resource handler panicked");
@@ -988,19 +983,13 @@ impl Registry {
         if inv.is_cancelled() {
             return Err(CoreError::Cancelled);
         }
-        let token = inv.cancel_token().clone();
         let Ok(future) =
             std::panic::catch_unwind(AssertUnwindSafe(|| (prompt.handler)(inv, arguments)))
         else {
             tracing::error!(prompt = name, "prompt handler panicked");
             return Err(CoreError::Internal { retryable: true });
         };
-        let guarded = AssertUnwindSafe(future).catch_unwind();
-        let result = match select(guarded, Box::pin(token.cancelled())).await {
-            Either::Left((result, _)) => result,
-            Either::Right(((), _)) => return Err(CoreError::Cancelled),
-        };
-        match result {
+        match AssertUnwindSafe(future).catch_unwind().await {
             Err(_) => {
                 tracing::error!(prompt = name, "prompt handler panicked");
                 Err(CoreError::Internal { retryable: true })
