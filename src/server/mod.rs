@@ -660,7 +660,7 @@ impl Deadline {
         let stop = Arc::clone(&done);
         let started = std::time::Instant::now();
         let spawned = std::thread::Builder::new()
-            .name("mcp-shutdown-deadline".to_owned())
+            .name("mcp-deadline".to_owned())
             .spawn(move || {
                 while let Some(left) = budget.checked_sub(started.elapsed()) {
                     if left.is_zero() || stop.load(Ordering::Acquire) {
