@@ -224,3 +224,26 @@ fn c9_a_running_read_or_prompt_is_not_abandoned_and_a_cancelled_one_does_not_sta
         .unwrap();
     assert_eq!(result.unwrap_err(), CoreError::Cancelled);
 }
+
+#[test]
+fn o33_builders_record_their_override() {
+    assert_eq!(resource("mem://a").timeout_override(), None);
+    assert_eq!(
+        resource("mem://a")
+            .timeout(Duration::from_millis(5))
+            .timeout_override(),
+        Some(Duration::from_millis(5))
+    );
+    assert_eq!(
+        template("mem://n/{id}")
+            .timeout(Duration::from_millis(6))
+            .timeout_override(),
+        Some(Duration::from_millis(6))
+    );
+    assert_eq!(
+        prompt("p")
+            .timeout(Duration::from_millis(7))
+            .timeout_override(),
+        Some(Duration::from_millis(7))
+    );
+}

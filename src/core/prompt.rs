@@ -234,7 +234,7 @@ impl PromptDef {
 
     /// The time-out override, if any.
     #[must_use]
-    pub fn get_timeout(&self) -> Option<Duration> {
+    pub fn timeout_override(&self) -> Option<Duration> {
         self.timeout
     }
 

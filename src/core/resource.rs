@@ -164,7 +164,7 @@ impl ResourceDef {
     /// let r = ResourceDef::new("mem://slow", "slow", |_inv: Invocation, uri: String| async move {
     ///     Ok(ReadReply::new(vec![ResourceContents::text(uri, "eventually")]))
     /// }).timeout(Duration::from_secs(2));
-    /// assert_eq!(r.read_timeout(), Some(Duration::from_secs(2)));
+    /// assert_eq!(r.timeout_override(), Some(Duration::from_secs(2)));
     /// ```
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -174,7 +174,7 @@ impl ResourceDef {
 
     /// The read time-out override, if any.
     #[must_use]
-    pub fn read_timeout(&self) -> Option<Duration> {
+    pub fn timeout_override(&self) -> Option<Duration> {
         self.timeout
     }
 
@@ -276,7 +276,7 @@ impl TemplateDef {
 
     /// The read time-out override, if any.
     #[must_use]
-    pub fn read_timeout(&self) -> Option<Duration> {
+    pub fn timeout_override(&self) -> Option<Duration> {
         self.timeout
     }
 
