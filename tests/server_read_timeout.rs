@@ -271,3 +271,30 @@ fn o7_read_timeout_option_is_checked() {
     build(ServerOptions::new().read_timeout(Duration::from_millis(1))).unwrap();
     build(ServerOptions::new().read_timeout(Duration::from_secs(3600))).unwrap();
 }
+
+#[tokio::test]
+async fn o32_o33_a_read_over_the_response_bound_fails_like_one_over_the_contents_limit() {
+    // The contents limit is lifted, so only the final encoding of the whole response can
+    // notice the size (16 MiB, O39).
+    let registry = RegistryBuilder::new()
+        .resource(ResourceDef::new(
+            "mem://huge",
+            "huge",
+            |_i: Invocation, uri: String| async move {
+                let text = "a".repeat(16 * 1024 * 1024);
+                Ok(ReadReply::new(vec![ResourceContents::text(uri, text)]))
+            },
+        ))
+        .max_read_bytes(usize::MAX)
+        .build()
+        .unwrap();
+    let server = Server::new(registry, ServerOptions::new()).unwrap();
+    let out = serve(&server, &request("resources/read", r#""uri":"mem://huge""#)).await;
+    let (reply, status) = out.only_reply();
+    assert_eq!(
+        reply,
+        json!({"jsonrpc":"2.0","id":1,"error":{
+            "code":-32603,"message":"Resource too large","data":{"uri":"mem://huge","retryable":false}}})
+    );
+    assert_eq!(status, 500);
+}

@@ -400,9 +400,20 @@ fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> Strin
     serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
 }
 
+/// Encodes a complete result with `resultType` and `serverInfo` (A5, B6), checked against the
+/// response bound.
+pub(crate) fn encode_complete(
+    server: &Server,
+    id: &RequestId,
+    body: Map<String, Value>,
+) -> Result<Reply, crate::codec::EgressError> {
+    let text = with_identity(members(body), "complete", &server.inner().info);
+    encode_result(id, &text).map(|line| Reply { line, status: 200 })
+}
+
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
-pub(crate) fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
+fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
     let info = &server.inner().info;
     let encoded = |body: Members, result_type: &str| {
         encode_result(id, &with_identity(body, result_type, info))

@@ -19,7 +19,7 @@ use std::future::Future;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::dispatch::{answer_to_reply, within, Answer, Ctx, Expired, Params};
+use super::dispatch::{encode_complete, within, Answer, Ctx, Expired, Params};
 use super::Cause;
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal,
@@ -65,11 +65,18 @@ pub(crate) async fn read_resource(
             let read = async {
                 match ctx.registry.read_resource(inv, uri).await {
                     Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                        Ok(Value::Object(body)) => Ok(HandlerOut::Complete(
-                            answer_to_reply(&ctx.server, id, Answer::complete(body))
-                                .map_or(Answer::Silent, Answer::Encoded),
-                        )),
-                        _ => Err(Answer::error(Cause::Internal, "Internal error")),
+                        // The final size check is the encoding of the whole response (O33); a
+                        // read over it fails like one over the contents limit (O32).
+                        Ok(Value::Object(body)) => match encode_complete(&ctx.server, id, body) {
+                            Ok(reply) => Ok(HandlerOut::Complete(Answer::Encoded(reply))),
+                            Err(e) if e.is_too_large() => {
+                                Err(Answer::from_core(&CoreError::ResourceTooLarge {
+                                    uri: uri.to_owned(),
+                                }))
+                            }
+                            Err(_) => Err(internal()),
+                        },
+                        _ => Err(internal()),
                     },
                     Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
                     Err(e) => Err(Answer::from_core(&e)),
