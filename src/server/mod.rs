@@ -9,7 +9,9 @@
 //! The server admits the call through the epoch machine, checks the request's own `_meta`
 //! (B1–B5: nothing is remembered from earlier requests), dispatches it to the registry, binds
 //! `input_required` outcomes to the continuation ledger, paces progress, and writes notifications
-//! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply.
+//! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply:
+//! its handler's token fires and nothing more leaves for it. `resources/read` and `prompts/get`
+//! run within their time-out ([`ServerOptions::read_timeout`], O33).
 //!
 //! # State
 //!
