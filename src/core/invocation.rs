@@ -61,7 +61,8 @@ pub const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Presentation {
-    ui_mime_types: Vec<String>,
+    /// Shared, so cloning the capabilities into each invocation of a request stays cheap.
+    ui_mime_types: Arc<[String]>,
 }
 
 impl Presentation {
@@ -79,7 +80,7 @@ impl Presentation {
                     .iter()
                     .filter_map(Value::as_str)
                     .map(str::to_owned)
-                    .collect()
+                    .collect::<Arc<[String]>>()
             })
             .unwrap_or_default();
         Presentation { ui_mime_types }
