@@ -66,6 +66,23 @@ pub enum CoreError {
         /// The requested URI.
         uri: String,
     },
+    /// A resource read did not finish (handler, conversion and final size check) within its
+    /// time-out (O33); the handler's cancellation token fired. A retry may succeed.
+    #[error("Resource read timed out")]
+    ReadTimedOut {
+        /// The requested URI.
+        uri: String,
+    },
+    /// A prompt did not finish within its time-out; the handler's cancellation token fired.
+    #[error("Prompt timed out")]
+    PromptTimedOut {
+        /// The requested prompt name.
+        name: String,
+    },
+    /// The request's cancellation token had fired (server shutdown) before the read or prompt
+    /// started. A client-cancelled request gets no reply at all (C9).
+    #[error("Request cancelled")]
+    Cancelled,
 }
 
 impl CoreError {
@@ -79,9 +96,11 @@ impl CoreError {
             | CoreError::InvalidCursor
             | CoreError::InvalidParams { .. } => codes::INVALID_PARAMS,
             CoreError::MissingCapability { .. } => codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            CoreError::Internal { .. } | CoreError::ResourceTooLarge { .. } => {
-                codes::INTERNAL_ERROR
-            }
+            CoreError::Internal { .. }
+            | CoreError::ResourceTooLarge { .. }
+            | CoreError::ReadTimedOut { .. }
+            | CoreError::PromptTimedOut { .. }
+            | CoreError::Cancelled => codes::INTERNAL_ERROR,
         }
     }
 
@@ -95,6 +114,9 @@ impl CoreError {
             }
             CoreError::Internal { retryable } => Some(json!({ "retryable": retryable })),
             CoreError::ResourceTooLarge { uri } => Some(json!({ "uri": uri, "retryable": false })),
+            CoreError::ReadTimedOut { uri } => Some(json!({ "uri": uri, "retryable": true })),
+            CoreError::PromptTimedOut { name } => Some(json!({ "name": name, "retryable": true })),
+            CoreError::Cancelled => Some(json!({ "retryable": true })),
             _ => None,
         }
     }
@@ -345,6 +367,17 @@ pub enum BuildError {
     /// Nothing was registered: an empty registry is almost always a wiring mistake.
     #[error("the registry is empty: register at least one tool, resource, template or prompt")]
     Empty,
+    /// A time-out override lies outside
+    /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT).
+    #[error("{kind} `{name}`: time-out {timeout:?} is outside 1 ms ..= 1 h")]
+    InvalidTimeout {
+        /// `resource`, `resource template` or `prompt`.
+        kind: &'static str,
+        /// The URI, template or prompt name.
+        name: String,
+        /// The refused value.
+        timeout: std::time::Duration,
+    },
     /// A resource URI or template is malformed.
     #[error("resource `{uri}`: {reason}")]
     Resource {

@@ -27,6 +27,94 @@ pub struct ClientCapabilities {
     url: bool,
     sampling: bool,
     roots: bool,
+    presentation: Presentation,
+}
+
+/// The extension identifier of MCP Apps (`ClientCapabilities.extensions` key).
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+/// The MIME type of an MCP Apps HTML view.
+pub const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// What the client declared, on this request only (B4), about presenting user interfaces:
+/// the MCP Apps extension `extensions["io.modelcontextprotocol/ui"]` with its `mimeTypes`.
+///
+/// Absent, malformed or without `mimeTypes`, it declares nothing: no UI is supported. MIME
+/// types compare as RFC 9110 media types: type, subtype and parameter names without regard
+/// to ASCII case or the optional whitespace around `;` and `=`; parameter values exactly.
+///
+/// ```
+/// use strict_mcp::core::{Caller, ClientCapabilities, Invocation, MCP_APP_MIME_TYPE};
+/// let caps = ClientCapabilities::from_value(serde_json::json!({
+///     "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+/// }));
+/// let inv = Invocation::new(Caller::anonymous()).with_capabilities(caps);
+/// assert!(inv.presentation().supports_ui(MCP_APP_MIME_TYPE));
+/// assert!(inv.presentation().supports_ui("Text/HTML; profile=mcp-app"));
+/// assert!(!inv.presentation().supports_ui("text/html"));
+/// assert_eq!(inv.presentation().ui_mime_types(), ["text/html;profile=mcp-app"]);
+///
+/// // A request that declares nothing gets the text-only fallback.
+/// let plain = Invocation::new(Caller::anonymous());
+/// assert!(!plain.presentation().supports_ui(MCP_APP_MIME_TYPE));
+/// assert!(plain.presentation().ui_mime_types().is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Presentation {
+    /// Shared, so cloning the capabilities into each invocation of a request stays cheap.
+    ui_mime_types: Arc<[String]>,
+}
+
+impl Presentation {
+    /// Reads the presentation hints from a `clientCapabilities` object.
+    #[must_use]
+    pub fn from_capabilities(caps: &Value) -> Self {
+        let ui_mime_types = caps
+            .get("extensions")
+            .and_then(|e| e.get(UI_EXTENSION))
+            .filter(|ui| ui.is_object())
+            .and_then(|ui| ui.get("mimeTypes"))
+            .and_then(Value::as_array)
+            .map(|types| {
+                types
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect::<Arc<[String]>>()
+            })
+            .unwrap_or_default();
+        Presentation { ui_mime_types }
+    }
+
+    /// The UI MIME types the client declared, as sent (string entries only).
+    #[must_use]
+    pub fn ui_mime_types(&self) -> &[String] {
+        &self.ui_mime_types
+    }
+
+    /// Whether the client declared it can present a UI resource of this MIME type.
+    #[must_use]
+    pub fn supports_ui(&self, mime_type: &str) -> bool {
+        let wanted = normalize_media_type(mime_type);
+        self.ui_mime_types
+            .iter()
+            .any(|declared| normalize_media_type(declared) == wanted)
+    }
+}
+
+/// A media type in comparable form: type, subtype and parameter names lower-cased, optional
+/// whitespace removed, parameter values kept as written.
+fn normalize_media_type(text: &str) -> String {
+    let mut parts = text.split(';');
+    let mut out = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    for param in parts {
+        let (name, value) = param.split_once('=').unwrap_or((param, ""));
+        out.push(';');
+        out.push_str(&name.trim().to_ascii_lowercase());
+        out.push('=');
+        out.push_str(value.trim());
+    }
+    out
 }
 
 impl ClientCapabilities {
@@ -42,7 +130,14 @@ impl ClientCapabilities {
             url,
             sampling: value.get("sampling").is_some_and(Value::is_object),
             roots: value.get("roots").is_some_and(Value::is_object),
+            presentation: Presentation::from_capabilities(&value),
         }
+    }
+
+    /// What the client declared for presenting user interfaces (MCP Apps).
+    #[must_use]
+    pub fn presentation(&self) -> &Presentation {
+        &self.presentation
     }
 
     /// Whether the client accepts elicitation in this mode (O45, O46).
@@ -316,6 +411,15 @@ impl Invocation {
         &self.caps
     }
 
+    /// What this request's client declared for presenting user interfaces (the MCP Apps
+    /// extension `io.modelcontextprotocol/ui`), read from this request only (B4). A handler
+    /// may attach a UI resource when [`Presentation::supports_ui`] holds and must still return
+    /// meaningful text content for clients without it.
+    #[must_use]
+    pub fn presentation(&self) -> &Presentation {
+        self.caps.presentation()
+    }
+
     /// Whether the current request supports an elicitation mode.
     #[must_use]
     pub fn supports(&self, mode: ElicitMode) -> bool {
@@ -332,6 +436,21 @@ impl Invocation {
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// Resolves once the request is cancelled: by the client (`notifications/cancelled` on
+    /// stdio, a closed stream on HTTP), by a time-out, or by server shutdown. Tool, read and
+    /// prompt handlers may await it to stop cooperatively.
+    ///
+    /// ```
+    /// use strict_mcp::core::{Caller, CancelToken, Invocation};
+    /// let token = CancelToken::new();
+    /// let inv = Invocation::new(Caller::anonymous()).with_cancel(token.clone());
+    /// token.cancel();
+    /// futures_util::FutureExt::now_or_never(inv.cancelled()).expect("resolved after cancel");
+    /// ```
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
     }
 
     /// Whether this is a replay of a completed chain: do not repeat side effects.

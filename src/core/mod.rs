@@ -35,7 +35,10 @@
 //!   results ([`ToolReply::into_call_result`]); `result_too_large` against the response
 //!   budget; capability declaration from [`Registry::has_tools`] and friends.
 //! - Progress pacing behind the [`ProgressSink`] it installs (the core already drops invalid
-//!   and late reports), and time-outs (the core only observes the [`CancelToken`]).
+//!   and late reports), and time-outs: the core records per-item overrides
+//!   ([`ResourceDef::timeout`], [`TemplateDef::timeout`], [`PromptDef::timeout`], looked up
+//!   with [`Registry::read_timeout`] / [`Registry::prompt_timeout`]) and only observes the
+//!   [`CancelToken`]; the server owns the timer.
 //!
 //! # Example: a typed tool in ten lines
 //!
@@ -97,7 +100,8 @@ pub use error::{
 };
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
-    Invocation, LogLevel, LogSink, Outcome, ProgressSink,
+    Invocation, LogLevel, LogSink, Outcome, Presentation, ProgressSink, MCP_APP_MIME_TYPE,
+    UI_EXTENSION,
 };
 pub use policy::{Access, AllowAll, Policy};
 pub use prompt::{CompletionReply, PromptDef, PromptError, PromptReply};
@@ -105,5 +109,7 @@ pub use registry::{
     CompletionRef, Page, Registry, RegistryBuilder, SearchHit, SearchReply, DEFAULT_PAGE_SIZE,
     DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
 };
-pub use resource::{ReadReply, ResourceDef, ResourceError, TemplateDef};
+pub use resource::{
+    timeout_in_range, ReadReply, ResourceDef, ResourceError, TemplateDef, MAX_TIMEOUT, MIN_TIMEOUT,
+};
 pub use tool::{DynamicOutput, ToolDef, ToolReply};

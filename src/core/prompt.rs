@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -80,6 +81,7 @@ pub struct PromptDef {
     pub(crate) handler: PromptHandler,
     pub(crate) completers: BTreeMap<String, Completer>,
     pub(crate) schema_error: Option<String>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl fmt::Debug for PromptDef {
@@ -152,6 +154,7 @@ impl PromptDef {
             }),
             completers: BTreeMap::new(),
             schema_error,
+            timeout: None,
         }
     }
 
@@ -174,6 +177,7 @@ impl PromptDef {
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
             completers: BTreeMap::new(),
             schema_error: None,
+            timeout: None,
         }
     }
 
@@ -217,6 +221,23 @@ impl PromptDef {
         self
     }
 
+    /// Overrides the server's time-out for this prompt (the server bounds `prompts/get` like
+    /// a resource read). On expiry the handler's cancellation token fires and the client gets
+    /// -32603 with `data: {"name", "retryable": true}`. Must lie within
+    /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT),
+    /// checked when the registry is built.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The time-out override, if any.
+    #[must_use]
+    pub fn timeout_override(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     /// Registers a completer for one argument.
     #[must_use]
     pub fn complete<F>(mut self, argument: impl Into<String>, completer: F) -> Self
@@ -228,6 +249,16 @@ impl PromptDef {
     }
 
     pub(crate) fn check(&self) -> Result<(), BuildError> {
+        if let Some(timeout) = self
+            .timeout
+            .filter(|t| !crate::core::resource::timeout_in_range(*t))
+        {
+            return Err(BuildError::InvalidTimeout {
+                kind: "prompt",
+                name: self.descriptor.name.clone(),
+                timeout,
+            });
+        }
         if let Some(reason) = &self.schema_error {
             return Err(BuildError::Schema {
                 kind: "prompt arguments",

@@ -21,8 +21,8 @@ use crate::core::invocation::{Invocation, Outcome};
 use crate::core::policy::{Access, AllowAll, Policy};
 use crate::core::prompt::{CompletionReply, PromptDef, PromptReply};
 use crate::core::resource::{
-    check_uri, match_template, parse_template, Part, ReadReply, ResourceDef, ResourceError,
-    TemplateDef,
+    check_uri, match_template, parse_template, timeout_in_range, Part, ReadHandler, ReadReply,
+    ResourceDef, ResourceError, TemplateDef,
 };
 use crate::core::schema::{
     check_mcp_headers, check_named_payload, check_object_root, CompiledSchema,
@@ -222,6 +222,7 @@ impl RegistryBuilder {
         let mut resources = BTreeMap::new();
         for def in self.resources {
             check_uri(def.uri())?;
+            check_timeout(def.timeout, "resource", def.uri())?;
             if resources.contains_key(def.uri()) {
                 return Err(BuildError::Duplicate {
                     kind: "resource",
@@ -235,6 +236,11 @@ impl RegistryBuilder {
         let mut templates: Vec<CompiledTemplate> = Vec::new();
         for def in self.templates {
             let parts = parse_template(&def.descriptor.uri_template)?;
+            check_timeout(
+                def.timeout,
+                "resource template",
+                &def.descriptor.uri_template,
+            )?;
             let vars: Vec<&str> = parts
                 .iter()
                 .filter_map(|p| match p {
@@ -303,6 +309,21 @@ impl RegistryBuilder {
                 digest: hasher.finalize().into(),
             }),
         })
+    }
+}
+
+fn check_timeout(
+    timeout: Option<std::time::Duration>,
+    kind: &'static str,
+    name: &str,
+) -> Result<(), BuildError> {
+    match timeout {
+        Some(t) if !timeout_in_range(t) => Err(BuildError::InvalidTimeout {
+            kind,
+            name: name.to_owned(),
+            timeout: t,
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -781,8 +802,15 @@ impl Registry {
     /// `resources/read`: a static resource, else the first template (by template text) that
     /// matches. Unknown, hidden and empty reads are -32602 with `data.uri` (never -32002).
     ///
+    /// The handler's [`Invocation`] carries the request's cancellation token
+    /// ([`Invocation::cancelled`]); a read requested with an already cancelled token ends with
+    /// [`CoreError::Cancelled`] without running the handler. Unlike a tool call, a running
+    /// read is not abandoned when the token fires: the handler decides how to stop, and the
+    /// server's time-out bounds one that does not (O33).
+    ///
     /// # Errors
-    /// -32602 (unknown/hidden/not found/denied), -32603 (internal or too large), -32021.
+    /// -32602 (unknown/hidden/not found/denied), -32603 (internal, too large or cancelled),
+    /// -32021.
     pub async fn read_resource(
         &self,
         inv: Invocation,
@@ -791,15 +819,7 @@ impl Registry {
         let not_found = || CoreError::UnknownResource {
             uri: uri.to_owned(),
         };
-        let (handler, vars) = if let Some(r) = self.inner.resources.get(uri) {
-            (&r.handler, BTreeMap::new())
-        } else {
-            self.inner
-                .templates
-                .iter()
-                .find_map(|t| match_template(&t.parts, uri).map(|vars| (&t.def.handler, vars)))
-                .ok_or_else(not_found)?
-        };
+        let (handler, vars, _) = self.route_read(uri).ok_or_else(not_found)?;
         match self.inner.policy.resource(inv.caller(), uri) {
             Access::Hidden => return Err(not_found()),
             Access::ListOnly => {
@@ -808,6 +828,9 @@ impl Registry {
                 })
             }
             Access::Allowed => {}
+        }
+        if inv.is_cancelled() {
+            return Err(CoreError::Cancelled);
         }
         let Ok(future) =
             std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
@@ -848,6 +871,51 @@ impl Registry {
         }))
     }
 
+    /// The handler, template variables and time-out override a read of `uri` dispatches to:
+    /// the static resource, else the first template (by template text) that matches.
+    fn route_read(
+        &self,
+        uri: &str,
+    ) -> Option<(
+        &ReadHandler,
+        BTreeMap<String, String>,
+        Option<std::time::Duration>,
+    )> {
+        if let Some(r) = self.inner.resources.get(uri) {
+            return Some((&r.handler, BTreeMap::new(), r.timeout));
+        }
+        self.inner.templates.iter().find_map(|t| {
+            match_template(&t.parts, uri).map(|vars| (&t.def.handler, vars, t.def.timeout))
+        })
+    }
+
+    /// The time-out override of the resource or template a read of `uri` would run
+    /// ([`ResourceDef::timeout`], [`TemplateDef::timeout`]); `None` means the server's
+    /// default. Policy is not consulted: the answer never reaches the client.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, TemplateDef};
+    /// use strict_mcp::core::descriptor::ResourceContents;
+    /// let notes = TemplateDef::new("mem://notes/{id}", "notes", |_i: Invocation, uri: String, _v| async move {
+    ///     Ok(ReadReply::new(vec![ResourceContents::text(uri, "note")]))
+    /// }).timeout(Duration::from_millis(500));
+    /// let registry = RegistryBuilder::new().template(notes).build().unwrap();
+    /// assert_eq!(registry.read_timeout("mem://notes/7"), Some(Duration::from_millis(500)));
+    /// assert_eq!(registry.read_timeout("mem://other"), None);
+    /// ```
+    #[must_use]
+    pub fn read_timeout(&self, uri: &str) -> Option<std::time::Duration> {
+        self.route_read(uri).and_then(|(_, _, timeout)| timeout)
+    }
+
+    /// The time-out override of the prompt `name` ([`PromptDef::timeout`]); `None` means the
+    /// server's default. Policy is not consulted: the answer never reaches the client.
+    #[must_use]
+    pub fn prompt_timeout(&self, name: &str) -> Option<std::time::Duration> {
+        self.inner.prompts.get(name).and_then(|p| p.timeout)
+    }
+
     /// `prompts/list`: visible prompts, by name, paginated.
     ///
     /// # Errors
@@ -878,10 +946,11 @@ impl Registry {
     }
 
     /// `prompts/get`: checks the arguments against the declaration (unknown or missing
-    /// required → -32602), then runs the handler.
+    /// required → -32602), then runs the handler. Cancellation as for
+    /// [`Registry::read_resource`].
     ///
     /// # Errors
-    /// -32602, -32603 or a handler's protocol error.
+    /// -32602, -32603 (internal or cancelled) or a handler's protocol error.
     pub async fn get_prompt(
         &self,
         inv: Invocation,
@@ -910,6 +979,9 @@ impl Registry {
             return Err(CoreError::InvalidParams {
                 message: format!("missing required argument `{}`", missing.name),
             });
+        }
+        if inv.is_cancelled() {
+            return Err(CoreError::Cancelled);
         }
         let Ok(future) =
             std::panic::catch_unwind(AssertUnwindSafe(|| (prompt.handler)(inv, arguments)))

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
@@ -13,6 +14,18 @@ use crate::core::descriptor::{CacheHints, Meta, Resource, ResourceContents, Reso
 use crate::core::error::{BuildError, CoreError};
 use crate::core::invocation::{Invocation, Outcome};
 use crate::core::tool::BoxFuture;
+
+/// Shortest time-out a read or prompt handler may be given.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+/// Longest time-out a read or prompt handler may be given: anything longer is a
+/// configuration mistake (a client would have given up long before).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// Whether a time-out lies within [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`].
+#[must_use]
+pub fn timeout_in_range(timeout: Duration) -> bool {
+    (MIN_TIMEOUT..=MAX_TIMEOUT).contains(&timeout)
+}
 
 /// The `_meta` key under which a partial bundle's report travels.
 pub const PARTIAL_META_KEY: &str = "dev.strict-mcp/partial";
@@ -99,6 +112,7 @@ pub type Completer =
 pub struct ResourceDef {
     pub(crate) descriptor: Resource,
     pub(crate) handler: ReadHandler,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -132,7 +146,36 @@ impl ResourceDef {
                 let fut = handler(inv, uri);
                 Box::pin(async move { fut.await.map(Outcome::Complete) })
             }),
+            timeout: None,
         }
+    }
+
+    /// Overrides the server's read time-out for this resource (O33). The time-out covers the
+    /// handler, the conversion of its contents and the final size check; when it expires the
+    /// handler's cancellation token fires and the client gets -32603 with
+    /// `data: {"uri", "retryable": true}`. The core only records it (it has no timer); the
+    /// server enforces it. Must lie within [`MIN_TIMEOUT`]`..=`[`MAX_TIMEOUT`], checked when
+    /// the registry is built.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::core::{Invocation, ReadReply, ResourceDef};
+    /// use strict_mcp::core::descriptor::ResourceContents;
+    /// let r = ResourceDef::new("mem://slow", "slow", |_inv: Invocation, uri: String| async move {
+    ///     Ok(ReadReply::new(vec![ResourceContents::text(uri, "eventually")]))
+    /// }).timeout(Duration::from_secs(2));
+    /// assert_eq!(r.timeout_override(), Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The read time-out override, if any.
+    #[must_use]
+    pub fn timeout_override(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The URI.
@@ -182,6 +225,7 @@ pub struct TemplateDef {
     pub(crate) descriptor: ResourceTemplate,
     pub(crate) handler: ReadHandler,
     pub(crate) completers: BTreeMap<String, Completer>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl fmt::Debug for TemplateDef {
@@ -218,7 +262,22 @@ impl TemplateDef {
                 Box::pin(async move { fut.await.map(Outcome::Complete) })
             }),
             completers: BTreeMap::new(),
+            timeout: None,
         }
+    }
+
+    /// Overrides the server's read time-out for every URI this template matches; see
+    /// [`ResourceDef::timeout`].
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The read time-out override, if any.
+    #[must_use]
+    pub fn timeout_override(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// Description.

@@ -35,6 +35,9 @@ pub const MAX_INSTANCE_DEPTH: usize = 64;
 pub const MAX_SCHEMA_DEPTH: usize = 128;
 /// Largest accepted schema text (E23: bounded validation cost starts with bounded schemas).
 pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
+/// Longest chain of local `$ref`s followed when diagnostics look up the keys an object allows
+/// (E23: bounded work for references, including cyclic ones).
+pub const MAX_REF_DEPTH: usize = 32;
 /// At most this many diagnostics are reported for one invalid instance.
 pub const MAX_DIAGNOSTICS: usize = 16;
 
@@ -211,15 +214,15 @@ impl CompiledSchema {
         let pointer = e.instance_path().as_str().to_owned();
         let kind = e.kind();
         let keyword = kind.keyword().to_owned();
-        let schema_path = e.schema_path().as_str();
-        let parent = schema_path
+        // The evaluation path includes every `$ref` taken, so the failing keyword's schema
+        // object is found by walking it from the root and following local references.
+        let evaluation_path = e.evaluation_path().as_str();
+        let parent = evaluation_path
             .rfind('/')
-            .map_or("", |i| &schema_path[..i])
-            .to_owned();
-        let allowed = || -> Option<Vec<String>> {
-            let node = self.value.pointer(&parent)?;
-            let props = node.get("properties")?.as_object()?;
-            Some(props.keys().cloned().collect())
+            .map_or("", |i| &evaluation_path[..i]);
+        let allowed = |through_applicators: bool| -> Option<Vec<String>> {
+            let (node, base) = resolve_evaluation_path(&self.value, parent)?;
+            allowed_keys(&self.value, base, node, through_applicators)
         };
         let (message, expected, allowed_keys) = match kind {
             ValidationErrorKind::Type { kind } => {
@@ -239,13 +242,20 @@ impl CompiledSchema {
             ValidationErrorKind::Required { property } => (
                 format!("missing required property {property}"),
                 None,
-                allowed(),
+                allowed(true),
             ),
-            ValidationErrorKind::AdditionalProperties { unexpected }
-            | ValidationErrorKind::UnevaluatedProperties { unexpected } => (
+            // `additionalProperties` only admits the `properties` next to it (a `$ref`
+            // sibling does not count), `unevaluatedProperties` also those evaluated through
+            // `$ref` and the composition keywords.
+            ValidationErrorKind::AdditionalProperties { unexpected } => (
                 format!("unexpected properties: {}", unexpected.join(", ")),
                 None,
-                allowed(),
+                allowed(false),
+            ),
+            ValidationErrorKind::UnevaluatedProperties { unexpected } => (
+                format!("unexpected properties: {}", unexpected.join(", ")),
+                None,
+                allowed(true),
             ),
             _ => {
                 let mut text = e.to_string();
@@ -268,6 +278,212 @@ impl CompiledSchema {
             allowed_keys,
         }
     }
+}
+
+/// Undoes JSON Pointer escaping of one reference token (`~1` is `/`, `~0` is `~`).
+fn unescape_token(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+/// Decodes `%XX` escapes of a URI fragment; `None` for a malformed escape or non-UTF-8 result.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Finds the subschema of `node` (not descending into other schema resources unless
+/// `cross` is set) for which `pred` holds; depth-first, bounded by the schema's own depth.
+fn find_subschema<'a>(
+    node: &'a Value,
+    cross: bool,
+    pred: &dyn Fn(&Value) -> bool,
+) -> Option<&'a Value> {
+    fn walk<'a>(
+        node: &'a Value,
+        top: bool,
+        cross: bool,
+        pred: &dyn Fn(&Value) -> bool,
+        depth: usize,
+    ) -> Option<&'a Value> {
+        if depth > MAX_SCHEMA_DEPTH {
+            return None;
+        }
+        match node {
+            Value::Object(map) => {
+                if !top && !cross && map.contains_key("$id") {
+                    return None;
+                }
+                if pred(node) {
+                    return Some(node);
+                }
+                map.iter()
+                    .filter(|(k, _)| {
+                        !matches!(k.as_str(), "enum" | "const" | "examples" | "default")
+                    })
+                    .find_map(|(_, v)| walk(v, false, cross, pred, depth + 1))
+            }
+            Value::Array(items) => items
+                .iter()
+                .find_map(|v| walk(v, false, cross, pred, depth + 1)),
+            _ => None,
+        }
+    }
+    walk(node, true, cross, pred, 0)
+}
+
+/// Resolves a reference inside the schema document, returning the target and the schema
+/// resource it belongs to. Understood: `#`, JSON Pointer fragments (`#/$defs/...`,
+/// `#/definitions/...`, percent-decoded) against `base`, plain-name fragments (`#name`,
+/// `$anchor`) inside `base`, and a `$id` of the document given verbatim (optionally with
+/// such a fragment). Anything else (relative or external URIs, `$dynamicRef`) gives `None`:
+/// no keys are listed rather than possibly wrong ones.
+fn resolve_ref<'a>(
+    root: &'a Value,
+    base: &'a Value,
+    reference: &str,
+) -> Option<(&'a Value, &'a Value)> {
+    let (uri, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    let base = if uri.is_empty() {
+        base
+    } else {
+        let is_resource = |v: &Value| {
+            v.get("$id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.trim_end_matches('#') == uri)
+        };
+        find_subschema(root, true, &is_resource)?
+    };
+    let fragment = percent_decode(fragment)?;
+    let target = if fragment.is_empty() {
+        base
+    } else if fragment.starts_with('/') {
+        base.pointer(&fragment)?
+    } else {
+        let is_anchor =
+            |v: &Value| v.get("$anchor").and_then(Value::as_str) == Some(fragment.as_str());
+        find_subschema(base, false, &is_anchor)?
+    };
+    let base = if target.get("$id").is_some() {
+        target
+    } else {
+        base
+    };
+    Some((target, base))
+}
+
+/// Walks an evaluation path (JSON Schema "evaluationPath", which names every `$ref` taken)
+/// from the root schema to the schema object it ends at, returning it with its schema
+/// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a row
+/// (E23).
+fn resolve_evaluation_path<'a>(root: &'a Value, path: &str) -> Option<(&'a Value, &'a Value)> {
+    let mut node = root;
+    let mut base = root;
+    let mut chained = 0usize;
+    for raw in path.split('/').skip(1) {
+        let token = unescape_token(raw);
+        if token == "$ref" {
+            chained += 1;
+            if chained > MAX_REF_DEPTH {
+                return None;
+            }
+            let reference = node.get("$ref")?.as_str()?;
+            (node, base) = resolve_ref(root, base, reference)?;
+        } else {
+            chained = 0;
+            node = match node {
+                Value::Object(map) => map.get(&token)?,
+                Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        if node.get("$id").is_some() {
+            base = node;
+        }
+    }
+    Some((node, base))
+}
+
+/// The member names `node` declares under `properties`; with `through_applicators`, also
+/// those of the subschemas it applies in place (`$ref`, `allOf`, `anyOf`, `oneOf`), following
+/// references (resolved against `base`, the resource `node` belongs to) at most
+/// [`MAX_REF_DEPTH`] deep. `None` when nothing declares any.
+fn allowed_keys(
+    root: &Value,
+    base: &Value,
+    node: &Value,
+    through_applicators: bool,
+) -> Option<Vec<String>> {
+    fn collect(
+        root: &Value,
+        base: &Value,
+        node: &Value,
+        through: bool,
+        depth: usize,
+        keys: &mut BTreeSet<String>,
+        declared: &mut bool,
+    ) {
+        if let Some(props) = node.get("properties").and_then(Value::as_object) {
+            *declared = true;
+            keys.extend(props.keys().cloned());
+        }
+        if !through || depth >= MAX_REF_DEPTH {
+            return;
+        }
+        let base = if node.get("$id").is_some() {
+            node
+        } else {
+            base
+        };
+        if let Some((target, target_base)) = node
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| resolve_ref(root, base, r))
+        {
+            collect(
+                root,
+                target_base,
+                target,
+                through,
+                depth + 1,
+                keys,
+                declared,
+            );
+        }
+        for keyword in ["allOf", "anyOf", "oneOf"] {
+            for branch in node
+                .get(keyword)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                collect(root, base, branch, through, depth + 1, keys, declared);
+            }
+        }
+    }
+    let mut keys = BTreeSet::new();
+    let mut declared = false;
+    collect(
+        root,
+        base,
+        node,
+        through_applicators,
+        0,
+        &mut keys,
+        &mut declared,
+    );
+    declared.then(|| keys.into_iter().collect())
 }
 
 fn json_type(v: &Value) -> &'static str {

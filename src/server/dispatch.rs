@@ -55,6 +55,9 @@ pub(crate) enum Answer {
     },
     /// Nothing to send (a listen stream the server already ended, or a client cancellation).
     Silent,
+    /// A reply already encoded and size-checked (a read whose time-out covers its final size
+    /// check, O33).
+    Encoded(Reply),
 }
 
 impl Answer {
@@ -151,11 +154,16 @@ pub(crate) async fn serve_request(
         return;
     };
     let handler_cancel = CancelToken::new();
+    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
+    let gated: Arc<dyn Outbox> = Arc::new(Gated {
+        inner: Arc::clone(&outbox),
+        cancel: client_cancel.clone(),
+    });
     let work = handle(
         server,
         caller,
         &request,
-        Arc::clone(&outbox),
+        gated,
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
@@ -180,10 +188,112 @@ pub(crate) async fn serve_request(
     match select(work, cancelled).await {
         Either::Left((Some(reply), _)) if !client_cancel.is_cancelled() => outbox.finish(reply),
         Either::Left(_) => handler_cancel.cancel(),
-        // C9, J9: the handler future is dropped (its work stops) and nothing more is sent.
-        Either::Right(((), _)) => handler_cancel.cancel(),
+        // C9, J9: the handler's token fires, the handler gets the one poll that observes it
+        // (cooperative clean-up), then it is dropped; nothing more is sent.
+        Either::Right(((), mut work)) => {
+            handler_cancel.cancel();
+            let _ = futures_util::FutureExt::now_or_never(&mut work);
+        }
     }
     server.end_call(call);
+}
+
+/// An outbox that refuses everything once the client cancelled the request (C9).
+struct Gated {
+    inner: Arc<dyn Outbox>,
+    cancel: CancelToken,
+}
+
+impl Outbox for Gated {
+    fn notify(&self, line: String) -> bool {
+        !self.cancel.is_cancelled() && self.inner.notify(line)
+    }
+
+    fn finish(&self, reply: Reply) {
+        if !self.cancel.is_cancelled() {
+            self.inner.finish(reply);
+        }
+    }
+
+    fn transport(&self) -> crate::machine::subscriptions::Transport {
+        self.inner.transport()
+    }
+}
+
+/// Why a timed read or prompt ended without its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expired;
+
+/// The timer of one timed request: tokio's when a runtime with time enabled is current
+/// (paused test clocks included), else the runtime-free helper-thread [`super::Deadline`].
+enum Timer {
+    Tokio(std::pin::Pin<Box<tokio::time::Sleep>>),
+    Thread(super::Deadline, std::time::Instant),
+}
+
+impl Timer {
+    fn start(limit: std::time::Duration) -> Timer {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // A runtime built without `enable_time` panics when a timer is created; that
+            // runtime gets the thread fallback instead of a crash.
+            if let Ok(sleep) = std::panic::catch_unwind(|| tokio::time::sleep(limit)) {
+                return Timer::Tokio(Box::pin(sleep));
+            }
+        }
+        Timer::Thread(
+            super::Deadline::start(limit),
+            std::time::Instant::now() + limit,
+        )
+    }
+
+    async fn expired(&mut self) {
+        match self {
+            Timer::Tokio(sleep) => sleep.as_mut().await,
+            Timer::Thread(deadline, _) => deadline.token.cancelled().await,
+        }
+    }
+
+    fn is_expired(&self) -> bool {
+        match self {
+            Timer::Tokio(sleep) => tokio::time::Instant::now() >= sleep.deadline(),
+            Timer::Thread(deadline, at) => {
+                deadline.token.is_cancelled() || std::time::Instant::now() >= *at
+            }
+        }
+    }
+}
+
+/// Runs `work` (a read or prompt get, including the conversion and final size check of its
+/// result) within `limit` (O33). On expiry `token` (the handler's) fires, the work gets the one
+/// poll that lets a cooperative handler observe it, and is dropped. Work that finishes, but
+/// only after the deadline (slow synchronous conversion), is expired too.
+pub(crate) async fn within<F: std::future::Future>(
+    limit: std::time::Duration,
+    token: &CancelToken,
+    work: F,
+) -> Result<F::Output, Expired> {
+    let mut timer = Timer::start(limit);
+    futures_util::pin_mut!(work);
+    let finished = {
+        let expired = timer.expired();
+        futures_util::pin_mut!(expired);
+        match select(work.as_mut(), expired).await {
+            Either::Left((out, _)) => Some(out),
+            Either::Right(((), _)) => None,
+        }
+    };
+    match finished {
+        Some(out) if !timer.is_expired() => Ok(out),
+        Some(_) => {
+            token.cancel();
+            Err(Expired)
+        }
+        None => {
+            token.cancel();
+            let _ = futures_util::FutureExt::now_or_never(work.as_mut());
+            Err(Expired)
+        }
+    }
 }
 
 /// Encodes an error reply. The message and data are safe, caller-facing values.
@@ -290,6 +400,17 @@ fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> Strin
     serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
 }
 
+/// Encodes a complete result with `resultType` and `serverInfo` (A5, B6), checked against the
+/// response bound.
+pub(crate) fn encode_complete(
+    server: &Server,
+    id: &RequestId,
+    body: Map<String, Value>,
+) -> Result<Reply, crate::codec::EgressError> {
+    let text = with_identity(members(body), "complete", &server.inner().info);
+    encode_result(id, &text).map(|line| Reply { line, status: 200 })
+}
+
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
@@ -299,6 +420,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
     };
     match answer {
         Answer::Silent => None,
+        Answer::Encoded(reply) => Some(reply),
         Answer::Error {
             cause,
             message,
@@ -511,7 +633,7 @@ async fn route(
         ),
         "resources/read" => {
             let uri = string_param(params, "uri")?;
-            mrtr::read_resource(ctx, params, &uri).await
+            mrtr::read_resource(ctx, params, &uri, &request.id).await
         }
         "prompts/get" => {
             let name = string_param(params, "name")?;
@@ -743,5 +865,77 @@ impl Drop for ProgressEnd {
         if let Some(l) = &self.1 {
             l.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn o33_work_that_finishes_in_time_keeps_its_result_and_token() {
+        let token = CancelToken::new();
+        let out = within(std::time::Duration::from_secs(3600), &token, async { 7 }).await;
+        assert_eq!(out, Ok(7));
+        assert!(!token.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn o33_synchronous_conversion_past_the_deadline_counts_as_expired() {
+        // The work never yields: only the check after it can notice the deadline passed.
+        let token = CancelToken::new();
+        let limit = std::time::Duration::from_millis(1);
+        let out = within(limit, &token, async {
+            std::thread::sleep(limit * 20);
+            7
+        })
+        .await;
+        assert_eq!(out, Err(Expired));
+        assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn o33_the_thread_fallback_notices_a_passed_deadline_too() {
+        let token = CancelToken::new();
+        let limit = std::time::Duration::from_millis(1);
+        let work = within(limit, &token, async {
+            std::thread::sleep(limit * 20);
+            7
+        });
+        // No runtime is current: the helper-thread deadline is used; the work never yields.
+        let out = futures_util::FutureExt::now_or_never(work).expect("never pending");
+        assert_eq!(out, Err(Expired));
+        assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn c9_a_gated_outbox_sends_nothing_after_the_client_cancelled() {
+        #[derive(Default)]
+        struct Count(std::sync::Mutex<(usize, usize)>);
+        impl Outbox for Count {
+            fn notify(&self, _line: String) -> bool {
+                self.0.lock().unwrap().0 += 1;
+                true
+            }
+            fn finish(&self, _reply: Reply) {
+                self.0.lock().unwrap().1 += 1;
+            }
+        }
+        let inner = Arc::new(Count::default());
+        let cancel = CancelToken::new();
+        let gated = Gated {
+            inner: inner.clone(),
+            cancel: cancel.clone(),
+        };
+        let reply = || Reply {
+            line: String::new(),
+            status: 200,
+        };
+        assert!(gated.notify(String::new()));
+        gated.finish(reply());
+        cancel.cancel();
+        assert!(!gated.notify(String::new()));
+        gated.finish(reply());
+        assert_eq!(*inner.0.lock().unwrap(), (1, 1));
     }
 }

@@ -9,7 +9,9 @@
 //! The server admits the call through the epoch machine, checks the request's own `_meta`
 //! (B1–B5: nothing is remembered from earlier requests), dispatches it to the registry, binds
 //! `input_required` outcomes to the continuation ledger, paces progress, and writes notifications
-//! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply.
+//! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply:
+//! its handler's token fires and nothing more leaves for it. `resources/read` and `prompts/get`
+//! run within their time-out ([`ServerOptions::read_timeout`], O33).
 //!
 //! # State
 //!
@@ -59,6 +61,14 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// Shutdown budget used when stdin reaches EOF and when no other budget is configured.
 pub const DEFAULT_SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 
+/// Default time-out of one `resources/read` or `prompts/get` (O33): the handler, the
+/// conversion of its result and the final size check must finish within it. Override per
+/// server with [`ServerOptions::read_timeout`], per item with
+/// [`ResourceDef::timeout`](crate::core::ResourceDef::timeout),
+/// [`TemplateDef::timeout`](crate::core::TemplateDef::timeout) or
+/// [`PromptDef::timeout`](crate::core::PromptDef::timeout).
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Default server identity (O7).
 pub const DEFAULT_NAME: &str = "mcp";
 /// Default server version (O7).
@@ -92,6 +102,15 @@ pub enum ConfigError {
     /// The operating system refused randomness for the default seal key.
     #[error("no randomness available for the default seal key")]
     Entropy,
+    /// A time-out option lies outside
+    /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT).
+    #[error("option `{option}`: {value:?} is outside 1 ms ..= 1 h")]
+    InvalidTimeout {
+        /// The option name.
+        option: &'static str,
+        /// The refused value.
+        value: Duration,
+    },
 }
 
 /// Builder of a [`Server`]'s fixed configuration. Every option may be given at most once.
@@ -104,6 +123,7 @@ pub struct ServerOptions {
     shutdown_budget: Option<Duration>,
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
+    read_timeout: Option<Duration>,
     repeated: Option<&'static str>,
 }
 
@@ -116,6 +136,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("store", &self.store.is_some())
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
+            .field("read_timeout", &self.read_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -134,7 +155,7 @@ fn set_once<T>(
 
 impl ServerOptions {
     /// Default options: identity `mcp`/`unreleased`, compact mode, random seal key, in-memory
-    /// ledger, 5 s shutdown budget, no instructions.
+    /// ledger, 5 s shutdown budget, no instructions, 30 s read time-out.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
@@ -193,6 +214,36 @@ impl ServerOptions {
             &mut self.instructions,
             text.into(),
             "instructions",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Time-out of each `resources/read` and `prompts/get` without its own override (default
+    /// [`DEFAULT_READ_TIMEOUT`]). It covers the handler, the conversion of its result and the
+    /// final size check (O33). On expiry the handler's cancellation token fires and the client
+    /// gets -32603 with `data: {"uri": …, "retryable": true}` (`"name"` for a prompt).
+    ///
+    /// The timer is tokio's when a runtime with time enabled is current (a paused test clock
+    /// included); otherwise a helper thread per timed request keeps the bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::server::{ConfigError, ServerOptions};
+    /// # use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, ResourceDef};
+    /// # let registry = || RegistryBuilder::new().resource(ResourceDef::new("mem://a", "a",
+    /// #     |_i: Invocation, _u: String| async move { Ok(ReadReply::new(vec![])) })).build().unwrap();
+    /// let zero = strict_mcp::server::Server::new(registry(), ServerOptions::new().read_timeout(Duration::ZERO));
+    /// assert!(matches!(zero, Err(ConfigError::InvalidTimeout { option: "read_timeout", .. })));
+    /// let ok = strict_mcp::server::Server::new(registry(), ServerOptions::new().read_timeout(Duration::from_secs(5)));
+    /// assert_eq!(ok.unwrap().read_timeout(), Duration::from_secs(5));
+    /// ```
+    #[must_use]
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        set_once(
+            &mut self.read_timeout,
+            timeout,
+            "read_timeout",
             &mut self.repeated,
         );
         self
@@ -284,6 +335,8 @@ pub(crate) struct Inner {
     ended: event_listener::Event,
     listens: listen::Hub,
     budget: Duration,
+    /// Time-out of reads and prompt gets without their own override (O33).
+    pub(crate) read_timeout: Duration,
     stdio_started: std::sync::atomic::AtomicBool,
 }
 
@@ -325,6 +378,13 @@ impl Server {
             Some(ring) => ring,
             None => KeyRing::new(SealKey::random(1).map_err(|_| ConfigError::Entropy)?),
         };
+        let read_timeout = options.read_timeout.unwrap_or(DEFAULT_READ_TIMEOUT);
+        if !crate::core::timeout_in_range(read_timeout) {
+            return Err(ConfigError::InvalidTimeout {
+                option: "read_timeout",
+                value: read_timeout,
+            });
+        }
         let ledger = LedgerConfig::with_ttl(
             options
                 .state_ttl_ms
@@ -349,6 +409,7 @@ impl Server {
                 ended: event_listener::Event::new(),
                 listens: listen::Hub::default(),
                 budget: options.shutdown_budget.unwrap_or(DEFAULT_SHUTDOWN_BUDGET),
+                read_timeout,
                 stdio_started: std::sync::atomic::AtomicBool::new(false),
             }),
         })
@@ -527,6 +588,12 @@ impl Server {
         self.inner.mode
     }
 
+    /// The time-out of reads and prompt gets without their own override.
+    #[must_use]
+    pub fn read_timeout(&self) -> Duration {
+        self.inner.read_timeout
+    }
+
     /// The budget the stdio host uses at EOF.
     #[must_use]
     pub fn shutdown_budget(&self) -> Duration {
@@ -579,7 +646,8 @@ impl Server {
 
 /// A deadline without an async runtime: one helper thread parks until the budget elapses and
 /// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
-/// shutdown only, never by the constructor (O1).
+/// shutdown, and by a timed read when no tokio timer is available; never by the constructor
+/// (O1).
 struct Deadline {
     token: CancelToken,
     done: Arc<std::sync::atomic::AtomicBool>,
@@ -594,7 +662,7 @@ impl Deadline {
         let stop = Arc::clone(&done);
         let started = std::time::Instant::now();
         let spawned = std::thread::Builder::new()
-            .name("mcp-shutdown-deadline".to_owned())
+            .name("mcp-deadline".to_owned())
             .spawn(move || {
                 while let Some(left) = budget.checked_sub(started.elapsed()) {
                     if left.is_zero() || stop.load(Ordering::Acquire) {

@@ -19,13 +19,13 @@ use std::future::Future;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::dispatch::{Answer, Ctx, Params};
+use super::dispatch::{encode_complete, within, Answer, Ctx, Expired, Params};
 use super::Cause;
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal,
 };
 use crate::core::store::StoreError;
-use crate::core::{FailureCode, InputRequest, Invocation, Outcome};
+use crate::core::{CoreError, FailureCode, InputRequest, Invocation, Outcome};
 use crate::machine::ledger::{
     Binding, Chain, ChainFailure, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
 };
@@ -41,8 +41,19 @@ pub(crate) enum HandlerOut {
 /// Attempts at a compare-and-swap before giving up with an internal error.
 const CAS_ATTEMPTS: usize = 4;
 
-/// `resources/read` with continuations.
-pub(crate) async fn read_resource(ctx: &Ctx, params: &Params, uri: &str) -> Answer {
+/// `resources/read` with continuations. Each handler invocation runs within the read's
+/// time-out, which also covers converting and encoding the result (the final size check, O33);
+/// a time-out feeds the ledger like any other handler failure.
+pub(crate) async fn read_resource(
+    ctx: &Ctx,
+    params: &Params,
+    uri: &str,
+    id: &crate::wire::jsonrpc::RequestId,
+) -> Answer {
+    let limit = ctx
+        .registry
+        .read_timeout(uri)
+        .unwrap_or(ctx.server.inner().read_timeout);
     run(
         ctx,
         Method::ResourcesRead,
@@ -50,20 +61,39 @@ pub(crate) async fn read_resource(ctx: &Ctx, params: &Params, uri: &str) -> Answ
         b"",
         params,
         |inv, _| async move {
-            match ctx.registry.read_resource(inv, uri).await {
-                Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                    Ok(Value::Object(body)) => Ok(HandlerOut::Complete(Answer::complete(body))),
-                    _ => Err(Answer::error(Cause::Internal, "Internal error")),
-                },
-                Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                Err(e) => Err(Answer::from_core(&e)),
-            }
+            let token = inv.cancel_token().clone();
+            let read = async {
+                match ctx.registry.read_resource(inv, uri).await {
+                    Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
+                        // The final size check is the encoding of the whole response (O33); a
+                        // read over it fails like one over the contents limit (O32).
+                        Ok(Value::Object(body)) => match encode_complete(&ctx.server, id, body) {
+                            Ok(reply) => Ok(HandlerOut::Complete(Answer::Encoded(reply))),
+                            Err(e) if e.is_too_large() => {
+                                Err(Answer::from_core(&CoreError::ResourceTooLarge {
+                                    uri: uri.to_owned(),
+                                }))
+                            }
+                            Err(_) => Err(internal()),
+                        },
+                        _ => Err(internal()),
+                    },
+                    Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                    Err(e) => Err(Answer::from_core(&e)),
+                }
+            };
+            within(limit, &token, read).await.unwrap_or_else(|Expired| {
+                Err(Answer::from_core(&CoreError::ReadTimedOut {
+                    uri: uri.to_owned(),
+                }))
+            })
         },
     )
     .await
 }
 
-/// `prompts/get` with continuations.
+/// `prompts/get` with continuations, bounded like a read (the same default time-out, or the
+/// prompt's own).
 pub(crate) async fn get_prompt(
     ctx: &Ctx,
     params: &Params,
@@ -71,6 +101,10 @@ pub(crate) async fn get_prompt(
     arguments: BTreeMap<String, String>,
     arg_bytes: &str,
 ) -> Answer {
+    let limit = ctx
+        .registry
+        .prompt_timeout(name)
+        .unwrap_or(ctx.server.inner().read_timeout);
     run(
         ctx,
         Method::PromptsGet,
@@ -80,14 +114,24 @@ pub(crate) async fn get_prompt(
         |inv, _| {
             let arguments = arguments.clone();
             async move {
-                match ctx.registry.get_prompt(inv, name, arguments).await {
-                    Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                        Ok(Value::Object(body)) => Ok(HandlerOut::Complete(Answer::complete(body))),
-                        _ => Err(Answer::error(Cause::Internal, "Internal error")),
-                    },
-                    Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                    Err(e) => Err(Answer::from_core(&e)),
-                }
+                let token = inv.cancel_token().clone();
+                let get = async {
+                    match ctx.registry.get_prompt(inv, name, arguments).await {
+                        Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
+                            Ok(Value::Object(body)) => {
+                                Ok(HandlerOut::Complete(Answer::complete(body)))
+                            }
+                            _ => Err(Answer::error(Cause::Internal, "Internal error")),
+                        },
+                        Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                        Err(e) => Err(Answer::from_core(&e)),
+                    }
+                };
+                within(limit, &token, get).await.unwrap_or_else(|Expired| {
+                    Err(Answer::from_core(&CoreError::PromptTimedOut {
+                        name: name.to_owned(),
+                    }))
+                })
             }
         },
     )
