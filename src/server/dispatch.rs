@@ -441,7 +441,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
                     crate::core::FailureCode::ResultTooLarge,
                     "The tool result exceeds the response size limit.",
                 );
-                match encoded(members(failure), "complete") {
+                match encoded(failure, "complete") {
                     Ok(line) => Reply { line, status: 200 },
                     Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
                 }

@@ -141,9 +141,9 @@ pub(crate) async fn get_prompt(
 /// A failure of the continuation itself, reported per method (O50).
 pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
     match method {
-        Method::ToolsCall => Answer::ToolResult(super::dispatch::members(
-            super::tools::failure_result(&ctx.server, code, message),
-        )),
+        Method::ToolsCall => {
+            Answer::ToolResult(super::tools::failure_result(&ctx.server, code, message))
+        }
         Method::ResourcesRead | Method::PromptsGet => Answer::Error {
             cause: if code == FailureCode::StateRejected {
                 Cause::InvalidParams

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::dispatch::members_text;
+use super::dispatch::{members_text, Members};
 use super::dispatch::{Answer, Ctx, Params};
 use super::mrtr::{self, HandlerOut};
 use super::publication::{Mode, Publication, TextOutcome};
@@ -25,12 +25,12 @@ pub(crate) fn publication(mode: PublishMode) -> Publication {
 
 /// A `CallToolResult` body for a failure found after the fact (`result_too_large`, continuation
 /// failures).
-pub(crate) fn failure_result(
-    server: &Server,
-    code: FailureCode,
-    message: &str,
-) -> Map<String, Value> {
-    server.inner().publication.failure_result(code, message)
+pub(crate) fn failure_result(server: &Server, code: FailureCode, message: &str) -> Members {
+    let text = server
+        .inner()
+        .publication
+        .failure_result_text(code, message);
+    members_text(&text).unwrap_or_default()
 }
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).

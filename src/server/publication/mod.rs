@@ -378,9 +378,15 @@ impl Publication {
     /// `retryable` flag is the code's default.
     #[must_use]
     pub fn failure_result(&self, code: FailureCode, message: &str) -> Map<String, Value> {
+        to_map(&self.failure_result_text(code, message)).unwrap_or_default()
+    }
+
+    /// As [`Publication::failure_result`], as the exact JSON text every other tool result
+    /// uses (content blocks keep their `type`-first member order).
+    #[must_use]
+    pub fn failure_result_text(&self, code: FailureCode, message: &str) -> String {
         let failure = ToolFailure::new(code, message);
-        let text = failure_text(&failure).unwrap_or_else(|_| fallback_failure_text(code));
-        to_map(&text).unwrap_or_default()
+        failure_text(&failure).unwrap_or_else(|_| fallback_failure_text(code))
     }
 }
 
