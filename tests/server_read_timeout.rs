@@ -11,7 +11,9 @@ use std::task::{Context, Poll, Wake};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use strict_mcp::core::descriptor::ResourceContents;
+use std::collections::BTreeMap;
+
+use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
     Caller, CancelToken, Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry,
     RegistryBuilder, ResourceDef, ResourceError, TemplateDef,
@@ -295,6 +297,36 @@ async fn o32_o33_a_read_over_the_response_bound_fails_like_one_over_the_contents
         reply,
         json!({"jsonrpc":"2.0","id":1,"error":{
             "code":-32603,"message":"Resource too large","data":{"uri":"mem://huge","retryable":false}}})
+    );
+    assert_eq!(status, 500);
+}
+
+#[tokio::test]
+async fn o39_a_prompt_over_the_response_bound_is_32603_with_retryable_false() {
+    // Any non-tool result over the 16 MiB response bound: a safe error that tells the client
+    // a retry would fail the same way.
+    let registry = RegistryBuilder::new()
+        .prompt(PromptDef::new(
+            "huge",
+            |_i: Invocation, _args: BTreeMap<String, String>| async move {
+                Ok(Outcome::Complete(PromptReply {
+                    description: None,
+                    messages: vec![PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::text("a".repeat(16 * 1024 * 1024)),
+                    }],
+                }))
+            },
+        ))
+        .build()
+        .unwrap();
+    let server = Server::new(registry, ServerOptions::new()).unwrap();
+    let out = serve(&server, &request("prompts/get", r#""name":"huge""#)).await;
+    let (reply, status) = out.only_reply();
+    assert_eq!(
+        reply,
+        json!({"jsonrpc":"2.0","id":1,"error":{
+            "code":-32603,"message":"The result is too large.","data":{"retryable":false}}})
     );
     assert_eq!(status, 500);
 }

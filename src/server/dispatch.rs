@@ -430,7 +430,13 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
             Ok(line) => Reply { line, status: 200 },
             Err(e) => {
                 tracing::warn!(error = %e, "result over its bound");
-                error_reply(id, Cause::Internal, "The result is too large.", None)
+                // Retrying would build the same result again: say so (O32 shape, every method).
+                error_reply(
+                    id,
+                    Cause::Internal,
+                    "The result is too large.",
+                    Some(json!({ "retryable": false })),
+                )
             }
         }),
         Answer::ToolResult(body) => Some(match encoded(body, "complete") {
