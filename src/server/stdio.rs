@@ -144,6 +144,16 @@ impl Lines {
     }
 }
 
+/// Closes [`Lines`] when the run ends, also when its future is dropped, so the writer then
+/// writes what is queued and stops instead of waiting for ever.
+struct CloseOnDrop(Arc<Lines>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// Every request's outbox: its lines go to the one writer.
 impl Outbox for Lines {
     fn notify(&self, line: String) -> bool {
@@ -441,6 +451,7 @@ impl Server {
         }
         let runtime = tokio::runtime::Handle::current();
         let lines = Arc::new(Lines::new());
+        let _close = CloseOnDrop(Arc::clone(&lines));
         let (wrote, written) = oneshot::channel();
         std::thread::Builder::new()
             .name("mcp-stdout".to_owned())
@@ -456,7 +467,8 @@ impl Server {
         let reader = std::thread::Builder::new()
             .name("mcp-stdin".to_owned())
             .spawn(move || {
-                let result = read_stdin(&runtime, &mut session);
+                // Once `run_stdio` is dropped nothing more is served.
+                let result = read_stdin(&runtime, &mut session, || read.is_closed());
                 let _ = read.send((session, result));
             });
         let (report, read_result) = match reader {
@@ -494,6 +506,7 @@ impl Server {
             return Err(io::Error::other("stdio already ran for this server"));
         }
         let lines = Arc::new(Lines::new());
+        let _close = CloseOnDrop(Arc::clone(&lines));
         let writer_task = tokio::spawn(write_lines(writer, Arc::clone(&lines)));
         let mut session = Session::new(self, caller, &lines);
         let mut buf = vec![0u8; READ_CHUNK];
@@ -516,12 +529,20 @@ impl Server {
 }
 
 /// The `mcp-stdin` thread: large blocking reads of stdin, each served by the session on the
-/// runtime's context.
-fn read_stdin(runtime: &tokio::runtime::Handle, session: &mut Session) -> io::Result<()> {
+/// runtime's context, until EOF or until `abandoned` says the run is gone.
+fn read_stdin(
+    runtime: &tokio::runtime::Handle,
+    session: &mut Session,
+    abandoned: impl Fn() -> bool,
+) -> io::Result<()> {
     let mut stdin = io::stdin().lock();
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
-        match stdin.read(&mut buf) {
+        let read = stdin.read(&mut buf);
+        if abandoned() {
+            return Ok(());
+        }
+        match read {
             Ok(0) => {
                 runtime.block_on(session.end());
                 return Ok(());
