@@ -15,20 +15,21 @@
 //!
 //! # How the bytes move
 //!
-//! One [`Session`] holds everything above and is fed the bytes of each read. A request is polled
+//! One `Session` holds everything above and is fed the bytes of each read. A request is polled
 //! once where it was read; a handler that completes at once (the common case) is answered
-//! without a task, a lock or a map entry. Only a request that has to wait (a pending handler, or
-//! no free slot) becomes a task on the runtime and is registered for cancellation.
+//! without a task or a map entry. Only a request that has to wait (a pending handler, or no free
+//! slot) becomes a task on the runtime and is registered for cancellation. A first poll that
+//! runs long holds up reading (and the replies of the same read) for that long.
 //!
-//! Output collects in [`Lines`], one buffer of whole lines. While one read's lines are served
+//! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
 //! the writer is not woken ("corked"); afterwards it takes everything queued and writes it with
 //! one `write` and one flush, so a burst of requests costs one wake-up and one system call.
 //!
 //! [`Server::run_stdio`] serves the process's stdin and stdout from two dedicated threads: a
 //! reader doing large blocking `read`s and feeding the session, and a writer draining
-//! [`Lines`]. Neither goes through tokio's blocking pool, which costs a thread hand-off per read
+//! `Lines`. Neither goes through tokio's blocking pool, which costs a thread hand-off per read
 //! and per write. [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and
-//! drains the same [`Lines`] into any `AsyncWrite` from a task.
+//! drains the same `Lines` into any `AsyncWrite` from a task.
 
 use std::collections::HashMap;
 use std::future::Future;
