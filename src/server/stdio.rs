@@ -602,3 +602,48 @@ fn send_rejection(lines: &Lines, rejection: &Rejection) {
         Err(e) => tracing::warn!(error = %e, "rejection could not be encoded"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    #[test]
+    fn c6_a_batch_is_every_queued_line_whole_and_close_ends_the_writer() {
+        let lines = Lines::new();
+        lines.cork();
+        assert!(lines.push(r#"{"a":1}"#));
+        assert!(lines.push(r#"{"b":2}"#));
+        lines.uncork();
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"{\"a\":1}\n{\"b\":2}\n");
+        // Nothing queued: the writer waits.
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+        assert!(lines.push("{}"));
+        lines.close();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"{}\n");
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+    }
+
+    #[test]
+    fn d12_after_the_writer_failed_lines_are_refused() {
+        let lines = Lines::new();
+        assert!(lines.push("{}"));
+        lines.break_off();
+        assert!(!Outbox::notify(&lines, "{}".to_owned()));
+        lines.close();
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+    }
+
+    #[test]
+    fn a_handler_panicking_in_its_first_poll_is_contained() {
+        let mut serving: Serving = Box::pin(async { panic!("a handler bug") });
+        assert!(poll_once(&mut serving).is_ready());
+        let mut pending: Serving = Box::pin(std::future::pending());
+        assert!(poll_once(&mut pending).is_pending());
+    }
+}
