@@ -5,8 +5,8 @@
 #
 # Settings (environment):
 #   WARMUP=5 MEASURE=10       seconds per run (warm-up excluded from the numbers)
-#   CONCS="1 16 64"           HTTP keep-alive connections
-#   INFLIGHT="16 64"          pipelined stdio requests in flight
+#   CONCS="1 16 64"           HTTP keep-alive connections (CONCS="": no HTTP rows)
+#   INFLIGHT="16 64"          pipelined stdio requests in flight (INFLIGHT="": no stdio rows)
 #   SERVERS="bare tokio rmcp strict"  which servers (tokio: stdio only; strict needs the
 #                             `strict` feature to build)
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
@@ -18,8 +18,8 @@ cd "$(dirname "$0")"
 
 WARMUP=${WARMUP:-5}
 MEASURE=${MEASURE:-10}
-CONCS=${CONCS:-"1 16 64"}
-INFLIGHT=${INFLIGHT:-"16 64"}
+CONCS=${CONCS-"1 16 64"}
+INFLIGHT=${INFLIGHT-"16 64"}
 SERVERS=${SERVERS:-"bare tokio rmcp strict"}
 STRICT=${STRICT:-auto}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
@@ -54,6 +54,7 @@ want() { # want SERVER -> is it selected and built?
 # HTTP: one server process per server, every concurrency against it.
 for s in bare rmcp strict; do
     want "$s" || continue
+    [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
     MAX_SECONDS=$(( (WARMUP + MEASURE + 10) * 4 + 30 )) "$BIN/${s}_http" >"$out" &
     SERVER_PID=$!

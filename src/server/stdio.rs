@@ -1,8 +1,8 @@
 //! The stdio host (C-section, O4): one JSON-RPC message per line on stdin/stdout.
 //!
 //! This file only moves bytes: lines come out of [`LineFramer`], are decoded by the codec and
-//! handed to [`Server::serve`]; replies and notifications leave through one writer task, each
-//! as one whole line (C1, C6). Protocol decisions stay in the server and the codec.
+//! handed to [`Server::serve`]; replies and notifications leave through one writer, each as one
+//! whole line (C1, C6). Protocol decisions stay in the server and the codec.
 //!
 //! * Requests run concurrently, at most [`MAX_IN_FLIGHT`] at once, and are answered in the order
 //!   they finish (C14). At most [`MAX_QUEUED`] requests wait or run; beyond that, reading pauses.
@@ -12,39 +12,157 @@
 //!   no reply follows (C9). Unknown ids and malformed cancellations are ignored (J10).
 //! * At EOF the server shuts down with its configured budget, requests still running after that
 //!   are abandoned, and the call returns once every line is written (C11).
+//!
+//! # How the bytes move
+//!
+//! One `Session` holds everything above and is fed the bytes of each read. A request is polled
+//! once where it was read; a handler that completes at once (the common case) is answered
+//! without a task or a map entry. Only a request that has to wait (a pending handler, or no free
+//! slot) becomes a task on the runtime and is registered for cancellation. A first poll that
+//! runs long holds up reading (and the replies of the same read) for that long.
+//!
+//! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
+//! the writer is not woken ("corked"); afterwards it takes everything queued and writes it with
+//! one `write` and one flush, so a burst of requests costs one wake-up and one system call.
+//!
+//! [`Server::run_stdio`] serves the process's stdin and stdout from two dedicated threads: a
+//! reader doing large blocking `read`s and feeding the session, and a writer draining
+//! `Lines`. Neither goes through tokio's blocking pool, which costs a thread hand-off per read
+//! and per write. [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and
+//! drains the same `Lines` into any `AsyncWrite` from a task.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::io;
+use std::io::{self, Read, Write};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
-use super::{lock, Outbox, Reply, Server, MAX_IN_FLIGHT};
-use crate::codec::{decode, encode, EgressLimits, LineEvent, LineFramer, Rejection};
+use super::{lock, Outbox, Reply, Server, ShutdownReport, MAX_IN_FLIGHT};
+use crate::codec::{decode, encode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
 use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport;
-use crate::wire::jsonrpc::{Message, Response};
+use crate::wire::jsonrpc::{Message, Request, Response};
 
 /// Requests read but not yet answered (running or waiting for a slot) before reading pauses.
 pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
 
+/// Bytes asked for by one read of the input; every line in them is served before the next read.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The outbox of one stdio request: lines go to the single writer task.
-struct LineOutbox {
-    tx: mpsc::UnboundedSender<String>,
+/// Output waiting for the writer: whole lines, each with its newline (C6).
+struct Lines {
+    state: Mutex<LinesState>,
+    /// Wakes the writer when output is ready or the session closed.
+    ready: Notify,
 }
 
-impl Outbox for LineOutbox {
+#[derive(Default)]
+struct LinesState {
+    buf: Vec<u8>,
+    /// A batch of input is being served: hold the wake-up until it is done.
+    corked: bool,
+    /// No more lines will come; the writer ends once `buf` is written.
+    closed: bool,
+    /// The writer failed: lines are dropped and the peer counts as gone (D12).
+    broken: bool,
+}
+
+impl Lines {
+    fn new() -> Self {
+        Lines {
+            state: Mutex::new(LinesState::default()),
+            ready: Notify::new(),
+        }
+    }
+
+    /// Queues one line; false when the writer is gone.
+    fn push(&self, line: &str) -> bool {
+        let mut state = lock(&self.state);
+        if state.broken {
+            return false;
+        }
+        let wake = state.buf.is_empty() && !state.corked;
+        state.buf.reserve(line.len() + 1);
+        state.buf.extend_from_slice(line.as_bytes());
+        state.buf.push(b'\n');
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
+        true
+    }
+
+    fn cork(&self) {
+        lock(&self.state).corked = true;
+    }
+
+    fn uncork(&self) {
+        let mut state = lock(&self.state);
+        state.corked = false;
+        let wake = !state.buf.is_empty();
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    fn close(&self) {
+        lock(&self.state).closed = true;
+        self.ready.notify_one();
+    }
+
+    fn break_off(&self) {
+        let mut state = lock(&self.state);
+        state.broken = true;
+        state.buf = Vec::new();
+    }
+
+    /// Swaps everything queued into `out` (emptied first, its capacity reused); false once the
+    /// session closed and everything was taken.
+    async fn next_batch(&self, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        loop {
+            let notified = self.ready.notified();
+            {
+                let mut state = lock(&self.state);
+                if !state.buf.is_empty() {
+                    std::mem::swap(&mut state.buf, out);
+                    return true;
+                }
+                if state.closed {
+                    return false;
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Closes [`Lines`] when the run ends, also when its future is dropped, so the writer then
+/// writes what is queued and stops instead of waiting for ever.
+struct CloseOnDrop(Arc<Lines>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// Every request's outbox: its lines go to the one writer.
+impl Outbox for Lines {
     fn notify(&self, line: String) -> bool {
-        self.tx.send(line).is_ok()
+        self.push(&line)
     }
 
     fn finish(&self, reply: Reply) {
-        let _ = self.tx.send(reply.line);
+        let _ = self.push(&reply.line);
     }
 
     fn transport(&self) -> Transport {
@@ -52,19 +170,323 @@ impl Outbox for LineOutbox {
     }
 }
 
-/// In-flight requests by the exact JSON text of their id.
+/// Requests that wait as tasks, by the exact JSON text of their id, for cancellation.
 type InFlight = Arc<Mutex<HashMap<String, (u64, CancelToken)>>>;
+
+/// Requests read but not yet admitted by the server; EOF waits for them (bounded).
+#[derive(Default)]
+struct Unstarted {
+    count: AtomicUsize,
+    changed: Notify,
+}
+
+impl Unstarted {
+    fn add(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn started(&self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+        self.changed.notify_waiters();
+    }
+
+    async fn all_started(&self) {
+        loop {
+            let notified = self.changed.notified();
+            if self.count.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+type Serving = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A request that could not be answered where it was read.
+enum Waiting {
+    /// Admitted and polled once; holds its slot.
+    Started {
+        serving: Serving,
+        _permit: OwnedSemaphorePermit,
+    },
+    /// Every slot is taken; it waits for one (or for its cancellation).
+    ForSlot(Box<Request>),
+}
+
+/// The protocol side of one stdio run: framing, decoding, dispatch, cancellation, bounds and
+/// shutdown. Fed bytes by either driver below.
+struct Session {
+    server: Server,
+    caller: Caller,
+    limits: IngressLimits,
+    framer: LineFramer,
+    lines: Arc<Lines>,
+    outbox: Arc<dyn Outbox>,
+    in_flight: InFlight,
+    running: Arc<Semaphore>,
+    queued: Arc<Semaphore>,
+    generation: u64,
+    unstarted: Arc<Unstarted>,
+    tasks: JoinSet<()>,
+}
+
+impl Session {
+    fn new(server: &Server, caller: Caller, lines: &Arc<Lines>) -> Session {
+        let limits = server.ingress_limits();
+        Session {
+            server: server.clone(),
+            caller,
+            limits,
+            framer: LineFramer::new(limits.max_frame_bytes),
+            lines: Arc::clone(lines),
+            outbox: Arc::clone(lines) as Arc<dyn Outbox>,
+            in_flight: Arc::default(),
+            running: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            queued: Arc::new(Semaphore::new(MAX_QUEUED)),
+            generation: 0,
+            unstarted: Arc::default(),
+            tasks: JoinSet::new(),
+        }
+    }
+
+    /// Serves every complete line in one read's bytes.
+    async fn feed(&mut self, mut input: &[u8]) {
+        // Reap finished request tasks so the set does not grow.
+        while self.tasks.try_join_next().is_some() {}
+        self.lines.cork();
+        while !input.is_empty() {
+            let (used, event) = self.framer.feed(input);
+            input = &input[used..];
+            if let Some(event) = event {
+                self.event(event).await;
+            }
+        }
+        self.lines.uncork();
+    }
+
+    /// End of input: a last line without a newline is still served.
+    async fn end(&mut self) {
+        if let Some(event) = self.framer.finish() {
+            self.event(event).await;
+        }
+        self.lines.uncork();
+    }
+
+    async fn event(&mut self, event: LineEvent) {
+        let line = match event {
+            LineEvent::Oversized => {
+                send_rejection(
+                    &self.lines,
+                    &Rejection::oversized_line(self.limits.max_frame_bytes),
+                );
+                return;
+            }
+            LineEvent::Line(line) => line,
+        };
+        match decode(&line, &self.limits) {
+            Err(rejection) => send_rejection(&self.lines, &rejection),
+            Ok(Message::Notification(n)) => {
+                if let Some(id) = Server::cancelled_request(&n) {
+                    if let Some((_, token)) = lock(&self.in_flight).get(&id) {
+                        token.cancel();
+                    }
+                }
+            }
+            Ok(Message::Response(_)) => {}
+            Ok(Message::Request(request)) => self.request(request).await,
+        }
+    }
+
+    async fn request(&mut self, request: Request) {
+        let slot = match Arc::clone(&self.queued).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                // Reading pauses; what is already queued must not wait for it.
+                self.lines.uncork();
+                let slot = Arc::clone(&self.queued).acquire_owned().await;
+                self.lines.cork();
+                let Ok(slot) = slot else { return };
+                slot
+            }
+        };
+        let token = CancelToken::new();
+        let waiting = match Arc::clone(&self.running).try_acquire_owned() {
+            Ok(permit) => {
+                let key = request.id.token().to_owned();
+                let mut serving = serve(
+                    self.server.clone(),
+                    self.caller.clone(),
+                    request,
+                    Arc::clone(&self.outbox),
+                    token.clone(),
+                );
+                // The first poll admits the call; most handlers also finish in it.
+                if poll_once(&mut serving).is_ready() {
+                    return;
+                }
+                (
+                    key,
+                    Waiting::Started {
+                        serving,
+                        _permit: permit,
+                    },
+                )
+            }
+            Err(_) => {
+                self.unstarted.add();
+                let key = request.id.token().to_owned();
+                (key, Waiting::ForSlot(Box::new(request)))
+            }
+        };
+        self.spawn(slot, token, waiting);
+    }
+
+    /// Runs a request that has to wait as a task, cancellable by its id until it ends.
+    fn spawn(
+        &mut self,
+        slot: OwnedSemaphorePermit,
+        token: CancelToken,
+        (key, waiting): (String, Waiting),
+    ) {
+        self.generation += 1;
+        let generation = self.generation;
+        lock(&self.in_flight).insert(key.clone(), (generation, token.clone()));
+        let in_flight = Arc::clone(&self.in_flight);
+        let server = self.server.clone();
+        let caller = self.caller.clone();
+        let outbox = Arc::clone(&self.outbox);
+        let running = Arc::clone(&self.running);
+        let unstarted = Arc::clone(&self.unstarted);
+        self.tasks.spawn(async move {
+            let _slot = slot;
+            match waiting {
+                Waiting::Started { serving, _permit } => serving.await,
+                Waiting::ForSlot(request) => {
+                    let permit = tokio::select! {
+                        p = running.acquire_owned() => p.ok(),
+                        () = token.cancelled() => None,
+                    };
+                    if let Some(_permit) = permit {
+                        let mut serving = serve(server, caller, *request, outbox, token);
+                        // The first poll admits the call; only then may EOF shut down.
+                        let first =
+                            std::future::poll_fn(|cx| Poll::Ready(serving.as_mut().poll(cx))).await;
+                        unstarted.started();
+                        if first.is_pending() {
+                            serving.await;
+                        }
+                    } else {
+                        unstarted.started();
+                    }
+                }
+            }
+            let mut map = lock(&in_flight);
+            if map.get(&key).is_some_and(|(g, _)| *g == generation) {
+                map.remove(&key);
+            }
+        });
+    }
+
+    /// C11: EOF (or a broken input) ends the run through a regular shutdown, once every
+    /// request already read has been admitted (or the budget ran out); then the writer is told
+    /// that no more lines come.
+    async fn finish(mut self) -> ShutdownReport {
+        let budget = self.server.shutdown_budget();
+        let _ = tokio::time::timeout(budget, self.unstarted.all_started()).await;
+        let report = self.server.shutdown(budget).await;
+        if let ShutdownReport::CleanupFailed { unfinished } = report {
+            tracing::warn!(
+                unfinished,
+                "stdio shutdown left requests running; abandoning them"
+            );
+        }
+        self.tasks.shutdown().await;
+        self.lines.close();
+        report
+    }
+}
+
+fn serve(
+    server: Server,
+    caller: Caller,
+    request: Request,
+    outbox: Arc<dyn Outbox>,
+    token: CancelToken,
+) -> Serving {
+    Box::pin(async move {
+        server
+            .serve(caller, Message::Request(request), outbox, token)
+            .await;
+    })
+}
+
+/// Polls a request once, here, with no waker: a request left pending is polled again by the
+/// task that takes it over, so no wake-up is lost. A panicking handler is contained as it would
+/// be in a task: its call gets no reply.
+fn poll_once(serving: &mut Serving) -> Poll<()> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match std::panic::catch_unwind(AssertUnwindSafe(|| serving.as_mut().poll(&mut cx))) {
+        Ok(poll) => poll,
+        Err(_) => {
+            tracing::error!("a request handler panicked; the request gets no reply");
+            Poll::Ready(())
+        }
+    }
+}
 
 impl Server {
     /// Serves MCP on this process's stdin and stdout until stdin closes. Runs once per server
     /// (O4); nothing but protocol lines is written to stdout (C1, C4). Returns how the
     /// shutdown at EOF ended, so a binary can exit non-zero on `cleanup_failed` (O5).
     ///
+    /// Stdin and stdout are served by two dedicated threads (`mcp-stdin`, `mcp-stdout`); the
+    /// requests that have to wait run as tasks on the calling runtime.
+    ///
     /// # Errors
-    /// When stdio already ran for this server, or reading stdin / writing stdout fails.
-    pub async fn run_stdio(&self, caller: Caller) -> io::Result<super::ShutdownReport> {
-        self.run_stdio_on(caller, tokio::io::stdin(), tokio::io::stdout())
+    /// When stdio already ran for this server, the threads cannot be started, or reading
+    /// stdin / writing stdout fails.
+    pub async fn run_stdio(&self, caller: Caller) -> io::Result<ShutdownReport> {
+        if !self.claim_stdio() {
+            return Err(io::Error::other("stdio already ran for this server"));
+        }
+        let runtime = tokio::runtime::Handle::current();
+        let lines = Arc::new(Lines::new());
+        let _close = CloseOnDrop(Arc::clone(&lines));
+        let (wrote, written) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("mcp-stdout".to_owned())
+            .spawn({
+                let runtime = runtime.clone();
+                let lines = Arc::clone(&lines);
+                move || {
+                    let _ = wrote.send(runtime.block_on(write_stdout(&lines)));
+                }
+            })?;
+        let mut session = Session::new(self, caller, &lines);
+        let (read, finished_reading) = oneshot::channel();
+        let reader = std::thread::Builder::new()
+            .name("mcp-stdin".to_owned())
+            .spawn(move || {
+                // Once `run_stdio` is dropped nothing more is served.
+                let result = read_stdin(&runtime, &mut session, || read.is_closed());
+                let _ = read.send((session, result));
+            });
+        let (report, read_result) = match reader {
+            Ok(_) => match finished_reading.await {
+                Ok((session, result)) => (session.finish().await, result),
+                Err(_) => (
+                    self.shutdown(self.shutdown_budget()).await,
+                    Err(io::Error::other("stdin reader stopped")),
+                ),
+            },
+            Err(e) => (self.shutdown(self.shutdown_budget()).await, Err(e)),
+        };
+        lines.close();
+        let write_result = written
             .await
+            .unwrap_or_else(|_| Err(io::Error::other("stdout writer stopped")));
+        read_result.and(write_result).map(|()| report)
     }
 
     /// As [`Server::run_stdio`] on any reader and writer (tests use in-memory pipes).
@@ -76,7 +498,7 @@ impl Server {
         caller: Caller,
         mut reader: R,
         writer: W,
-    ) -> io::Result<super::ShutdownReport>
+    ) -> io::Result<ShutdownReport>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -84,130 +506,22 @@ impl Server {
         if !self.claim_stdio() {
             return Err(io::Error::other("stdio already ran for this server"));
         }
-        let (tx, rx) = mpsc::unbounded_channel::<String>();
-        let writer_task = tokio::spawn(write_lines(writer, rx));
-        let in_flight: InFlight = Arc::default();
-        let running = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-        let queued = Arc::new(Semaphore::new(MAX_QUEUED));
-        let mut tasks = JoinSet::new();
-        let limits = self.ingress_limits();
-        let mut framer = LineFramer::new(limits.max_frame_bytes);
+        let lines = Arc::new(Lines::new());
+        let _close = CloseOnDrop(Arc::clone(&lines));
+        let writer_task = tokio::spawn(write_lines(writer, Arc::clone(&lines)));
+        let mut session = Session::new(self, caller, &lines);
         let mut buf = vec![0u8; READ_CHUNK];
-        let mut generation = 0u64;
-        // Requests read but not yet admitted by the server; EOF waits for them (bounded).
-        let unstarted = Arc::new((std::sync::atomic::AtomicUsize::new(0), Notify::new()));
         let read_result = loop {
-            // Reap finished request tasks so the set does not grow.
-            while tasks.try_join_next().is_some() {}
-            let n = match reader.read(&mut buf).await {
-                Ok(n) => n,
+            match reader.read(&mut buf).await {
+                Ok(0) => {
+                    session.end().await;
+                    break Ok(());
+                }
+                Ok(n) => session.feed(&buf[..n]).await,
                 Err(e) => break Err(e),
-            };
-            let mut events = Vec::new();
-            if n == 0 {
-                events.extend(framer.finish());
-            } else {
-                let mut input = &buf[..n];
-                while !input.is_empty() {
-                    let (used, event) = framer.feed(input);
-                    input = &input[used..];
-                    events.extend(event);
-                }
-            }
-            for event in events {
-                let line = match event {
-                    LineEvent::Oversized => {
-                        send_rejection(&tx, &Rejection::oversized_line(limits.max_frame_bytes));
-                        continue;
-                    }
-                    LineEvent::Line(line) => line,
-                };
-                match decode(&line, &limits) {
-                    Err(rejection) => send_rejection(&tx, &rejection),
-                    Ok(Message::Notification(n)) => {
-                        if let Some(id) = Server::cancelled_request(&n) {
-                            if let Some((_, token)) = lock(&in_flight).get(&id) {
-                                token.cancel();
-                            }
-                        }
-                    }
-                    Ok(Message::Response(_)) => {}
-                    Ok(Message::Request(request)) => {
-                        let Ok(slot) = Arc::clone(&queued).acquire_owned().await else {
-                            continue;
-                        };
-                        generation += 1;
-                        let token = CancelToken::new();
-                        let key = request.id.token().to_owned();
-                        lock(&in_flight).insert(key.clone(), (generation, token.clone()));
-                        let server = self.clone();
-                        let caller = caller.clone();
-                        let outbox: Arc<dyn Outbox> = Arc::new(LineOutbox { tx: tx.clone() });
-                        let running = Arc::clone(&running);
-                        let in_flight = Arc::clone(&in_flight);
-                        let this_generation = generation;
-                        let unstarted = Arc::clone(&unstarted);
-                        unstarted
-                            .0
-                            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-                        tasks.spawn(async move {
-                            let _slot = slot;
-                            let permit = tokio::select! {
-                                p = running.acquire_owned() => p.ok(),
-                                () = token.cancelled() => None,
-                            };
-                            if let Some(_permit) = permit {
-                                let mut serving = Box::pin(server.serve(
-                                    caller,
-                                    Message::Request(request),
-                                    outbox,
-                                    token,
-                                ));
-                                // The first poll admits the call; only then may EOF shut down.
-                                let first = std::future::poll_fn(|cx| {
-                                    std::task::Poll::Ready(serving.as_mut().poll(cx))
-                                })
-                                .await;
-                                started(&unstarted);
-                                if first.is_pending() {
-                                    serving.await;
-                                }
-                            } else {
-                                started(&unstarted);
-                            }
-                            let mut map = lock(&in_flight);
-                            if map.get(&key).is_some_and(|(g, _)| *g == this_generation) {
-                                map.remove(&key);
-                            }
-                        });
-                    }
-                }
-            }
-            if n == 0 {
-                break Ok(());
             }
         };
-        // C11: EOF (or a broken stdin) ends the run through a regular shutdown, once every
-        // request already read has been admitted (or the budget ran out).
-        let all_started = async {
-            loop {
-                let notified = unstarted.1.notified();
-                if unstarted.0.load(std::sync::atomic::Ordering::Acquire) == 0 {
-                    break;
-                }
-                notified.await;
-            }
-        };
-        let _ = tokio::time::timeout(self.shutdown_budget(), all_started).await;
-        let report = self.shutdown(self.shutdown_budget()).await;
-        if let super::ShutdownReport::CleanupFailed { unfinished } = report {
-            tracing::warn!(
-                unfinished,
-                "stdio shutdown left requests running; abandoning them"
-            );
-        }
-        tasks.shutdown().await;
-        drop(tx);
+        let report = session.finish().await;
         let write_result = writer_task
             .await
             .map_err(|e| io::Error::other(format!("stdout writer failed: {e}")))?;
@@ -215,14 +529,64 @@ impl Server {
     }
 }
 
-fn started(unstarted: &(std::sync::atomic::AtomicUsize, Notify)) {
-    unstarted
-        .0
-        .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    unstarted.1.notify_waiters();
+/// The `mcp-stdin` thread: large blocking reads of stdin, each served by the session on the
+/// runtime's context, until EOF or until `abandoned` says the run is gone.
+fn read_stdin(
+    runtime: &tokio::runtime::Handle,
+    session: &mut Session,
+    abandoned: impl Fn() -> bool,
+) -> io::Result<()> {
+    let mut stdin = io::stdin().lock();
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let read = stdin.read(&mut buf);
+        if abandoned() {
+            return Ok(());
+        }
+        match read {
+            Ok(0) => {
+                runtime.block_on(session.end());
+                return Ok(());
+            }
+            Ok(n) => runtime.block_on(session.feed(&buf[..n])),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
-fn send_rejection(tx: &mpsc::UnboundedSender<String>, rejection: &Rejection) {
+/// The `mcp-stdout` thread: each batch of whole lines in one write and one flush.
+async fn write_stdout(lines: &Lines) -> io::Result<()> {
+    let stdout = io::stdout();
+    let mut batch = Vec::new();
+    while lines.next_batch(&mut batch).await {
+        // Locked per batch only, so a stray `println!` elsewhere waits instead of hanging.
+        let mut out = stdout.lock();
+        if let Err(e) = out.write_all(&batch).and_then(|()| out.flush()) {
+            lines.break_off();
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The writer task of [`Server::run_stdio_on`]: each batch in one write and one flush.
+async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, lines: Arc<Lines>) -> io::Result<()> {
+    let mut batch = Vec::new();
+    while lines.next_batch(&mut batch).await {
+        let written = async {
+            writer.write_all(&batch).await?;
+            writer.flush().await
+        };
+        if let Err(e) = written.await {
+            lines.break_off();
+            return Err(e);
+        }
+    }
+    writer.shutdown().await
+}
+
+fn send_rejection(lines: &Lines, rejection: &Rejection) {
     let Some(response) = rejection.to_response() else {
         return;
     };
@@ -232,23 +596,54 @@ fn send_rejection(tx: &mpsc::UnboundedSender<String>, rejection: &Rejection) {
     ) {
         Ok(bytes) => {
             if let Ok(line) = String::from_utf8(bytes) {
-                let _ = tx.send(line);
+                let _ = lines.push(&line);
             }
         }
         Err(e) => tracing::warn!(error = %e, "rejection could not be encoded"),
     }
 }
 
-/// The single writer: each line and its newline go out in one write (C6).
-async fn write_lines<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::UnboundedReceiver<String>,
-) -> io::Result<()> {
-    while let Some(line) = rx.recv().await {
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        writer.write_all(&bytes).await?;
-        writer.flush().await?;
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    #[test]
+    fn c6_a_batch_is_every_queued_line_whole_and_close_ends_the_writer() {
+        let lines = Lines::new();
+        lines.cork();
+        assert!(lines.push(r#"{"a":1}"#));
+        assert!(lines.push(r#"{"b":2}"#));
+        lines.uncork();
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"{\"a\":1}\n{\"b\":2}\n");
+        // Nothing queued: the writer waits.
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+        assert!(lines.push("{}"));
+        lines.close();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"{}\n");
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
     }
-    writer.shutdown().await
+
+    #[test]
+    fn d12_after_the_writer_failed_lines_are_refused() {
+        let lines = Lines::new();
+        assert!(lines.push("{}"));
+        lines.break_off();
+        assert!(!Outbox::notify(&lines, "{}".to_owned()));
+        lines.close();
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+    }
+
+    #[test]
+    fn a_handler_panicking_in_its_first_poll_is_contained() {
+        let mut serving: Serving = Box::pin(async { panic!("a handler bug") });
+        assert!(poll_once(&mut serving).is_ready());
+        let mut pending: Serving = Box::pin(std::future::pending());
+        assert!(poll_once(&mut pending).is_pending());
+    }
 }
