@@ -19,7 +19,11 @@
 //! once where it was read; a handler that completes at once (the common case) is answered
 //! without a task or a map entry. Only a request that has to wait (a pending handler, or no free
 //! slot) becomes a task on the runtime and is registered for cancellation. A first poll that
-//! runs long holds up reading (and the replies of the same read) for that long.
+//! runs long holds up reading (and the replies of the same read) for that long; a handler that
+//! blocks its thread (it should use `spawn_blocking`) stalls the requests after it. It cannot
+//! stop the end of the run, though: a separate watcher sees stdin hang up, and if the session
+//! does not reach EOF within the shutdown budget the server shuts down without it, reports
+//! `cleanup_failed` and the run returns (O5, C11).
 //!
 //! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
 //! the writer is not woken ("corked"); afterwards it takes everything queued and writes it with
@@ -400,8 +404,13 @@ impl Session {
                 unfinished,
                 "stdio shutdown left requests running; abandoning them"
             );
+            // A task blocked inside a poll (a handler that blocks its thread) can be neither
+            // aborted nor awaited: request the abort and do not wait for it (O5, C11).
+            self.tasks.abort_all();
+            self.tasks.detach_all();
+        } else {
+            self.tasks.shutdown().await;
         }
-        self.tasks.shutdown().await;
         self.lines.close();
         report
     }
@@ -464,7 +473,7 @@ impl Server {
                 }
             })?;
         let mut session = Session::new(self, caller, &lines);
-        let (read, finished_reading) = oneshot::channel();
+        let (read, mut finished_reading) = oneshot::channel();
         let reader = std::thread::Builder::new()
             .name("mcp-stdin".to_owned())
             .spawn(move || {
@@ -472,15 +481,37 @@ impl Server {
                 let result = read_stdin(&runtime, &mut session, || read.is_closed());
                 let _ = read.send((session, result));
             });
+        let budget = self.shutdown_budget();
         let (report, read_result) = match reader {
-            Ok(_) => match finished_reading.await {
-                Ok((session, result)) => (session.finish().await, result),
-                Err(_) => (
-                    self.shutdown(self.shutdown_budget()).await,
-                    Err(io::Error::other("stdin reader stopped")),
-                ),
-            },
-            Err(e) => (self.shutdown(self.shutdown_budget()).await, Err(e)),
+            Ok(_) => {
+                let (hung_up, input_ended) = oneshot::channel::<()>();
+                watch_hangup(hung_up);
+                let served = tokio::select! {
+                    served = &mut finished_reading => Some(served),
+                    () = hangup(input_ended) => None,
+                };
+                // The writer hung up: the session has the budget to read to EOF. Longer means
+                // a handler blocks the session thread in its first poll; shut down without it
+                // and abandon that thread, so EOF still ends the run (O5, C11).
+                let served = match served {
+                    Some(served) => Some(served),
+                    None => tokio::time::timeout(budget, &mut finished_reading)
+                        .await
+                        .ok(),
+                };
+                match served {
+                    Some(Ok((session, result))) => (session.finish().await, result),
+                    Some(Err(_)) => (
+                        self.shutdown(budget).await,
+                        Err(io::Error::other("stdin reader stopped")),
+                    ),
+                    None => {
+                        tracing::warn!("a handler blocks the stdio session thread; abandoning it");
+                        (self.shutdown(budget).await, Ok(()))
+                    }
+                }
+            }
+            Err(e) => (self.shutdown(budget).await, Err(e)),
         };
         lines.close();
         let write_result = written
@@ -526,6 +557,46 @@ impl Server {
             .await
             .map_err(|e| io::Error::other(format!("stdout writer failed: {e}")))?;
         read_result.and(write_result).map(|()| report)
+    }
+}
+
+/// Fires `hung_up` when the other end of stdin closes (POLLHUP), independently of the thread
+/// that reads it: a thread blocked in `poll(2)` with no events asked for, which wakes only on
+/// hang-up or error (never for pending data, so it costs nothing per request). A regular file
+/// or `/dev/null` never hangs up; there the reader's own EOF ends the run. Without a way to
+/// watch (not unix, or no thread) nothing fires and the reader's EOF is the only end.
+fn watch_hangup(hung_up: oneshot::Sender<()>) {
+    #[cfg(unix)]
+    {
+        let _ = std::thread::Builder::new()
+            .name("mcp-stdin-hangup".to_owned())
+            .spawn(move || {
+                use rustix::event::{poll, PollFd, PollFlags};
+                let stdin = io::stdin();
+                loop {
+                    let mut fds = [PollFd::new(&stdin, PollFlags::empty())];
+                    match poll(&mut fds, None) {
+                        Ok(_) if !fds[0].revents().is_empty() => {
+                            let _ = hung_up.send(());
+                            return;
+                        }
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(_) => return,
+                    }
+                    if hung_up.is_closed() {
+                        return;
+                    }
+                }
+            });
+    }
+    #[cfg(not(unix))]
+    drop(hung_up);
+}
+
+/// Resolves on a hang-up only; a watcher that could not watch (dropped sender) never resolves.
+async fn hangup(signal: oneshot::Receiver<()>) {
+    if signal.await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
 
