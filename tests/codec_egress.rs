@@ -229,3 +229,136 @@ fn o36_client_requests_bounded_to_what_servers_accept() {
         })
     ));
 }
+
+/// `encode_success` is byte-identical to `encode` of the same success response, and refuses
+/// exactly what `encode` refuses (same bound), at every edge.
+mod encode_success_matches_encode {
+    use super::*;
+    use strict_mcp::codec::egress::encode_success;
+
+    fn both(id: &RequestId, result: &RawValue, limits: &EgressLimits) {
+        let message = Message::Response(Response::Success(SuccessResponse {
+            id: id.clone(),
+            result: result.to_owned(),
+        }));
+        let reference = encode(&message, limits);
+        let direct = encode_success(id, result, limits);
+        match (reference, direct) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b.into_bytes()),
+            (
+                Err(EgressError::TooLarge {
+                    bound: ba,
+                    limit: la,
+                    ..
+                }),
+                Err(EgressError::TooLarge {
+                    bound: bb,
+                    limit: lb,
+                    ..
+                }),
+            ) => assert_eq!((ba, la), (bb, lb)),
+            (a, b) => panic!("encode {a:?} vs encode_success {b:?}"),
+        }
+    }
+
+    #[test]
+    fn numeric_string_and_escaped_ids() {
+        let result = raw(r#"{"content":[{"type":"text","text":"hé\n"}],"isError":false}"#.into());
+        for token in [
+            "1",
+            "-0",
+            "18446744073709551617",
+            r#""1""#,
+            r#""a\u0062""#,
+            r#""é \" \\""#,
+        ] {
+            both(
+                &RequestId::from_token(token).expect("id"),
+                &result,
+                &EgressLimits::SERVER,
+            );
+        }
+    }
+
+    #[test]
+    fn results_with_line_breaks_are_compacted_the_same_way() {
+        let id = RequestId::integer(7);
+        for text in [
+            "{\n  \"a\": 1,\r\n  \"b\": \"x\\ny\"\n}",
+            "{\"s\":\"a b\",\n\"t\" : [1, 2]}",
+            "{\"q\":\"\\\\\",\n\"r\":\"\\\"\"}",
+        ] {
+            both(&id, &raw(text.into()), &EgressLimits::SERVER);
+        }
+        let out = encode_success(
+            &id,
+            &raw("{\n\"a\": \"b c\"\n}".into()),
+            &EgressLimits::SERVER,
+        )
+        .expect("fits");
+        assert_eq!(out, r#"{"jsonrpc":"2.0","id":7,"result":{"a":"b c"}}"#);
+    }
+
+    #[test]
+    fn result_payload_at_the_bound_and_one_past() {
+        let limits = EgressLimits::SERVER;
+        let id = RequestId::integer(1);
+        let at = object_of_len(limits.max_payload_bytes());
+        both(&id, &at, &limits);
+        assert!(encode_success(&id, &at, &limits).is_ok());
+        let over = object_of_len(limits.max_payload_bytes() + 1);
+        both(&id, &over, &limits);
+        assert!(matches!(
+            encode_success(&id, &over, &limits),
+            Err(EgressError::TooLarge {
+                bound: EgressBound::ResultPayload,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn whole_message_at_the_bound_and_one_past() {
+        // No reserve: the whole-message bound is the one that trips.
+        let limits = EgressLimits {
+            max_message_bytes: 200,
+            reserve_bytes: 0,
+            ..EgressLimits::SERVER
+        };
+        let id = RequestId::integer(1);
+        let envelope = r#"{"jsonrpc":"2.0","id":1,"result":}"#.len();
+        let at = object_of_len(200 - envelope);
+        both(&id, &at, &limits);
+        assert_eq!(encode_success(&id, &at, &limits).expect("fits").len(), 200);
+        let over = object_of_len(200 - envelope + 1);
+        both(&id, &over, &limits);
+        assert!(matches!(
+            encode_success(&id, &over, &limits),
+            Err(EgressError::TooLarge {
+                bound: EgressBound::Message,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn id_at_the_bound_and_one_past() {
+        let limits = EgressLimits::SERVER;
+        let result = raw(r#"{"ok":true}"#.into());
+        let at = RequestId::from_token(&format!("\"{}\"", "i".repeat(limits.max_id_bytes - 2)))
+            .expect("id");
+        assert_eq!(at.token().len(), limits.max_id_bytes);
+        both(&at, &result, &limits);
+        assert!(encode_success(&at, &result, &limits).is_ok());
+        let over = RequestId::from_token(&format!("\"{}\"", "i".repeat(limits.max_id_bytes - 1)))
+            .expect("id");
+        both(&over, &result, &limits);
+        assert!(matches!(
+            encode_success(&over, &result, &limits),
+            Err(EgressError::TooLarge {
+                bound: EgressBound::Id,
+                ..
+            })
+        ));
+    }
+}

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::error::{EgressBound, EgressError};
-use crate::wire::jsonrpc::{Message, Response};
+use crate::wire::jsonrpc::{Message, RequestId, Response};
 use crate::wire::limits;
 
 /// The bounds for one direction of outbound traffic.
@@ -173,6 +173,55 @@ pub fn encode(message: &Message, limits: &EgressLimits) -> Result<Vec<u8>, Egres
         compact(&mut buf);
     }
     Ok(buf)
+}
+
+/// Encodes a success response `{"jsonrpc":"2.0","id":…,"result":…}` straight from the id's
+/// exact token and an already valid result, as text (no trailing newline).
+///
+/// Byte for byte what [`encode`] yields for `Message::Response(Response::Success(..))`, with the
+/// same checks in the same order (id bound, payload bound, message bound, then compaction when
+/// the result brought a line break), without serialising through serde.
+pub fn encode_success(
+    id: &RequestId,
+    result: &RawValue,
+    limits: &EgressLimits,
+) -> Result<String, EgressError> {
+    const HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
+    const MID: &str = ",\"result\":";
+    let token = id.token();
+    if token.len() > limits.max_id_bytes {
+        return Err(too_large(EgressBound::Id, limits.max_id_bytes, token.len()));
+    }
+    let payload = result.get();
+    let payload_limit = limits.max_payload_bytes();
+    if payload.len() > payload_limit {
+        return Err(too_large(
+            EgressBound::ResultPayload,
+            payload_limit,
+            payload.len(),
+        ));
+    }
+    let total = HEAD.len() + token.len() + MID.len() + payload.len() + 1;
+    if total > limits.max_message_bytes {
+        return Err(too_large(
+            EgressBound::Message,
+            limits.max_message_bytes,
+            total,
+        ));
+    }
+    let mut out = String::with_capacity(total + 1);
+    out.push_str(HEAD);
+    out.push_str(token);
+    out.push_str(MID);
+    out.push_str(payload);
+    out.push('}');
+    if out.bytes().any(|b| b == b'\n' || b == b'\r') {
+        let mut buf = out.into_bytes();
+        compact(&mut buf);
+        // Compaction removes ASCII whitespace only: the text stays UTF-8.
+        out = String::from_utf8(buf).map_err(|e| EgressError::Encode(e.to_string()))?;
+    }
+    Ok(out)
 }
 
 /// Removes whitespace outside strings. Only used when a raw value brought a line break: raw

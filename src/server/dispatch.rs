@@ -25,7 +25,6 @@ use crate::core::{
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
 use crate::wire::jsonrpc::{
     ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
-    SuccessResponse,
 };
 use crate::wire::meta;
 
@@ -338,12 +337,15 @@ pub(crate) fn encode_result(
 ) -> Result<String, crate::codec::EgressError> {
     let raw = RawValue::from_string(result.to_owned())
         .map_err(|e| crate::codec::EgressError::Encode(e.to_string()))?;
-    let message = Message::Response(Response::Success(SuccessResponse {
-        id: id.clone(),
-        result: raw,
-    }));
-    let bytes = encode(&message, &EgressLimits::SERVER)?;
-    Ok(String::from_utf8(bytes).unwrap_or_default())
+    encode_result_raw(id, &raw)
+}
+
+/// Encodes a success response around a result that is already a valid JSON value.
+fn encode_result_raw(
+    id: &RequestId,
+    result: &RawValue,
+) -> Result<String, crate::codec::EgressError> {
+    crate::codec::egress::encode_success(id, result, &EgressLimits::SERVER)
 }
 
 /// Encodes a server notification; over its bound it is dropped with a warning (O42).
@@ -383,7 +385,7 @@ fn raw(text: String) -> Box<RawValue> {
         .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"))
 }
 
-fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> String {
+fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> Box<RawValue> {
     body.insert(
         "resultType".to_owned(),
         raw(Value::String(result_type.to_owned()).to_string()),
@@ -397,7 +399,8 @@ fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> Strin
         "_meta".to_owned(),
         raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
     );
-    serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
+    // Serialising members (exact JSON texts under string keys) yields valid JSON: no re-parse.
+    serde_json::value::to_raw_value(&body).unwrap_or_else(|_| raw("{}".to_owned()))
 }
 
 /// Encodes a complete result with `resultType` and `serverInfo` (A5, B6), checked against the
@@ -407,8 +410,8 @@ pub(crate) fn encode_complete(
     id: &RequestId,
     body: Map<String, Value>,
 ) -> Result<Reply, crate::codec::EgressError> {
-    let text = with_identity(members(body), "complete", &server.inner().info);
-    encode_result(id, &text).map(|line| Reply { line, status: 200 })
+    let result = with_identity(members(body), "complete", &server.inner().info);
+    encode_result_raw(id, &result).map(|line| Reply { line, status: 200 })
 }
 
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
@@ -416,7 +419,7 @@ pub(crate) fn encode_complete(
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
     let info = &server.inner().info;
     let encoded = |body: Members, result_type: &str| {
-        encode_result(id, &with_identity(body, result_type, info))
+        encode_result_raw(id, &with_identity(body, result_type, info))
     };
     match answer {
         Answer::Silent => None,
