@@ -495,10 +495,7 @@ fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
     let Some(raw) = params.get("_meta") else {
         return Err(missing_meta());
     };
-    let (Ok(members), Ok(values)) = (
-        serde_json::from_str::<Params>(raw.get()),
-        serde_json::from_str::<Map<String, Value>>(raw.get()),
-    ) else {
+    let Ok(mut values) = serde_json::from_str::<Map<String, Value>>(raw.get()) else {
         return Err(missing_meta());
     };
     let version = match values.get(meta::PROTOCOL_VERSION) {
@@ -512,10 +509,12 @@ fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
             data: Some(json!({ "supported": [PROTOCOL_VERSION], "requested": version })),
         });
     }
-    let caps = match values.get(meta::CLIENT_CAPABILITIES) {
-        Some(c @ Value::Object(_)) => c.clone(),
-        _ => return Err(missing_meta()),
-    };
+    if !matches!(
+        values.get(meta::CLIENT_CAPABILITIES),
+        Some(Value::Object(_))
+    ) {
+        return Err(missing_meta());
+    }
     if let Err(e) = meta::check_meta_keys(&values) {
         return Err(Answer::error(Cause::InvalidParams, e.to_string()));
     }
@@ -529,12 +528,25 @@ fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
             None => return Err(Answer::error(Cause::InvalidParams, "Unrecognised logLevel")),
         },
     };
+    // The token is echoed byte for byte: only a request that carries one has `_meta` read
+    // again as exact member texts (the checks above already accepted the same text).
+    let progress_token = if values.contains_key(meta::PROGRESS_TOKEN) {
+        let Ok(members) = serde_json::from_str::<Params>(raw.get()) else {
+            return Err(missing_meta());
+        };
+        members
+            .get(meta::PROGRESS_TOKEN)
+            .map(|t| t.get().to_owned())
+    } else {
+        None
+    };
+    let caps = values
+        .remove(meta::CLIENT_CAPABILITIES)
+        .unwrap_or_else(|| Value::Object(Map::new()));
     Ok(RequestMeta {
         caps,
         log_level,
-        progress_token: members
-            .get(meta::PROGRESS_TOKEN)
-            .map(|t| t.get().to_owned()),
+        progress_token,
     })
 }
 
@@ -880,6 +892,38 @@ impl Drop for ProgressEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta_of(meta: &str) -> Result<RequestMeta, Answer> {
+        let params: Params =
+            serde_json::from_str(&format!("{{\"_meta\":{meta}}}")).expect("params");
+        check_meta(&params)
+    }
+
+    #[test]
+    fn b1_meta_is_read_once_and_the_progress_token_keeps_its_exact_bytes() {
+        let base = format!(
+            "\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":{{\"x\":1}}",
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_CAPABILITIES
+        );
+        let none = meta_of(&format!("{{{base}}}")).ok().expect("valid");
+        assert_eq!(none.progress_token, None);
+        assert_eq!(none.caps, json!({ "x": 1 }));
+        for token in ["1.0", "1e2", r#""a\u0062""#, "18446744073709551617"] {
+            let m = meta_of(&format!("{{{base},\"{}\":{token}}}", meta::PROGRESS_TOKEN))
+                .ok()
+                .expect("valid");
+            assert_eq!(m.progress_token.as_deref(), Some(token));
+        }
+        // Still refused: capabilities not an object, a bad key.
+        assert!(meta_of(&format!(
+            "{{\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":1}}",
+            meta::PROTOCOL_VERSION,
+            meta::CLIENT_CAPABILITIES
+        ))
+        .is_err());
+        assert!(meta_of(&format!("{{{base},\"-bad\":1}}")).is_err());
+    }
 
     #[tokio::test]
     async fn o33_work_that_finishes_in_time_keeps_its_result_and_token() {
