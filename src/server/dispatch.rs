@@ -385,22 +385,51 @@ fn raw(text: String) -> Box<RawValue> {
         .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"))
 }
 
-fn with_identity(mut body: Members, result_type: &str, info: &RawValue) -> Box<RawValue> {
-    body.insert(
-        "resultType".to_owned(),
-        raw(Value::String(result_type.to_owned()).to_string()),
+/// An object written from borrowed members in the given order (exact value texts), the way
+/// `serde_json` writes a `Members` map.
+struct Object<'a>(Vec<(&'a str, &'a RawValue)>);
+
+impl serde::Serialize for Object<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in &self.0 {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Serialises borrowed members (valid JSON by construction: no re-parse).
+fn object_raw(object: &Object<'_>) -> Box<RawValue> {
+    serde_json::value::to_raw_value(object).unwrap_or_else(|_| raw("{}".to_owned()))
+}
+
+/// The result text: `body` with `resultType` and `_meta.serverInfo` set (A5, B6). Members are
+/// written once, in key order, without copying or re-checking their texts; only a body that
+/// brings its own `_meta` has that member read to merge `serverInfo` into it.
+fn with_identity(body: Members, result_type: &str, info: &RawValue) -> Box<RawValue> {
+    let result_type = serde_json::value::to_raw_value(result_type)
+        .unwrap_or_else(|_| raw("\"complete\"".to_owned()));
+    let meta_text = match body.get("_meta") {
+        None => object_raw(&Object(vec![(meta::SERVER_INFO, info)])),
+        Some(existing) => {
+            let mut meta: Members = serde_json::from_str(existing.get()).unwrap_or_default();
+            meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
+            serde_json::value::to_raw_value(&meta).unwrap_or_else(|_| raw("{}".to_owned()))
+        }
+    };
+    let mut members: Vec<(&str, &RawValue)> = Vec::with_capacity(body.len() + 2);
+    members.extend(
+        body.iter()
+            .filter(|(k, _)| k.as_str() != "resultType" && k.as_str() != "_meta")
+            .map(|(k, v)| (k.as_str(), &**v)),
     );
-    let mut meta: Members = body
-        .get("_meta")
-        .and_then(|m| serde_json::from_str(m.get()).ok())
-        .unwrap_or_default();
-    meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
-    body.insert(
-        "_meta".to_owned(),
-        raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
-    );
-    // Serialising members (exact JSON texts under string keys) yields valid JSON: no re-parse.
-    serde_json::value::to_raw_value(&body).unwrap_or_else(|_| raw("{}".to_owned()))
+    members.push(("resultType", &result_type));
+    members.push(("_meta", &meta_text));
+    // Keys are unique; the order is the map's (byte order of the key strings).
+    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    object_raw(&Object(members))
 }
 
 /// Encodes a complete result with `resultType` and `serverInfo` (A5, B6), checked against the
@@ -923,6 +952,47 @@ mod tests {
         ))
         .is_err());
         assert!(meta_of(&format!("{{{base},\"-bad\":1}}")).is_err());
+    }
+
+    /// The former `with_identity`: insert into the map and serialise it whole.
+    fn with_identity_reference(mut body: Members, result_type: &str, info: &RawValue) -> String {
+        body.insert(
+            "resultType".to_owned(),
+            raw(Value::String(result_type.to_owned()).to_string()),
+        );
+        let mut meta: Members = body
+            .get("_meta")
+            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .unwrap_or_default();
+        meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
+        body.insert(
+            "_meta".to_owned(),
+            raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
+        );
+        serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    #[test]
+    fn a5_b6_with_identity_writes_the_same_bytes_as_serialising_the_map() {
+        let info = raw(r#"{"name":"s\u00e9","version":"1.0"}"#.to_owned());
+        for body in [
+            "{}",
+            r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#,
+            r#"{"structuredContent":{"n":1.0,"m":18446744073709551617},"content":[]}"#,
+            r#"{"_meta":{"a.b/c":1,"z":"\u0041"},"content":[]}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/serverInfo":0},"x":1}"#,
+            r#"{"_meta":[1,2],"x":1}"#,
+            r#"{"resultType":"other","\u0000k\"ey\\":1,"é":2,"\u007f":3,"Z":4,"_":5,"a":6}"#,
+        ] {
+            for result_type in ["complete", "input_required"] {
+                let members = members_text(body).expect("object");
+                assert_eq!(
+                    with_identity(members.clone(), result_type, &info).get(),
+                    with_identity_reference(members, result_type, &info),
+                    "{body}"
+                );
+            }
+        }
     }
 
     #[tokio::test]
