@@ -110,8 +110,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// O5: a shutdown that left calls running is reported on stderr and in the exit status (3),
 /// so a supervisor can tell a clean stop from an abandoned one.
 fn exit_on_cleanup_failure(report: ShutdownReport) {
-    if let ShutdownReport::CleanupFailed { unfinished } = report {
-        eprintln!("shutdown: cleanup_failed ({unfinished} calls still running)");
-        std::process::exit(3);
+    if report != ShutdownReport::Stopped {
+        eprintln!("shutdown: {report}");
+        std::process::exit(report.exit_code());
     }
 }

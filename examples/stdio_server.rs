@@ -63,10 +63,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     // stdio credentials come from the environment (C16); this example serves one local user.
     let report = server.run_stdio(Caller::new("local-user")).await?;
-    if let ShutdownReport::CleanupFailed { unfinished } = report {
+    if report != ShutdownReport::Stopped {
         // O5: an abandoned shutdown shows in the exit status, never on stdout.
-        eprintln!("shutdown: cleanup_failed ({unfinished} calls still running)");
-        std::process::exit(3);
+        eprintln!("shutdown: {report}");
+        std::process::exit(report.exit_code());
     }
     Ok(())
 }

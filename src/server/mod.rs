@@ -275,6 +275,41 @@ pub enum ShutdownReport {
     },
 }
 
+impl ShutdownReport {
+    /// The exit status a server process reports for [`ShutdownReport::CleanupFailed`], so a
+    /// supervisor can tell an abandoned shutdown from a clean one (O5).
+    pub const CLEANUP_FAILED_EXIT_CODE: i32 = 3;
+
+    /// The process exit status for this outcome: 0 when every call ended,
+    /// [`Self::CLEANUP_FAILED_EXIT_CODE`] when calls were abandoned.
+    ///
+    /// ```
+    /// use strict_mcp::server::ShutdownReport;
+    /// assert_eq!(ShutdownReport::Stopped.exit_code(), 0);
+    /// let failed = ShutdownReport::CleanupFailed { unfinished: 2 };
+    /// assert_eq!(failed.exit_code(), 3);
+    /// assert_eq!(failed.to_string(), "cleanup_failed (2 calls still running)");
+    /// ```
+    #[must_use]
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ShutdownReport::Stopped => 0,
+            ShutdownReport::CleanupFailed { .. } => Self::CLEANUP_FAILED_EXIT_CODE,
+        }
+    }
+}
+
+impl std::fmt::Display for ShutdownReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShutdownReport::Stopped => f.write_str("stopped"),
+            ShutdownReport::CleanupFailed { unfinished } => {
+                write!(f, "cleanup_failed ({unfinished} calls still running)")
+            }
+        }
+    }
+}
+
 /// Where the server stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerPhase {
