@@ -186,13 +186,26 @@ pub fn encode_success(
     result: &RawValue,
     limits: &EgressLimits,
 ) -> Result<String, EgressError> {
+    encode_success_text(id, result.get(), limits)
+}
+
+/// As [`encode_success`], for a result the server itself wrote as text from valid pieces
+/// (not re-parsed: the caller guarantees `payload` is one JSON value).
+pub(crate) fn encode_success_text(
+    id: &RequestId,
+    payload: &str,
+    limits: &EgressLimits,
+) -> Result<String, EgressError> {
     const HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
     const MID: &str = ",\"result\":";
+    debug_assert!(
+        serde_json::from_str::<&RawValue>(payload).is_ok(),
+        "result is not one JSON value: {payload}"
+    );
     let token = id.token();
     if token.len() > limits.max_id_bytes {
         return Err(too_large(EgressBound::Id, limits.max_id_bytes, token.len()));
     }
-    let payload = result.get();
     let payload_limit = limits.max_payload_bytes();
     if payload.len() > payload_limit {
         return Err(too_large(

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::listen::Opened;
 use super::log::RequestLog;
 use super::progress::Progress;
+use super::publication::ResultParts;
 use super::{mrtr, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
 use crate::codec::{encode, EgressLimits};
 use crate::core::{
@@ -45,7 +46,7 @@ pub(crate) enum Answer {
         result_type: &'static str,
     },
     /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
-    ToolResult(Members),
+    ToolResult(ResultParts),
     /// A JSON-RPC error.
     Error {
         cause: Cause,
@@ -450,6 +451,14 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
     let encoded = |body: Members, result_type: &str| {
         encode_result_raw(id, &with_identity(body, result_type, info))
     };
+    // Tool results are written once from their pieces (no member map, no re-parse).
+    let encoded_tool = |parts: &ResultParts| {
+        crate::codec::egress::encode_success_text(
+            id,
+            &parts.complete_text(info),
+            &EgressLimits::SERVER,
+        )
+    };
     match answer {
         Answer::Silent => None,
         Answer::Encoded(reply) => Some(reply),
@@ -471,7 +480,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
                 )
             }
         }),
-        Answer::ToolResult(body) => Some(match encoded(body, "complete") {
+        Answer::ToolResult(parts) => Some(match encoded_tool(&parts) {
             Ok(line) => Reply { line, status: 200 },
             Err(e) if e.is_too_large() => {
                 let failure = super::tools::failure_result(
@@ -479,7 +488,7 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
                     crate::core::FailureCode::ResultTooLarge,
                     "The tool result exceeds the response size limit.",
                 );
-                match encoded(failure, "complete") {
+                match encoded_tool(&failure) {
                     Ok(line) => Reply { line, status: 200 },
                     Err(_) => error_reply(id, Cause::Internal, "Internal error", None),
                 }
@@ -659,13 +668,7 @@ async fn route(
     Ok(match request.method.as_str() {
         "server/discover" => discover(ctx),
         "tools/list" => super::tools::list(ctx, cursor(params)?.as_deref()),
-        "tools/call" => {
-            let raw = request
-                .params
-                .as_deref()
-                .ok_or_else(|| Answer::error(Cause::InvalidParams, "params must be an object"))?;
-            super::tools::call(ctx, params, raw).await
-        }
+        "tools/call" => super::tools::call(ctx, params).await,
         "resources/list" => page(
             ctx.registry
                 .list_resources(caller, cursor(params)?.as_deref()),
@@ -970,6 +973,42 @@ mod tests {
             raw(serde_json::to_string(&meta).unwrap_or_else(|_| "{}".to_owned())),
         );
         serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    #[test]
+    fn a5_b6_o15_tool_results_written_from_parts_match_the_member_map_path() {
+        use crate::core::descriptor::ContentBlock;
+        let info = raw(r#"{"name":"s\u00e9","version":"1.0"}"#.to_owned());
+        let cases = [
+            (vec![], None, false),
+            (vec![], Some(r#"{"value":null}"#), false),
+            (
+                vec![ContentBlock::text("a \"quoted\"\nline é")],
+                Some(r#"{"value":{"n":1.0,"m":18446744073709551617}}"#),
+                false,
+            ),
+            (
+                vec![],
+                Some(r#"{"failure":{"code":"x","message":"","retryable":false}}"#),
+                true,
+            ),
+            (vec![ContentBlock::text("")], None, true),
+        ];
+        for (content, structured, is_error) in cases {
+            let parts =
+                ResultParts::new(content, structured.map(str::to_owned), is_error).expect("parts");
+            let body = parts.body_text();
+            let reference =
+                with_identity_reference(members_text(&body).expect("object"), "complete", &info);
+            assert_eq!(parts.complete_text(&info), reference, "{body}");
+            // Absent stays absent: no `isError: false`, no `structuredContent: null`.
+            assert_eq!(body.contains("\"isError\""), is_error, "{body}");
+            assert_eq!(
+                body.contains("\"structuredContent\""),
+                structured.is_some(),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -203,9 +203,10 @@ where
             Err(_) => return Answer::error(Cause::InvalidParams, "requestState must be a string"),
         },
     };
-    let principal = principal_digest(&principal_id(&ctx.caller));
-    let binding = Binding {
-        principal,
+    // The binding's digests (I7) are computed only when a chain is created or resumed: a
+    // call that completes on its first invocation never needs them.
+    let binding = || Binding {
+        principal: principal_digest(&principal_id(&ctx.caller)),
         method,
         request: request_digest(method, target, args),
     };
@@ -215,9 +216,11 @@ where
         return match ctx.invoke(handler(inv, &responses)).await {
             Ok(HandlerOut::Complete(answer)) => answer,
             Err(answer) => answer,
-            Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding, &requests).await,
+            Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,
         };
     };
+    let binding = binding();
+    let principal = binding.principal;
     let Ok(state) = open(&ctx.server.inner().ring, &token) else {
         return rejected(ctx, method);
     };

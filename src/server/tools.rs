@@ -2,15 +2,13 @@
 //! continuation binding of `tools/call` (the publication refuses continuations to the compact
 //! discovery tools itself, O51).
 
-use std::collections::BTreeMap;
-
+use serde_json::json;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
 
-use super::dispatch::{members_text, Members};
+use super::dispatch::members_text;
 use super::dispatch::{Answer, Ctx, Params};
 use super::mrtr::{self, HandlerOut};
-use super::publication::{Mode, Publication, TextOutcome};
+use super::publication::{CallParams, Mode, PartsOutcome, Publication, ResultParts};
 use super::{PublishMode, Server};
 use crate::core::FailureCode;
 use crate::machine::ledger::Method;
@@ -23,14 +21,19 @@ pub(crate) fn publication(mode: PublishMode) -> Publication {
     })
 }
 
-/// A `CallToolResult` body for a failure found after the fact (`result_too_large`, continuation
-/// failures).
-pub(crate) fn failure_result(server: &Server, code: FailureCode, message: &str) -> Members {
-    let text = server
+/// A `CallToolResult` for a failure found after the fact (`result_too_large`, continuation
+/// failures), in the pieces every tool result is written from.
+pub(crate) fn failure_result(server: &Server, code: FailureCode, message: &str) -> ResultParts {
+    server
         .inner()
         .publication
-        .failure_result_text(code, message);
-    members_text(&text).unwrap_or_default()
+        .failure_result_parts(code, message)
+        // Serialising a `ToolFailure` cannot fail; a bare `isError` result keeps this total.
+        .unwrap_or_else(|| ResultParts {
+            content: "[]".to_owned(),
+            structured: None,
+            is_error: true,
+        })
 }
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
@@ -60,27 +63,33 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
 }
 
 /// `tools/call`, bound to the ledger. The chain is bound to the exact `name` and `arguments`
-/// bytes of the outer request (I7).
-pub(crate) async fn call(ctx: &Ctx, params: &Params, raw_params: &RawValue) -> Answer {
-    let name = params
-        .get("name")
+/// bytes of the outer request (I7). The params are read once, by the dispatcher; publication
+/// checks the members it needs from that map.
+pub(crate) async fn call(ctx: &Ctx, params: &Params) -> Answer {
+    let member = |key: &str| params.get(key).map(|raw| &**raw);
+    let name = member("name")
         .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
         .unwrap_or_default();
-    let args = params.get("arguments").map_or("", |a| a.get()).to_owned();
+    let args = member("arguments").map_or("", RawValue::get);
+    let publication = &ctx.server.inner().publication;
     if ctx.server.inner().mode == PublishMode::Compact
         && matches!(name.as_str(), "search_tools" | "get_tool_details")
     {
         // Discovery never asks for input and refuses continuations itself (O51): no ledger.
-        let outcome = ctx
-            .invoke(ctx.server.inner().publication.call_tool_text(
-                &ctx.registry,
-                ctx.invocation(),
-                raw_params,
-            ))
-            .await;
+        let outcome = match CallParams::from_members(member) {
+            Ok(mut call) => {
+                let inv = match call.input_responses.take() {
+                    Some(responses) => ctx.invocation().with_input_responses(responses),
+                    None => ctx.invocation(),
+                };
+                ctx.invoke(publication.call_tool_parts(&ctx.registry, inv, call))
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         return match outcome {
-            Ok(TextOutcome::Complete(text)) => tool_result(&text),
-            Ok(TextOutcome::InputRequired { .. }) => {
+            Ok(PartsOutcome::Complete(parts)) => Answer::ToolResult(parts),
+            Ok(PartsOutcome::InputRequired { .. }) => {
                 Answer::error(super::Cause::Internal, "Internal error")
             }
             Err(e) => Answer::from_core(&e),
@@ -92,80 +101,24 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params, raw_params: &RawValue) -> A
         &name,
         args.as_bytes(),
         params,
-        |inv, answers| {
-            // The handler sees every answer of its chain: the params it gets carry them as
-            // `inputResponses` (the publication hands that member to the invocation).
-            let responses = answers_text(answers);
-            let params_text = with_responses(params, raw_params, responses.as_ref());
+        |inv, _answers| {
+            // The invocation already carries every answer of the chain (`run` put them
+            // there), so publication gets the params without `inputResponses`.
+            let call = CallParams::from_members(member).map(|mut call| {
+                call.input_responses = None;
+                call
+            });
             async move {
-                let Some(params_text) = params_text else {
-                    return Err(Answer::error(super::Cause::Internal, "Internal error"));
-                };
-                match ctx
-                    .server
-                    .inner()
-                    .publication
-                    .call_tool_text(&ctx.registry, inv, &params_text)
-                    .await
-                {
-                    Ok(TextOutcome::Complete(text)) => Ok(HandlerOut::Complete(tool_result(&text))),
-                    Ok(TextOutcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+                let call = call.map_err(|e| Answer::from_core(&e))?;
+                match publication.call_tool_parts(&ctx.registry, inv, call).await {
+                    Ok(PartsOutcome::Complete(parts)) => {
+                        Ok(HandlerOut::Complete(Answer::ToolResult(parts)))
+                    }
+                    Ok(PartsOutcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
                     Err(e) => Err(Answer::from_core(&e)),
                 }
             }
         },
     )
     .await
-}
-
-/// A complete `CallToolResult` given as exact text.
-fn tool_result(text: &str) -> Answer {
-    match members_text(text) {
-        Some(body) => Answer::ToolResult(body),
-        None => Answer::error(super::Cause::Internal, "Internal error"),
-    }
-}
-
-/// The answers as one object text (`None`: no answers).
-fn answers_text(answers: &BTreeMap<String, Box<RawValue>>) -> Option<String> {
-    if answers.is_empty() {
-        return None;
-    }
-    let mut out = String::from("{");
-    for (i, (key, value)) in answers.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String(key.clone()).to_string());
-        out.push(':');
-        out.push_str(value.get());
-    }
-    out.push('}');
-    Some(out)
-}
-
-/// The params bytes with `inputResponses` replaced by the chain's answers; every other member
-/// keeps its exact bytes.
-fn with_responses(
-    params: &Params,
-    raw: &RawValue,
-    responses: Option<&String>,
-) -> Option<Box<RawValue>> {
-    let Some(responses) = responses else {
-        return Some(raw.to_owned());
-    };
-    let mut members: BTreeMap<&str, &str> =
-        params.iter().map(|(k, v)| (k.as_str(), v.get())).collect();
-    members.insert("inputResponses", responses);
-    let mut out = String::from("{");
-    for (i, (k, v)) in members.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&Value::String((*k).to_owned()).to_string());
-        out.push(':');
-        out.push_str(v);
-    }
-    out.push('}');
-    RawValue::from_string(out).ok()
 }

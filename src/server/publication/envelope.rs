@@ -14,7 +14,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::core::descriptor::{CallToolResult, ContentBlock};
+#[cfg(doc)]
+use crate::core::descriptor::CallToolResult;
+use crate::core::descriptor::ContentBlock;
 use crate::core::{CoreError, ToolFailure};
 
 /// The members of one JSON object, in wire order, each kept as its exact text.
@@ -95,22 +97,29 @@ impl<'a> CallParams<'a> {
     /// dispatcher owns the rest of the request shape (E10); publication checks what it reads.
     pub(crate) fn parse(params: &'a RawValue) -> Result<Self, CoreError> {
         let members = Members::parse(params, "params")?;
-        let name = members
-            .get("name")
+        Self::from_members(|key| members.get(key))
+    }
+
+    /// As [`CallParams::parse`], over members someone already read (the server's params map:
+    /// the codec has refused repeated member names, O3). The same checks in the same order.
+    pub(crate) fn from_members(
+        member: impl Fn(&str) -> Option<&'a RawValue>,
+    ) -> Result<Self, CoreError> {
+        let name = member("name")
             .ok_or_else(|| invalid("`name` is required"))
             .and_then(|raw| string_member(raw, "name"))?;
-        let arguments = members.get("arguments");
+        let arguments = member("arguments");
         if arguments.is_some_and(|a| !is_object(a)) {
             return Err(invalid("`arguments` must be an object"));
         }
-        let input_responses = match members.get("inputResponses") {
+        let input_responses = match member("inputResponses") {
             None => None,
             Some(raw) => Some(
                 serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
                     .map_err(|_| invalid("`inputResponses` must be an object"))?,
             ),
         };
-        let continuation = input_responses.is_some() || members.get("requestState").is_some();
+        let continuation = input_responses.is_some() || member("requestState").is_some();
         Ok(CallParams {
             name,
             arguments,
@@ -132,26 +141,96 @@ pub(crate) fn failure_envelope(failure: &ToolFailure) -> Result<String, CoreErro
     Ok(format!("{{\"failure\":{body}}}"))
 }
 
-/// A complete `CallToolResult` as exact text: the ordered content, then (when there is a
+/// A complete `CallToolResult` as exact text pieces: the content array and the structured
+/// envelope. The server writes the final result (with `resultType` and `_meta`) from these in
+/// one pass instead of re-reading a finished body (O29: the pieces are never re-parsed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResultParts {
+    /// The `content` array as JSON text.
+    pub(crate) content: String,
+    /// The `structuredContent` value as exact JSON text, if any.
+    pub(crate) structured: Option<String>,
+    /// Whether the result is a tool failure (`isError: true`; absent otherwise).
+    pub(crate) is_error: bool,
+}
+
+impl ResultParts {
+    /// The ordered content, then (when there is a structured envelope) a text block holding
+    /// the envelope's JSON (O15, E16). `structured` must be one valid JSON value: every caller
+    /// builds it from serialised or already validated text.
+    pub(crate) fn new(
+        mut content: Vec<ContentBlock>,
+        structured: Option<String>,
+        is_error: bool,
+    ) -> Result<Self, CoreError> {
+        if let Some(text) = &structured {
+            debug_assert!(
+                serde_json::from_str::<&RawValue>(text).is_ok(),
+                "structured envelope is not JSON: {text}"
+            );
+            content.push(ContentBlock::text(text.clone()));
+        }
+        let content =
+            serde_json::to_string(&content).map_err(|_| CoreError::Internal { retryable: true })?;
+        Ok(ResultParts {
+            content,
+            structured,
+            is_error,
+        })
+    }
+
+    /// The body as the public API returns it: `{"content", "structuredContent"?,
+    /// "isError"?}` (the member order of [`CallToolResult`]).
+    pub(crate) fn body_text(&self) -> String {
+        let mut out = String::with_capacity(self.len_hint());
+        out.push_str("{\"content\":");
+        out.push_str(&self.content);
+        if let Some(structured) = &self.structured {
+            out.push_str(",\"structuredContent\":");
+            out.push_str(structured);
+        }
+        if self.is_error {
+            out.push_str(",\"isError\":true");
+        }
+        out.push('}');
+        out
+    }
+
+    /// The result as sent: the body plus `resultType: "complete"` and `_meta` holding
+    /// `serverInfo` (A5, B6), members in key byte order, as every other result is written.
+    pub(crate) fn complete_text(&self, server_info: &RawValue) -> String {
+        let mut out = String::with_capacity(self.len_hint() + server_info.get().len() + 96);
+        out.push_str("{\"_meta\":{\"");
+        out.push_str(crate::wire::meta::SERVER_INFO);
+        out.push_str("\":");
+        out.push_str(server_info.get());
+        out.push_str("},\"content\":");
+        out.push_str(&self.content);
+        if self.is_error {
+            out.push_str(",\"isError\":true");
+        }
+        out.push_str(",\"resultType\":\"complete\"");
+        if let Some(structured) = &self.structured {
+            out.push_str(",\"structuredContent\":");
+            out.push_str(structured);
+        }
+        out.push('}');
+        out
+    }
+
+    fn len_hint(&self) -> usize {
+        self.content.len() + self.structured.as_ref().map_or(0, String::len) + 48
+    }
+}
+
+/// A complete `CallToolResult` in pieces: the ordered content, then (when there is a
 /// structured envelope) a text block holding the envelope's JSON (O15, E16).
-pub(crate) fn result_text(
-    mut content: Vec<ContentBlock>,
+pub(crate) fn result_parts(
+    content: Vec<ContentBlock>,
     structured: Option<String>,
     is_error: bool,
-) -> Result<String, CoreError> {
-    let structured = match structured {
-        None => None,
-        Some(text) => {
-            content.push(ContentBlock::text(text.clone()));
-            Some(RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: true })?)
-        }
-    };
-    let result = CallToolResult {
-        content,
-        structured_content: structured,
-        is_error: is_error.then_some(true),
-    };
-    serde_json::to_string(&result).map_err(|_| CoreError::Internal { retryable: true })
+) -> Result<ResultParts, CoreError> {
+    ResultParts::new(content, structured, is_error)
 }
 
 /// The `Map` form of a result body built as text.
@@ -165,7 +244,12 @@ pub(crate) fn to_map(text: &str) -> Result<Map<String, Value>, CoreError> {
 /// A failure result: `isError: true`, the failure envelope and its text copy. Core failures
 /// carry no content of their own, so the copy is the only block.
 pub(crate) fn failure_text(failure: &ToolFailure) -> Result<String, CoreError> {
-    result_text(Vec::new(), Some(failure_envelope(failure)?), true)
+    failure_parts(failure).map(|parts| parts.body_text())
+}
+
+/// As [`failure_text`], in pieces.
+pub(crate) fn failure_parts(failure: &ToolFailure) -> Result<ResultParts, CoreError> {
+    result_parts(Vec::new(), Some(failure_envelope(failure)?), true)
 }
 
 /// The content and `{"value": …}` envelope text of an application tool's success, in

@@ -78,9 +78,11 @@ use crate::core::{
 
 pub use schemas::{compact_tools_text, failure_envelope_schema_text};
 
+pub(crate) use envelope::{CallParams, ResultParts};
+
 use envelope::{
-    failure_envelope, failure_text, invalid, is_object, result_text, string_member, success_parts,
-    to_map, CallParams, Members,
+    failure_envelope, failure_parts, failure_text, invalid, is_object, result_parts, string_member,
+    success_parts, to_map, Members,
 };
 
 /// How tools are published. Fixed per [`Publication`]; searching never changes it (O12, O24).
@@ -345,11 +347,25 @@ impl Publication {
         inv: Invocation,
         params: &RawValue,
     ) -> Result<TextOutcome, CoreError> {
-        let call = CallParams::parse(params)?;
-        let inv = match call.input_responses {
+        let mut call = CallParams::parse(params)?;
+        let inv = match call.input_responses.take() {
             Some(responses) => inv.with_input_responses(responses),
             None => inv,
         };
+        Ok(match self.call_tool_parts(registry, inv, call).await? {
+            PartsOutcome::Complete(parts) => TextOutcome::Complete(parts.body_text()),
+            PartsOutcome::InputRequired { requests } => TextOutcome::InputRequired { requests },
+        })
+    }
+
+    /// `tools/call` on params the server already read (the invocation carries any
+    /// `inputResponses`), with the result in pieces for the server to write once.
+    pub(crate) async fn call_tool_parts(
+        &self,
+        registry: &Registry,
+        inv: Invocation,
+        call: CallParams<'_>,
+    ) -> Result<PartsOutcome, CoreError> {
         match self.mode {
             Mode::Direct => {
                 let plan = self.plan(registry, inv.caller(), &call.name)?;
@@ -362,10 +378,10 @@ impl Publication {
                     call.name
                 ))),
                 "search_tools" => {
-                    search(registry, inv.caller(), call.arguments).map(TextOutcome::Complete)
+                    search(registry, inv.caller(), call.arguments).map(PartsOutcome::Complete)
                 }
                 "get_tool_details" => {
-                    details(registry, inv.caller(), call.arguments).map(TextOutcome::Complete)
+                    details(registry, inv.caller(), call.arguments).map(PartsOutcome::Complete)
                 }
                 "call_tool" => compact_call(registry, inv, call.arguments).await,
                 _ => Err(CoreError::UnknownTool { name: call.name }),
@@ -388,6 +404,28 @@ impl Publication {
         let failure = ToolFailure::new(code, message);
         failure_text(&failure).unwrap_or_else(|_| fallback_failure_text(code))
     }
+
+    /// As [`Publication::failure_result_text`], in pieces (`None` only if the failure cannot
+    /// be serialised, which a `ToolFailure` never is).
+    pub(crate) fn failure_result_parts(
+        &self,
+        code: FailureCode,
+        message: &str,
+    ) -> Option<ResultParts> {
+        failure_parts(&ToolFailure::new(code, message)).ok()
+    }
+}
+
+/// [`TextOutcome`] with the complete body in pieces.
+#[derive(Debug, Clone)]
+pub(crate) enum PartsOutcome {
+    /// A complete `CallToolResult` body.
+    Complete(ResultParts),
+    /// The tool needs client input first.
+    InputRequired {
+        /// Requests keyed by server-chosen ids.
+        requests: std::collections::BTreeMap<String, InputRequest>,
+    },
 }
 
 /// [`CallOutcome`] with the complete body as exact JSON text.
@@ -415,10 +453,10 @@ fn fallback_failure_text(code: FailureCode) -> String {
     )
 }
 
-fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<TextOutcome, CoreError> {
+fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<PartsOutcome, CoreError> {
     let (content, envelope, is_error) = match reply {
         ToolReply::InputRequired { requests } => {
-            return Ok(TextOutcome::InputRequired { requests })
+            return Ok(PartsOutcome::InputRequired { requests })
         }
         ToolReply::Failure(failure) => (Vec::new(), Some(failure_envelope(&failure)?), true),
         ToolReply::Success {
@@ -429,20 +467,26 @@ fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<TextOutcome, C
             (content, envelope, false)
         }
     };
-    if let (Some(schema), Some(envelope)) = (plan.and_then(WrapperPlan::output_schema), &envelope) {
-        // The published union must admit what we send (E15); a mismatch is our bug.
+    // The published union must admit what we send (E15); a mismatch is our bug. A success's
+    // `value` was already validated by the registry against the same application schema the
+    // union wraps, so release builds check only failure envelopes (debug builds, and so every
+    // test, check both).
+    let check = is_error || cfg!(debug_assertions);
+    if let (true, Some(schema), Some(envelope)) =
+        (check, plan.and_then(WrapperPlan::output_schema), &envelope)
+    {
         if let Err(diagnostics) = schema.validate_bytes(envelope) {
             tracing::error!(
                 ?diagnostics,
                 "structured envelope does not match the published output schema"
             );
-            return Ok(TextOutcome::Complete(failure_text(&ToolFailure::new(
+            return Ok(PartsOutcome::Complete(failure_parts(&ToolFailure::new(
                 FailureCode::InvalidResult,
                 "The tool produced a result that does not match its output schema.",
             ))?));
         }
     }
-    Ok(TextOutcome::Complete(result_text(
+    Ok(PartsOutcome::Complete(result_parts(
         content, envelope, is_error,
     )?))
 }
@@ -465,7 +509,7 @@ fn search(
     registry: &Registry,
     caller: &Caller,
     arguments: Option<&RawValue>,
-) -> Result<String, CoreError> {
+) -> Result<ResultParts, CoreError> {
     let args = compact_arguments(arguments, "search_tools", &["query", "limit"])?;
     let query = args
         .get("query")
@@ -483,14 +527,14 @@ fn search(
     let reply = registry.search_tools(caller, &query, limit)?;
     let text =
         serde_json::to_string(&reply).map_err(|_| CoreError::Internal { retryable: false })?;
-    result_text(Vec::new(), Some(text), false)
+    result_parts(Vec::new(), Some(text), false)
 }
 
 fn details(
     registry: &Registry,
     caller: &Caller,
     arguments: Option<&RawValue>,
-) -> Result<String, CoreError> {
+) -> Result<ResultParts, CoreError> {
     let args = compact_arguments(arguments, "get_tool_details", &["name"])?;
     let name = args
         .get("name")
@@ -498,7 +542,7 @@ fn details(
         .and_then(|raw| string_member(raw, "name"))?;
     let tool = match registry.tool(caller, &name) {
         Ok(tool) => tool,
-        Err(CoreError::UnknownTool { .. }) => return failure_text(&unavailable()),
+        Err(CoreError::UnknownTool { .. }) => return failure_parts(&unavailable()),
         Err(other) => return Err(other),
     };
     let detail = Detail {
@@ -511,7 +555,7 @@ fn details(
     };
     let text =
         serde_json::to_string(&detail).map_err(|_| CoreError::Internal { retryable: false })?;
-    result_text(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
+    result_parts(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
 }
 
 /// `get_tool_details` body. `outputSchema` is the application's own schema: it describes
@@ -543,19 +587,19 @@ async fn compact_call(
     registry: &Registry,
     inv: Invocation,
     arguments: Option<&RawValue>,
-) -> Result<TextOutcome, CoreError> {
+) -> Result<PartsOutcome, CoreError> {
     let args = compact_arguments(arguments, "call_tool", &["name", "arguments"])?;
     let inner_args = args.get("arguments");
     if inner_args.is_some_and(|a| !is_object(a)) {
         return Err(invalid("`arguments` of call_tool must be an object"));
     }
     let Some(name_raw) = args.get("name") else {
-        return Ok(TextOutcome::Complete(failure_text(&unavailable())?));
+        return Ok(PartsOutcome::Complete(failure_parts(&unavailable())?));
     };
     let name = string_member(name_raw, "name")?;
     match registry.call_tool(inv, &name, inner_args).await {
         Err(CoreError::UnknownTool { .. }) => {
-            Ok(TextOutcome::Complete(failure_text(&unavailable())?))
+            Ok(PartsOutcome::Complete(failure_parts(&unavailable())?))
         }
         Err(other) => Err(other),
         Ok(reply) => finish(reply, None),
