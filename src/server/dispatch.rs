@@ -159,7 +159,9 @@ pub(crate) async fn serve_request(
         inner: Arc::clone(&outbox),
         cancel: client_cancel.clone(),
     });
-    let work = handle(
+    // Boxed once: the request's whole state machine is large (every method's arm), and
+    // moving it through the selects below would copy all of it each time.
+    let work = Box::pin(handle(
         server,
         caller,
         &request,
@@ -167,7 +169,7 @@ pub(crate) async fn serve_request(
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
-    );
+    ));
     // Shutdown cancels the handler, but the call still answers (e.g. the `cancelled` failure).
     let forward_shutdown = async {
         shutdown.cancelled().await;
