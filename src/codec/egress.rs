@@ -228,7 +228,7 @@ pub(crate) fn encode_success_text(
     out.push_str(MID);
     out.push_str(payload);
     out.push('}');
-    if out.bytes().any(|b| b == b'\n' || b == b'\r') {
+    if memchr::memchr2(b'\n', b'\r', out.as_bytes()).is_some() {
         let mut buf = out.into_bytes();
         compact(&mut buf);
         // Compaction removes ASCII whitespace only: the text stays UTF-8.

@@ -165,11 +165,20 @@ fn is_name(name: &str) -> bool {
 /// Checks every key of a received `_meta` object against the syntax (B9). Reserved keys are
 /// allowed here: peers legitimately send them.
 pub fn check_meta_keys(meta: &Map<String, Value>) -> Result<(), MetaKeyError> {
+    meta.keys().try_for_each(|k| check_meta_key(k))
+}
+
+/// [`check_meta_keys`] for one key.
+///
+/// # Errors
+/// As [`MetaKey::parse`].
+pub fn check_meta_key(key: &str) -> Result<(), MetaKeyError> {
     // The reserved keys are valid by their spelling (a test checks each), and they are most of
     // what requests carry: only other keys are parsed.
-    meta.keys()
-        .filter(|k| !RESERVED_KEYS.contains(&k.as_str()))
-        .try_for_each(|k| MetaKey::parse(k).map(|_| ()))
+    if RESERVED_KEYS.contains(&key) {
+        return Ok(());
+    }
+    MetaKey::parse(key).map(|_| ())
 }
 
 /// Checks a key that an application asks us to add to outgoing `_meta` (B10, B12): it must
