@@ -596,11 +596,16 @@ impl Registry {
     /// # Errors
     /// [`CoreError::UnknownTool`] for unknown and hidden tools alike.
     pub fn tool(&self, caller: &Caller, name: &str) -> Result<Tool, CoreError> {
+        self.tool_ref(caller, name).cloned()
+    }
+
+    /// As [`Registry::tool`], borrowed (the per-call path needs no copy).
+    pub(crate) fn tool_ref(&self, caller: &Caller, name: &str) -> Result<&Tool, CoreError> {
         self.inner
             .tools
             .get(name)
             .filter(|_| self.inner.policy.tool(caller, name).is_visible())
-            .map(|t| t.descriptor.clone())
+            .map(|t| &t.descriptor)
             .ok_or_else(|| CoreError::UnknownTool {
                 name: name.to_owned(),
             })

@@ -257,21 +257,16 @@ fn decode_typed<In: DeserializeOwned>(args: &RawValue) -> Result<In, ToolError> 
 }
 
 fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
-    let text = serde_json::to_string(out).map_err(|e| {
+    // Serialised straight into a raw value (serde_json's own output is not parsed again).
+    let structured = serde_json::value::to_raw_value(out).map_err(|e| {
         tracing::warn!(error = %e, "typed tool output could not be serialised");
         ToolError::Failure(ToolFailure::new(
             FailureCode::InvalidResult,
             "The tool produced a result it cannot encode.",
         ))
     })?;
-    let structured = RawValue::from_string(text.clone()).map_err(|_| {
-        ToolError::Failure(ToolFailure::new(
-            FailureCode::InvalidResult,
-            "The tool produced a result it cannot encode.",
-        ))
-    })?;
     Ok(DynamicOutput {
-        content: vec![ContentBlock::text(text)],
+        content: vec![ContentBlock::text(structured.get())],
         structured: Some(structured),
     })
 }

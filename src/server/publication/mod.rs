@@ -178,15 +178,16 @@ impl WrapperPlan {
     }
 }
 
-/// Plans are keyed by the registry's catalogue digest and the tool name, so one publication
-/// can serve a registry that the server swaps atomically; a plan whose source definition no
-/// longer matches (same schemas, new documentation) is rebuilt, never patched.
-type PlanKey = ([u8; 32], String);
+/// Plans are keyed by the registry's catalogue digest, then the tool name (looked up without
+/// a copy), so one publication can serve a registry that the server swaps atomically; a plan
+/// whose source definition no longer matches (same schemas, new documentation) is rebuilt,
+/// never patched.
+type Plans = HashMap<[u8; 32], HashMap<String, Arc<WrapperPlan>>>;
 
 /// Publishes a registry's tools in one [`Mode`]. `Send + Sync`; share it behind an `Arc`.
 pub struct Publication {
     mode: Mode,
-    plans: RwLock<HashMap<PlanKey, Arc<WrapperPlan>>>,
+    plans: RwLock<Plans>,
     built: AtomicUsize,
 }
 
@@ -235,17 +236,18 @@ impl Publication {
         caller: &Caller,
         name: &str,
     ) -> Result<Arc<WrapperPlan>, CoreError> {
-        let tool = registry.tool(caller, name)?;
-        self.plan_for(registry, &tool)
+        let tool = registry.tool_ref(caller, name)?;
+        self.plan_for(registry, tool)
     }
 
     fn plan_for(&self, registry: &Registry, tool: &Tool) -> Result<Arc<WrapperPlan>, CoreError> {
-        let key = (registry.digest(), tool.name.clone());
+        let digest = registry.digest();
         if let Some(plan) = self
             .plans
             .read()
             .map_err(|_| CoreError::Internal { retryable: true })?
-            .get(&key)
+            .get(&digest)
+            .and_then(|plans| plans.get(tool.name.as_str()))
             .filter(|plan| plan.built_from(tool))
         {
             return Ok(Arc::clone(plan));
@@ -254,12 +256,16 @@ impl Publication {
             .plans
             .write()
             .map_err(|_| CoreError::Internal { retryable: true })?;
-        if let Some(plan) = plans.get(&key).filter(|plan| plan.built_from(tool)) {
+        let plans = plans.entry(digest).or_default();
+        if let Some(plan) = plans
+            .get(tool.name.as_str())
+            .filter(|plan| plan.built_from(tool))
+        {
             return Ok(Arc::clone(plan));
         }
         let plan = Arc::new(WrapperPlan::build(tool)?);
         self.built.fetch_add(1, Ordering::Relaxed);
-        plans.insert(key, Arc::clone(&plan));
+        plans.insert(tool.name.clone(), Arc::clone(&plan));
         Ok(plan)
     }
 
