@@ -501,8 +501,9 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
     }
 }
 
-/// The params object of a request, member by member (exact bytes).
-pub(crate) type Params = BTreeMap<String, Box<RawValue>>;
+/// The params object of a request, member by member (exact bytes, borrowed from the
+/// request).
+pub(crate) type Params<'a> = BTreeMap<String, &'a RawValue>;
 
 /// What the request's `_meta` declares.
 struct RequestMeta {
@@ -512,11 +513,11 @@ struct RequestMeta {
     log_level: Option<LogLevel>,
 }
 
-fn parse_params(request: &Request) -> Result<Params, Answer> {
+fn parse_params(request: &Request) -> Result<Params<'_>, Answer> {
     let Some(raw) = request.params.as_deref() else {
         return Err(missing_meta());
     };
-    serde_json::from_str::<Params>(raw.get())
+    serde_json::from_str::<Params<'_>>(raw.get())
         .map_err(|_| Answer::error(Cause::InvalidParams, "params must be an object"))
 }
 
@@ -597,7 +598,7 @@ fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
 }
 
 /// B1–B5, B9, B12, B14, L3: everything is read from this request only.
-fn check_meta(params: &Params) -> Result<RequestMeta, Answer> {
+fn check_meta(params: &Params<'_>) -> Result<RequestMeta, Answer> {
     let Some(raw) = params.get("_meta") else {
         return Err(missing_meta());
     };
@@ -731,7 +732,7 @@ async fn handle(
 async fn route(
     ctx: &Ctx,
     request: &Request,
-    params: &Params,
+    params: &Params<'_>,
     outbox: &Arc<dyn Outbox>,
     client_cancel: &CancelToken,
 ) -> Result<Answer, Answer> {
@@ -781,7 +782,7 @@ async fn route(
     })
 }
 
-fn cursor(params: &Params) -> Result<Option<String>, Answer> {
+fn cursor(params: &Params<'_>) -> Result<Option<String>, Answer> {
     match params.get("cursor") {
         None => Ok(None),
         Some(raw) => serde_json::from_str::<String>(raw.get())
@@ -790,7 +791,7 @@ fn cursor(params: &Params) -> Result<Option<String>, Answer> {
     }
 }
 
-pub(crate) fn string_param(params: &Params, name: &str) -> Result<String, Answer> {
+pub(crate) fn string_param(params: &Params<'_>, name: &str) -> Result<String, Answer> {
     params
         .get(name)
         .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
@@ -843,7 +844,7 @@ fn discover(ctx: &Ctx) -> Answer {
 }
 
 /// `completion/complete` (G-section).
-fn complete(ctx: &Ctx, params: &Params) -> Result<Answer, Answer> {
+fn complete(ctx: &Ctx, params: &Params<'_>) -> Result<Answer, Answer> {
     let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
     let reference: Value = params
         .get("ref")
@@ -899,7 +900,7 @@ fn complete(ctx: &Ctx, params: &Params) -> Result<Answer, Answer> {
 async fn listen(
     ctx: &Ctx,
     request: &Request,
-    params: &Params,
+    params: &Params<'_>,
     outbox: &Arc<dyn Outbox>,
     client_cancel: &CancelToken,
 ) -> Result<Answer, Answer> {
@@ -997,8 +998,8 @@ mod tests {
     use super::*;
 
     fn meta_of(meta: &str) -> Result<RequestMeta, Answer> {
-        let params: Params =
-            serde_json::from_str(&format!("{{\"_meta\":{meta}}}")).expect("params");
+        let text = format!("{{\"_meta\":{meta}}}");
+        let params: Params<'_> = serde_json::from_str(&text).expect("params");
         check_meta(&params)
     }
 

@@ -46,7 +46,7 @@ const CAS_ATTEMPTS: usize = 4;
 /// a time-out feeds the ledger like any other handler failure.
 pub(crate) async fn read_resource(
     ctx: &Ctx,
-    params: &Params,
+    params: &Params<'_>,
     uri: &str,
     id: &crate::wire::jsonrpc::RequestId,
 ) -> Answer {
@@ -96,7 +96,7 @@ pub(crate) async fn read_resource(
 /// prompt's own).
 pub(crate) async fn get_prompt(
     ctx: &Ctx,
-    params: &Params,
+    params: &Params<'_>,
     name: &str,
     arguments: BTreeMap<String, String>,
     arg_bytes: &str,
@@ -180,7 +180,7 @@ pub(crate) async fn run<'c, F, Fut>(
     method: Method,
     target: &str,
     args: &[u8],
-    params: &Params,
+    params: &Params<'_>,
     handler: F,
 ) -> Answer
 where

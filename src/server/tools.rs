@@ -65,7 +65,7 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
 /// `tools/call`, bound to the ledger. The chain is bound to the exact `name` and `arguments`
 /// bytes of the outer request (I7). The params are read once, by the dispatcher; publication
 /// checks the members it needs from that map.
-pub(crate) async fn call(ctx: &Ctx, params: &Params) -> Answer {
+pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     let member = |key: &str| params.get(key).map(|raw| &**raw);
     let name = member("name")
         .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
