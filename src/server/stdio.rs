@@ -26,14 +26,20 @@
 //! `cleanup_failed` and the run returns (O5, C11).
 //!
 //! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
-//! the writer is not woken ("corked"); afterwards it takes everything queued and writes it with
-//! one `write` and one flush, so a burst of requests costs one wake-up and one system call.
+//! the writer is not woken ("corked"); afterwards everything queued goes out with one `write`
+//! and one flush, so a burst of requests costs one system call. Whoever writes holds stdout
+//! (`writing`) and takes everything queued before letting go, so lines never interleave (C6).
 //!
-//! [`Server::run_stdio`] serves the process's stdin and stdout from two dedicated threads: a
-//! reader doing large blocking `read`s and feeding the session, and a writer draining
-//! `Lines`. Neither goes through tokio's blocking pool, which costs a thread hand-off per read
-//! and per write. [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and
-//! drains the same `Lines` into any `AsyncWrite` from a task.
+//! [`Server::run_stdio`] serves the process's stdin and stdout from dedicated threads. The
+//! reader (`mcp-stdin`) does large blocking `read`s, feeds the session and then writes that
+//! read's replies itself, like a synchronous line loop: the common case costs one `read` and
+//! one `write` per batch and no thread hand-off. The writer (`mcp-stdout`) is woken only for
+//! lines that come later (requests that waited, notifications, the end of the run) while the
+//! reader blocks in `read`. When stdout is not read, the reader blocks in `write` and stops
+//! reading: input is not consumed faster than output drains. Neither thread goes through
+//! tokio's blocking pool, which costs a hand-off per read and per write.
+//! [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and drains the same
+//! `Lines` into any `AsyncWrite` from a task.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -72,10 +78,14 @@ struct LinesState {
     buf: Vec<u8>,
     /// A batch of input is being served: hold the wake-up until it is done.
     corked: bool,
+    /// A writer holds stdout and will take `buf` before letting go: one writer at a time (C6).
+    writing: bool,
     /// No more lines will come; the writer ends once `buf` is written.
     closed: bool,
-    /// The writer failed: lines are dropped and the peer counts as gone (D12).
+    /// A write failed: lines are dropped and the peer counts as gone (D12).
     broken: bool,
+    /// The failure, for the run's result.
+    failure: Option<io::Error>,
 }
 
 impl Lines {
@@ -92,7 +102,8 @@ impl Lines {
         if state.broken {
             return false;
         }
-        let wake = state.buf.is_empty() && !state.corked;
+        // A writer holding stdout takes these bytes before it lets go: no wake-up needed.
+        let wake = state.buf.is_empty() && !state.corked && !state.writing;
         state.buf.reserve(line.len() + 1);
         state.buf.extend_from_slice(line.as_bytes());
         state.buf.push(b'\n');
@@ -107,10 +118,37 @@ impl Lines {
         lock(&self.state).corked = true;
     }
 
+    /// Ends a batch: the writer is woken for what it queued.
     fn uncork(&self) {
         let mut state = lock(&self.state);
         state.corked = false;
-        let wake = !state.buf.is_empty();
+        let wake = !state.buf.is_empty() && !state.writing;
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Ends a batch by writing what is queued here, on the calling thread, unless the writer
+    /// holds stdout (it then takes these lines too). Saves the writer's wake-up and its thread
+    /// switch for every replies-of-one-read batch. Never writes after `close`.
+    fn uncork_writing(&self, batch: &mut Vec<u8>, write: impl Fn(&[u8]) -> io::Result<()>) {
+        let mut state = lock(&self.state);
+        state.corked = false;
+        while !state.writing && !state.closed && !state.buf.is_empty() {
+            batch.clear();
+            std::mem::swap(&mut state.buf, batch);
+            state.writing = true;
+            drop(state);
+            let written = write(batch);
+            state = lock(&self.state);
+            state.writing = false;
+            if let Err(e) = written {
+                state.fail(e);
+            }
+        }
+        // The writer may wait for stdout to finish after `close`.
+        let wake = state.closed;
         drop(state);
         if wake {
             self.ready.notify_one();
@@ -122,30 +160,50 @@ impl Lines {
         self.ready.notify_one();
     }
 
-    fn break_off(&self) {
-        let mut state = lock(&self.state);
-        state.broken = true;
-        state.buf = Vec::new();
+    fn break_off(&self, error: io::Error) {
+        lock(&self.state).fail(error);
     }
 
-    /// Swaps everything queued into `out` (emptied first, its capacity reused); false once the
-    /// session closed and everything was taken.
+    /// The first write failure, if any.
+    fn failure(&self) -> Option<io::Error> {
+        lock(&self.state).failure.take()
+    }
+
+    /// Takes stdout and swaps everything queued into `out` (emptied first, its capacity
+    /// reused); call [`Lines::written`] after writing it. False once the session closed and
+    /// everything was written.
     async fn next_batch(&self, out: &mut Vec<u8>) -> bool {
         out.clear();
         loop {
             let notified = self.ready.notified();
             {
                 let mut state = lock(&self.state);
-                if !state.buf.is_empty() {
-                    std::mem::swap(&mut state.buf, out);
-                    return true;
-                }
-                if state.closed {
-                    return false;
+                if !state.writing {
+                    if !state.buf.is_empty() {
+                        std::mem::swap(&mut state.buf, out);
+                        state.writing = true;
+                        return true;
+                    }
+                    if state.closed {
+                        return false;
+                    }
                 }
             }
             notified.await;
         }
+    }
+
+    /// Lets go of stdout after a batch from [`Lines::next_batch`].
+    fn written(&self) {
+        lock(&self.state).writing = false;
+    }
+}
+
+impl LinesState {
+    fn fail(&mut self, error: io::Error) {
+        self.broken = true;
+        self.buf = Vec::new();
+        self.failure.get_or_insert(error);
     }
 }
 
@@ -254,7 +312,8 @@ impl Session {
         }
     }
 
-    /// Serves every complete line in one read's bytes.
+    /// Serves every complete line in one read's bytes. Output stays corked: the driver ends
+    /// the batch.
     async fn feed(&mut self, mut input: &[u8]) {
         // Reap finished request tasks so the set does not grow.
         while self.tasks.try_join_next().is_some() {}
@@ -266,7 +325,6 @@ impl Session {
                 self.event(event).await;
             }
         }
-        self.lines.uncork();
     }
 
     /// End of input: a last line without a newline is still served.
@@ -548,7 +606,10 @@ impl Server {
                     session.end().await;
                     break Ok(());
                 }
-                Ok(n) => session.feed(&buf[..n]).await,
+                Ok(n) => {
+                    session.feed(&buf[..n]).await;
+                    session.lines.uncork();
+                }
                 Err(e) => break Err(e),
             }
         };
@@ -608,7 +669,10 @@ fn read_stdin(
     abandoned: impl Fn() -> bool,
 ) -> io::Result<()> {
     let mut stdin = io::stdin().lock();
+    let stdout = io::stdout();
+    let lines = Arc::clone(&session.lines);
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut batch = Vec::new();
     loop {
         let read = stdin.read(&mut buf);
         if abandoned() {
@@ -619,26 +683,39 @@ fn read_stdin(
                 runtime.block_on(session.end());
                 return Ok(());
             }
-            Ok(n) => runtime.block_on(session.feed(&buf[..n])),
+            Ok(n) => {
+                runtime.block_on(session.feed(&buf[..n]));
+                // The replies of this read go out from here, as one write, before the next
+                // read: no hand-off to `mcp-stdout` for them.
+                lines.uncork_writing(&mut batch, |bytes| write_batch(&stdout, bytes));
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
 }
 
-/// The `mcp-stdout` thread: each batch of whole lines in one write and one flush.
+/// One batch of whole lines in one write and one flush. Stdout is locked per batch only, so
+/// a stray `println!` elsewhere waits instead of hanging.
+fn write_batch(stdout: &io::Stdout, batch: &[u8]) -> io::Result<()> {
+    let mut out = stdout.lock();
+    out.write_all(batch).and_then(|()| out.flush())
+}
+
+/// The `mcp-stdout` thread: writes what the `mcp-stdin` thread does not (replies of requests
+/// that waited, notifications, lines of the run's end), each batch in one write and one flush.
+/// Ends with the first write failure of either thread.
 async fn write_stdout(lines: &Lines) -> io::Result<()> {
     let stdout = io::stdout();
     let mut batch = Vec::new();
     while lines.next_batch(&mut batch).await {
-        // Locked per batch only, so a stray `println!` elsewhere waits instead of hanging.
-        let mut out = stdout.lock();
-        if let Err(e) = out.write_all(&batch).and_then(|()| out.flush()) {
-            lines.break_off();
-            return Err(e);
+        let written = write_batch(&stdout, &batch);
+        lines.written();
+        if let Err(e) = written {
+            lines.break_off(e);
         }
     }
-    Ok(())
+    lines.failure().map_or(Ok(()), Err)
 }
 
 /// The writer task of [`Server::run_stdio_on`]: each batch in one write and one flush.
@@ -649,9 +726,13 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, lines: Arc<Lines>) ->
             writer.write_all(&batch).await?;
             writer.flush().await
         };
-        if let Err(e) = written.await {
-            lines.break_off();
-            return Err(e);
+        let written = written.await;
+        lines.written();
+        if let Err(e) = written {
+            lines.break_off(e);
+            return Err(lines
+                .failure()
+                .unwrap_or_else(|| io::Error::other("stdout writer failed")));
         }
     }
     writer.shutdown().await
@@ -690,24 +771,97 @@ mod tests {
         let mut batch = Vec::new();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
         assert_eq!(batch, b"{\"a\":1}\n{\"b\":2}\n");
+        lines.written();
         // Nothing queued: the writer waits.
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
         assert!(lines.push("{}"));
         lines.close();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
         assert_eq!(batch, b"{}\n");
+        lines.written();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+    }
+
+    /// Collects what `uncork_writing` writes, one entry per write.
+    fn write_here(lines: &Lines) -> Vec<Vec<u8>> {
+        let writes = Mutex::new(Vec::new());
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |bytes| {
+            lock(&writes).push(bytes.to_vec());
+            Ok(())
+        });
+        writes.into_inner().unwrap()
+    }
+
+    #[test]
+    fn c6_the_reading_thread_writes_its_batch_at_once_and_never_beside_the_writer() {
+        let lines = Lines::new();
+        lines.cork();
+        assert!(lines.push(r#"{"a":1}"#));
+        assert!(lines.push(r#"{"b":2}"#));
+        assert_eq!(write_here(&lines), vec![b"{\"a\":1}\n{\"b\":2}\n".to_vec()]);
+        // Written here: nothing is left for the writer.
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+
+        // The writer holds stdout: the reading thread leaves its lines to it.
+        assert!(lines.push("{}"));
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        lines.cork();
+        assert!(lines.push("[1]"));
+        assert!(write_here(&lines).is_empty());
+        lines.written();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[1]\n");
+        lines.written();
+
+        // After close only the writer writes (what is queued), then it ends.
+        assert!(lines.push("[2]"));
+        lines.close();
+        assert!(write_here(&lines).is_empty());
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[2]\n");
+        lines.written();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
     }
 
     #[test]
-    fn d12_after_the_writer_failed_lines_are_refused() {
+    fn c6_lines_queued_while_the_reading_thread_writes_are_written_by_it_before_it_lets_go() {
+        let lines = Lines::new();
+        assert!(lines.push("[1]"));
+        let writes = Mutex::new(Vec::new());
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |bytes| {
+            let mut writes = lock(&writes);
+            if writes.is_empty() {
+                // A task answers while stdout is held: no wake-up, the holder takes it.
+                assert!(lines.push("[2]"));
+            }
+            writes.push(bytes.to_vec());
+            Ok(())
+        });
+        assert_eq!(
+            writes.into_inner().unwrap(),
+            vec![b"[1]\n".to_vec(), b"[2]\n".to_vec()]
+        );
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+    }
+
+    #[test]
+    fn d12_after_a_write_failed_lines_are_refused_and_the_failure_is_reported() {
         let lines = Lines::new();
         assert!(lines.push("{}"));
-        lines.break_off();
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |_| {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        });
         assert!(!Outbox::notify(&lines, "{}".to_owned()));
         lines.close();
-        let mut batch = Vec::new();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+        assert_eq!(
+            lines.failure().map(|e| e.kind()),
+            Some(io::ErrorKind::BrokenPipe)
+        );
     }
 
     #[test]
