@@ -55,6 +55,7 @@ use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{lock, Outbox, Reply, Server, ShutdownReport, MAX_IN_FLIGHT};
+use crate::codec::stdio::Frame;
 use crate::codec::{decode, encode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
 use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport;
@@ -291,6 +292,8 @@ struct Session {
     generation: u64,
     unstarted: Arc<Unstarted>,
     tasks: JoinSet<()>,
+    /// The id text of the request being polled where it was read.
+    key: String,
 }
 
 impl Session {
@@ -309,6 +312,7 @@ impl Session {
             generation: 0,
             unstarted: Arc::default(),
             tasks: JoinSet::new(),
+            key: String::new(),
         }
     }
 
@@ -319,7 +323,7 @@ impl Session {
         while self.tasks.try_join_next().is_some() {}
         self.lines.cork();
         while !input.is_empty() {
-            let (used, event) = self.framer.feed(input);
+            let (used, event) = self.framer.feed_frame(input);
             input = &input[used..];
             if let Some(event) = event {
                 self.event(event).await;
@@ -329,22 +333,22 @@ impl Session {
 
     /// End of input: a last line without a newline is still served.
     async fn end(&mut self) {
-        if let Some(event) = self.framer.finish() {
-            self.event(event).await;
+        if let Some(LineEvent::Line(line)) = self.framer.finish() {
+            self.event(Frame::Line(line.into())).await;
         }
         self.lines.uncork();
     }
 
-    async fn event(&mut self, event: LineEvent) {
+    async fn event(&mut self, event: Frame<'_>) {
         let line = match event {
-            LineEvent::Oversized => {
+            Frame::Oversized => {
                 send_rejection(
                     &self.lines,
                     &Rejection::oversized_line(self.limits.max_frame_bytes),
                 );
                 return;
             }
-            LineEvent::Line(line) => line,
+            Frame::Line(line) => line,
         };
         match decode(&line, &self.limits) {
             Err(rejection) => send_rejection(&self.lines, &rejection),
@@ -375,7 +379,9 @@ impl Session {
         let token = CancelToken::new();
         let waiting = match Arc::clone(&self.running).try_acquire_owned() {
             Ok(permit) => {
-                let key = request.id.token().to_owned();
+                // The id's text is kept in a reused buffer: copied out only if the call waits.
+                self.key.clear();
+                self.key.push_str(request.id.token());
                 let mut serving = serve(
                     self.server.clone(),
                     self.caller.clone(),
@@ -388,7 +394,7 @@ impl Session {
                     return;
                 }
                 (
-                    key,
+                    self.key.clone(),
                     Waiting::Started {
                         serving,
                         _permit: permit,
