@@ -32,12 +32,13 @@
 //!
 //! [`Server::run_stdio`] serves the process's stdin and stdout from dedicated threads. The
 //! reader (`mcp-stdin`) does large blocking `read`s, feeds the session and then writes that
-//! read's replies itself, like a synchronous line loop: the common case costs one `read` and
-//! one `write` per batch and no thread hand-off. The writer (`mcp-stdout`) is woken only for
-//! lines that come later (requests that waited, notifications, the end of the run) while the
-//! reader blocks in `read`. When stdout is not read, the reader blocks in `write` and stops
-//! reading: input is not consumed faster than output drains. Neither thread goes through
-//! tokio's blocking pool, which costs a hand-off per read and per write.
+//! read's replies itself with one `write`, like a synchronous line loop: the common case costs
+//! one `read` and one `write` per batch and no thread hand-off. The writer (`mcp-stdout`) is
+//! woken only for lines that come later (requests that waited, notifications, the end of the
+//! run). When stdout is not read, the reader blocks in its `write`, or waits while more than
+//! `MAX_UNWRITTEN` bytes are queued behind the writer, and stops reading: input is not taken
+//! in faster than output drains (O8). Neither thread goes through tokio's blocking pool,
+//! which costs a hand-off per read and per write.
 //! [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and drains the same
 //! `Lines` into any `AsyncWrite` from a task.
 
@@ -47,7 +48,7 @@ use std::io::{self, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -67,11 +68,17 @@ pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
 /// Bytes asked for by one read of the input; every line in them is served before the next read.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Bytes of output queued behind a writer that holds stdout before the reader stops reading:
+/// when stdout is not read, input stays in the client's pipe instead of piling up here (O8).
+const MAX_UNWRITTEN: usize = 1 << 20;
+
 /// Output waiting for the writer: whole lines, each with its newline (C6).
 struct Lines {
     state: Mutex<LinesState>,
     /// Wakes the writer when output is ready or the session closed.
     ready: Notify,
+    /// Wakes a reader held by [`MAX_UNWRITTEN`] when the writer lets go of stdout.
+    drained: Condvar,
 }
 
 #[derive(Default)]
@@ -87,6 +94,8 @@ struct LinesState {
     broken: bool,
     /// The failure, for the run's result.
     failure: Option<io::Error>,
+    /// The reader waits on `drained`.
+    reader_held: bool,
 }
 
 impl Lines {
@@ -94,6 +103,7 @@ impl Lines {
         Lines {
             state: Mutex::new(LinesState::default()),
             ready: Notify::new(),
+            drained: Condvar::new(),
         }
     }
 
@@ -130,13 +140,30 @@ impl Lines {
         }
     }
 
-    /// Ends a batch by writing what is queued here, on the calling thread, unless the writer
-    /// holds stdout (it then takes these lines too). Saves the writer's wake-up and its thread
-    /// switch for every replies-of-one-read batch. Never writes after `close`.
+    /// Ends a batch by writing what is queued with one write here, on the reading thread:
+    /// saves the writer's wake-up and its thread switch per read. When the writer holds
+    /// stdout it takes these lines too, and the reader waits only while more than
+    /// [`MAX_UNWRITTEN`] bytes are queued behind it. Lines queued during this write go to the
+    /// writer, so reading (a cancellation, say) resumes after one write. Never writes after
+    /// `close`.
     fn uncork_writing(&self, batch: &mut Vec<u8>, write: impl Fn(&[u8]) -> io::Result<()>) {
         let mut state = lock(&self.state);
         state.corked = false;
-        while !state.writing && !state.closed && !state.buf.is_empty() {
+        while !state.closed && !state.broken {
+            if state.writing {
+                if state.buf.len() <= MAX_UNWRITTEN {
+                    break;
+                }
+                state.reader_held = true;
+                state = self
+                    .drained
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            if state.buf.is_empty() {
+                break;
+            }
             batch.clear();
             std::mem::swap(&mut state.buf, batch);
             state.writing = true;
@@ -147,9 +174,10 @@ impl Lines {
             if let Err(e) = written {
                 state.fail(e);
             }
+            break;
         }
-        // The writer may wait for stdout to finish after `close`.
-        let wake = state.closed;
+        // Lines queued meanwhile, or the end of the run, are the writer's.
+        let wake = state.closed || (!state.buf.is_empty() && !state.writing);
         drop(state);
         if wake {
             self.ready.notify_one();
@@ -159,10 +187,12 @@ impl Lines {
     fn close(&self) {
         lock(&self.state).closed = true;
         self.ready.notify_one();
+        self.drained.notify_all();
     }
 
     fn break_off(&self, error: io::Error) {
         lock(&self.state).fail(error);
+        self.drained.notify_all();
     }
 
     /// The first write failure, if any.
@@ -196,7 +226,13 @@ impl Lines {
 
     /// Lets go of stdout after a batch from [`Lines::next_batch`].
     fn written(&self) {
-        lock(&self.state).writing = false;
+        let mut state = lock(&self.state);
+        state.writing = false;
+        let held = std::mem::take(&mut state.reader_held);
+        drop(state);
+        if held {
+            self.drained.notify_all();
+        }
     }
 }
 
@@ -832,25 +868,56 @@ mod tests {
     }
 
     #[test]
-    fn c6_lines_queued_while_the_reading_thread_writes_are_written_by_it_before_it_lets_go() {
+    fn c6_lines_queued_while_the_reading_thread_writes_go_to_the_writer() {
         let lines = Lines::new();
         assert!(lines.push("[1]"));
         let writes = Mutex::new(Vec::new());
         let mut batch = Vec::new();
         lines.uncork_writing(&mut batch, |bytes| {
-            let mut writes = lock(&writes);
-            if writes.is_empty() {
-                // A task answers while stdout is held: no wake-up, the holder takes it.
-                assert!(lines.push("[2]"));
-            }
-            writes.push(bytes.to_vec());
+            // A task answers while stdout is held: no wake-up yet, the holder hands it on.
+            assert!(lines.push("[2]"));
+            lock(&writes).push(bytes.to_vec());
             Ok(())
         });
-        assert_eq!(
-            writes.into_inner().unwrap(),
-            vec![b"[1]\n".to_vec(), b"[2]\n".to_vec()]
+        assert_eq!(writes.into_inner().unwrap(), vec![b"[1]\n".to_vec()]);
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[2]\n");
+    }
+
+    #[test]
+    fn o8_the_reader_waits_while_more_than_the_bound_is_queued_behind_the_writer() {
+        let lines = Arc::new(Lines::new());
+        assert!(lines.push("{}"));
+        let mut batch = Vec::new();
+        // The writer holds stdout (its peer does not read).
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        let line = "x".repeat(1024);
+        // At the bound the reader goes on reading.
+        lines.cork();
+        while lock(&lines.state).buf.len() + line.len() < MAX_UNWRITTEN {
+            assert!(lines.push(&line));
+        }
+        assert!(write_here(&lines).is_empty());
+        // Past it the reader waits for the writer, then writes the queue itself.
+        assert!(lines.push(&line));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = std::thread::spawn({
+            let (lines, done) = (Arc::clone(&lines), Arc::clone(&done));
+            move || {
+                let writes = write_here(&lines);
+                done.store(true, Ordering::SeqCst);
+                writes
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the reader went on past the bound"
         );
-        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+        lines.written();
+        let writes = reader.join().unwrap();
+        assert_eq!(writes.len(), 1);
+        assert!(writes[0].len() > MAX_UNWRITTEN);
     }
 
     #[test]
