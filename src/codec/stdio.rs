@@ -67,7 +67,7 @@ impl LineFramer {
 
     /// As [`LineFramer::feed`], without copying a line that lies whole in `input`.
     pub fn feed_frame<'a>(&mut self, input: &'a [u8]) -> (usize, Option<Frame<'a>>) {
-        let newline = find_newline(input);
+        let newline = memchr::memchr(b'\n', input);
         let chunk_end = newline.unwrap_or(input.len());
         let consumed = newline.map_or(input.len(), |i| i + 1);
         if self.discarding {
@@ -125,30 +125,6 @@ impl LineFramer {
     pub fn buffered(&self) -> usize {
         self.buf.len()
     }
-}
-
-/// The first `\n` in `bytes`, eight bytes per step: lines are hundreds of bytes long and every
-/// byte of input is scanned here once.
-fn find_newline(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let mut start = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        // A zero byte in `word ^ NEWLINES` is a newline; the test never misses one, and flags
-        // a word only if it has one.
-        let x = u64::from_ne_bytes(word) ^ NEWLINES;
-        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
-            break;
-        }
-        start += 8;
-    }
-    bytes[start..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|i| start + i)
 }
 
 #[cfg(test)]
@@ -222,25 +198,6 @@ mod tests {
         assert_eq!(f.buffered(), 0);
         let (used, frame) = f.feed_frame(b"0123456789abcdefg\n");
         assert_eq!((used, frame), (18, Some(Frame::Oversized)));
-    }
-
-    #[test]
-    fn the_newline_search_finds_the_first_newline_at_every_offset() {
-        for len in 0..40 {
-            for at in 0..=len {
-                // Bytes that differ from `\n` by one bit, and 0x8a, around the newline.
-                let mut bytes: Vec<u8> =
-                    (0..len).map(|i| [0x0b, 0x08, 0x8a, b'x'][i % 4]).collect();
-                let expected = (at < len).then(|| {
-                    bytes[at] = b'\n';
-                    if at + 3 < len {
-                        bytes[at + 3] = b'\n';
-                    }
-                    at
-                });
-                assert_eq!(find_newline(&bytes), expected, "len {len} at {at}");
-            }
-        }
     }
 
     #[test]
