@@ -958,6 +958,67 @@ async fn c6_c14_pipelined_requests_each_get_exactly_one_whole_line() {
     assert!(done.status.success());
 }
 
+/// O8: a client that stops reading stdout stops the server reading stdin. The replies of each
+/// read are written before the next read, so a full stdout pipe holds the reader and input
+/// piles up in the client's pipe instead of in the server's memory. Then every request that
+/// was written whole gets its one reply (`echo` answers at once, so in the order written).
+#[tokio::test]
+async fn o8_a_client_not_reading_stdout_stops_the_server_reading_stdin() {
+    /// Far more than the pipes and the server's read buffer hold, far less than `SENT`.
+    const BOUND: usize = 2 << 20;
+    const SENT: usize = 400;
+    /// A write that makes no progress for this long counts as held up.
+    const STALL: Duration = Duration::from_secs(1);
+    let mut c = spawn(&[]);
+    let text = "x".repeat(16 * 1024);
+    let mut written = 0usize;
+    let mut whole = 0usize;
+    let stdin = c.stdin.as_mut().expect("stdin open");
+    for id in 0..SENT {
+        let params = compact("echo", &format!(r#"{{"text":"{text}"}}"#), META, "");
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
+                + "\n";
+        match tokio::time::timeout(STALL, stdin.write_all(line.as_bytes())).await {
+            Ok(result) => result.expect("write to the child"),
+            Err(_) => break,
+        }
+        written += line.len();
+        whole += 1;
+    }
+    assert!(
+        whole < SENT,
+        "the server read all {written} bytes while stdout was not read"
+    );
+    assert!(
+        written < BOUND,
+        "{written} bytes read before the server held"
+    );
+    // Reading stdout lets the server go on; EOF ends the run. A line cut by the held-up write
+    // ends the input: it is answered too (an error, or its reply if only the newline was cut).
+    let done = c.finish().await;
+    let values = done.values();
+    let ids: Vec<i64> = values.iter().filter_map(|v| v["id"].as_i64()).collect();
+    let expected: Vec<i64> = (0..whole as i64).collect();
+    assert_eq!(
+        ids[..whole.min(ids.len())],
+        expected[..],
+        "replies in order"
+    );
+    assert!(
+        values.len() <= whole + 1,
+        "{} replies to {whole} requests",
+        values.len()
+    );
+    for v in &values[..whole] {
+        assert_eq!(
+            v["result"]["structuredContent"],
+            json!({"value":{"text":text}})
+        );
+    }
+    assert!(done.status.success());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compact envelopes (O12–O18)
 

@@ -8,6 +8,8 @@
 //! The newline is not counted in the bound. Empty lines are skipped silently; a `\r` before the
 //! newline stays in the frame, where it is JSON whitespace.
 
+use std::borrow::Cow;
+
 /// What the framer produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LineEvent {
@@ -15,6 +17,25 @@ pub enum LineEvent {
     Line(Vec<u8>),
     /// A line exceeded the bound; it is being discarded up to its newline.
     Oversized,
+}
+
+/// What [`LineFramer::feed_frame`] produced: as [`LineEvent`], with the line borrowed from the
+/// input when it lies whole in it (no copy per line), owned when it was assembled across feeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// One complete line without its `\n`: pass it to [`crate::codec::decode`].
+    Line(Cow<'a, [u8]>),
+    /// A line exceeded the bound; it is being discarded up to its newline.
+    Oversized,
+}
+
+impl From<Frame<'_>> for LineEvent {
+    fn from(frame: Frame<'_>) -> Self {
+        match frame {
+            Frame::Line(line) => LineEvent::Line(line.into_owned()),
+            Frame::Oversized => LineEvent::Oversized,
+        }
+    }
 }
 
 /// Splits a byte stream into lines of at most `max_line_bytes`, holding at most that much.
@@ -40,7 +61,13 @@ impl LineFramer {
     /// Call again with the rest of `input` until it is consumed; every byte is eventually
     /// taken, and memory stays within `max_line_bytes` whatever the input.
     pub fn feed(&mut self, input: &[u8]) -> (usize, Option<LineEvent>) {
-        let newline = input.iter().position(|&b| b == b'\n');
+        let (used, frame) = self.feed_frame(input);
+        (used, frame.map(LineEvent::from))
+    }
+
+    /// As [`LineFramer::feed`], without copying a line that lies whole in `input`.
+    pub fn feed_frame<'a>(&mut self, input: &'a [u8]) -> (usize, Option<Frame<'a>>) {
+        let newline = memchr::memchr(b'\n', input);
         let chunk_end = newline.unwrap_or(input.len());
         let consumed = newline.map_or(input.len(), |i| i + 1);
         if self.discarding {
@@ -54,7 +81,7 @@ impl LineFramer {
             self.buf = Vec::new();
             // Still inside the long line unless its newline is in this input.
             self.discarding = newline.is_none();
-            return (consumed, Some(LineEvent::Oversized));
+            return (consumed, Some(Frame::Oversized));
         }
         if newline.is_none() {
             self.grow_within_bound(chunk.len());
@@ -62,16 +89,16 @@ impl LineFramer {
             return (consumed, None);
         }
         let line = if self.buf.is_empty() {
-            chunk.to_vec()
+            Cow::Borrowed(chunk)
         } else {
             let mut line = std::mem::take(&mut self.buf);
             line.extend_from_slice(chunk);
-            line
+            Cow::Owned(line)
         };
         if line.is_empty() {
             return (consumed, None);
         }
-        (consumed, Some(LineEvent::Line(line)))
+        (consumed, Some(Frame::Line(line)))
     }
 
     /// Reserves room for `extra` more bytes, doubling like `Vec` but never past the bound, so
@@ -151,6 +178,26 @@ mod tests {
             events,
             vec![LineEvent::Oversized, LineEvent::Line(b"ok".to_vec())]
         );
+    }
+
+    #[test]
+    fn c1_a_line_whole_in_the_input_is_borrowed_and_a_line_across_feeds_is_owned() {
+        let mut f = LineFramer::new(16);
+        let input = b"[1]\n{\"a\"";
+        let (used, frame) = f.feed_frame(input);
+        assert_eq!(used, 4);
+        assert!(matches!(frame, Some(Frame::Line(Cow::Borrowed(b"[1]")))));
+        assert_eq!(f.feed_frame(&input[4..]), (4, None));
+        let (used, frame) = f.feed_frame(b":1}\r\n\n");
+        assert_eq!(used, 5);
+        let expected: Cow<'_, [u8]> = Cow::Owned(b"{\"a\":1}\r".to_vec());
+        assert!(matches!(&frame, Some(Frame::Line(Cow::Owned(_)))));
+        assert_eq!(frame, Some(Frame::Line(expected)));
+        // The empty line is skipped; the framer holds nothing.
+        assert_eq!(f.feed_frame(b"\n"), (1, None));
+        assert_eq!(f.buffered(), 0);
+        let (used, frame) = f.feed_frame(b"0123456789abcdefg\n");
+        assert_eq!((used, frame), (18, Some(Frame::Oversized)));
     }
 
     #[test]

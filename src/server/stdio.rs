@@ -26,14 +26,21 @@
 //! `cleanup_failed` and the run returns (O5, C11).
 //!
 //! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
-//! the writer is not woken ("corked"); afterwards it takes everything queued and writes it with
-//! one `write` and one flush, so a burst of requests costs one wake-up and one system call.
+//! the writer is not woken ("corked"); afterwards everything queued goes out with one `write`
+//! and one flush, so a burst of requests costs one system call. Whoever writes holds stdout
+//! (`writing`) and takes everything queued before letting go, so lines never interleave (C6).
 //!
-//! [`Server::run_stdio`] serves the process's stdin and stdout from two dedicated threads: a
-//! reader doing large blocking `read`s and feeding the session, and a writer draining
-//! `Lines`. Neither goes through tokio's blocking pool, which costs a thread hand-off per read
-//! and per write. [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and
-//! drains the same `Lines` into any `AsyncWrite` from a task.
+//! [`Server::run_stdio`] serves the process's stdin and stdout from dedicated threads. The
+//! reader (`mcp-stdin`) does large blocking `read`s, feeds the session and then writes that
+//! read's replies itself with one `write`, like a synchronous line loop: the common case costs
+//! one `read` and one `write` per batch and no thread hand-off. The writer (`mcp-stdout`) is
+//! woken only for lines that come later (requests that waited, notifications, the end of the
+//! run). When stdout is not read, the reader blocks in its `write`, or waits while more than
+//! `MAX_UNWRITTEN` bytes are queued behind the writer, and stops reading: input is not taken
+//! in faster than output drains (O8). Neither thread goes through tokio's blocking pool,
+//! which costs a hand-off per read and per write.
+//! [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and drains the same
+//! `Lines` into any `AsyncWrite` from a task.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -41,7 +48,7 @@ use std::io::{self, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -49,6 +56,7 @@ use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::{lock, Outbox, Reply, Server, ShutdownReport, MAX_IN_FLIGHT};
+use crate::codec::stdio::Frame;
 use crate::codec::{decode, encode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
 use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport;
@@ -60,11 +68,17 @@ pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
 /// Bytes asked for by one read of the input; every line in them is served before the next read.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Bytes of output queued behind a writer that holds stdout before the reader stops reading:
+/// when stdout is not read, input stays in the client's pipe instead of piling up here (O8).
+const MAX_UNWRITTEN: usize = 1 << 20;
+
 /// Output waiting for the writer: whole lines, each with its newline (C6).
 struct Lines {
     state: Mutex<LinesState>,
     /// Wakes the writer when output is ready or the session closed.
     ready: Notify,
+    /// Wakes a reader held by [`MAX_UNWRITTEN`] when the writer lets go of stdout.
+    drained: Condvar,
 }
 
 #[derive(Default)]
@@ -72,10 +86,16 @@ struct LinesState {
     buf: Vec<u8>,
     /// A batch of input is being served: hold the wake-up until it is done.
     corked: bool,
+    /// A writer holds stdout and will take `buf` before letting go: one writer at a time (C6).
+    writing: bool,
     /// No more lines will come; the writer ends once `buf` is written.
     closed: bool,
-    /// The writer failed: lines are dropped and the peer counts as gone (D12).
+    /// A write failed: lines are dropped and the peer counts as gone (D12).
     broken: bool,
+    /// The failure, for the run's result.
+    failure: Option<io::Error>,
+    /// The reader waits on `drained`.
+    reader_held: bool,
 }
 
 impl Lines {
@@ -83,6 +103,7 @@ impl Lines {
         Lines {
             state: Mutex::new(LinesState::default()),
             ready: Notify::new(),
+            drained: Condvar::new(),
         }
     }
 
@@ -92,7 +113,8 @@ impl Lines {
         if state.broken {
             return false;
         }
-        let wake = state.buf.is_empty() && !state.corked;
+        // A writer holding stdout takes these bytes before it lets go: no wake-up needed.
+        let wake = state.buf.is_empty() && !state.corked && !state.writing;
         state.buf.reserve(line.len() + 1);
         state.buf.extend_from_slice(line.as_bytes());
         state.buf.push(b'\n');
@@ -107,10 +129,55 @@ impl Lines {
         lock(&self.state).corked = true;
     }
 
+    /// Ends a batch: the writer is woken for what it queued.
     fn uncork(&self) {
         let mut state = lock(&self.state);
         state.corked = false;
-        let wake = !state.buf.is_empty();
+        let wake = !state.buf.is_empty() && !state.writing;
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Ends a batch by writing what is queued with one write here, on the reading thread:
+    /// saves the writer's wake-up and its thread switch per read. When the writer holds
+    /// stdout it takes these lines too, and the reader waits only while more than
+    /// [`MAX_UNWRITTEN`] bytes are queued behind it. Lines queued during this write go to the
+    /// writer, so reading (a cancellation, say) resumes after one write. Never writes after
+    /// `close`.
+    fn uncork_writing(&self, batch: &mut Vec<u8>, write: impl Fn(&[u8]) -> io::Result<()>) {
+        let mut state = lock(&self.state);
+        state.corked = false;
+        while !state.closed && !state.broken {
+            if state.writing {
+                if state.buf.len() <= MAX_UNWRITTEN {
+                    break;
+                }
+                state.reader_held = true;
+                state = self
+                    .drained
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            if state.buf.is_empty() {
+                break;
+            }
+            batch.clear();
+            std::mem::swap(&mut state.buf, batch);
+            state.writing = true;
+            drop(state);
+            let written = write(batch);
+            state = lock(&self.state);
+            state.writing = false;
+            if let Err(e) = written {
+                state.fail(e);
+            }
+            break;
+        }
+        // Lines queued meanwhile, or the end of the run, are the writer's.
+        let wake = state.closed || (!state.buf.is_empty() && !state.writing);
         drop(state);
         if wake {
             self.ready.notify_one();
@@ -120,32 +187,60 @@ impl Lines {
     fn close(&self) {
         lock(&self.state).closed = true;
         self.ready.notify_one();
+        self.drained.notify_all();
     }
 
-    fn break_off(&self) {
-        let mut state = lock(&self.state);
-        state.broken = true;
-        state.buf = Vec::new();
+    fn break_off(&self, error: io::Error) {
+        lock(&self.state).fail(error);
+        self.drained.notify_all();
     }
 
-    /// Swaps everything queued into `out` (emptied first, its capacity reused); false once the
-    /// session closed and everything was taken.
+    /// The first write failure, if any.
+    fn failure(&self) -> Option<io::Error> {
+        lock(&self.state).failure.take()
+    }
+
+    /// Takes stdout and swaps everything queued into `out` (emptied first, its capacity
+    /// reused); call [`Lines::written`] after writing it. False once the session closed and
+    /// everything was written.
     async fn next_batch(&self, out: &mut Vec<u8>) -> bool {
         out.clear();
         loop {
             let notified = self.ready.notified();
             {
                 let mut state = lock(&self.state);
-                if !state.buf.is_empty() {
-                    std::mem::swap(&mut state.buf, out);
-                    return true;
-                }
-                if state.closed {
-                    return false;
+                if !state.writing {
+                    if !state.buf.is_empty() {
+                        std::mem::swap(&mut state.buf, out);
+                        state.writing = true;
+                        return true;
+                    }
+                    if state.closed {
+                        return false;
+                    }
                 }
             }
             notified.await;
         }
+    }
+
+    /// Lets go of stdout after a batch from [`Lines::next_batch`].
+    fn written(&self) {
+        let mut state = lock(&self.state);
+        state.writing = false;
+        let held = std::mem::take(&mut state.reader_held);
+        drop(state);
+        if held {
+            self.drained.notify_all();
+        }
+    }
+}
+
+impl LinesState {
+    fn fail(&mut self, error: io::Error) {
+        self.broken = true;
+        self.buf = Vec::new();
+        self.failure.get_or_insert(error);
     }
 }
 
@@ -233,6 +328,8 @@ struct Session {
     generation: u64,
     unstarted: Arc<Unstarted>,
     tasks: JoinSet<()>,
+    /// The id text of the request being polled where it was read.
+    key: String,
 }
 
 impl Session {
@@ -251,42 +348,43 @@ impl Session {
             generation: 0,
             unstarted: Arc::default(),
             tasks: JoinSet::new(),
+            key: String::new(),
         }
     }
 
-    /// Serves every complete line in one read's bytes.
+    /// Serves every complete line in one read's bytes. Output stays corked: the driver ends
+    /// the batch.
     async fn feed(&mut self, mut input: &[u8]) {
         // Reap finished request tasks so the set does not grow.
         while self.tasks.try_join_next().is_some() {}
         self.lines.cork();
         while !input.is_empty() {
-            let (used, event) = self.framer.feed(input);
+            let (used, event) = self.framer.feed_frame(input);
             input = &input[used..];
             if let Some(event) = event {
                 self.event(event).await;
             }
         }
-        self.lines.uncork();
     }
 
     /// End of input: a last line without a newline is still served.
     async fn end(&mut self) {
-        if let Some(event) = self.framer.finish() {
-            self.event(event).await;
+        if let Some(LineEvent::Line(line)) = self.framer.finish() {
+            self.event(Frame::Line(line.into())).await;
         }
         self.lines.uncork();
     }
 
-    async fn event(&mut self, event: LineEvent) {
+    async fn event(&mut self, event: Frame<'_>) {
         let line = match event {
-            LineEvent::Oversized => {
+            Frame::Oversized => {
                 send_rejection(
                     &self.lines,
                     &Rejection::oversized_line(self.limits.max_frame_bytes),
                 );
                 return;
             }
-            LineEvent::Line(line) => line,
+            Frame::Line(line) => line,
         };
         match decode(&line, &self.limits) {
             Err(rejection) => send_rejection(&self.lines, &rejection),
@@ -317,7 +415,9 @@ impl Session {
         let token = CancelToken::new();
         let waiting = match Arc::clone(&self.running).try_acquire_owned() {
             Ok(permit) => {
-                let key = request.id.token().to_owned();
+                // The id's text is kept in a reused buffer: copied out only if the call waits.
+                self.key.clear();
+                self.key.push_str(request.id.token());
                 let mut serving = serve(
                     self.server.clone(),
                     self.caller.clone(),
@@ -330,7 +430,7 @@ impl Session {
                     return;
                 }
                 (
-                    key,
+                    self.key.clone(),
                     Waiting::Started {
                         serving,
                         _permit: permit,
@@ -548,7 +648,10 @@ impl Server {
                     session.end().await;
                     break Ok(());
                 }
-                Ok(n) => session.feed(&buf[..n]).await,
+                Ok(n) => {
+                    session.feed(&buf[..n]).await;
+                    session.lines.uncork();
+                }
                 Err(e) => break Err(e),
             }
         };
@@ -608,7 +711,10 @@ fn read_stdin(
     abandoned: impl Fn() -> bool,
 ) -> io::Result<()> {
     let mut stdin = io::stdin().lock();
+    let stdout = io::stdout();
+    let lines = Arc::clone(&session.lines);
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut batch = Vec::new();
     loop {
         let read = stdin.read(&mut buf);
         if abandoned() {
@@ -619,26 +725,39 @@ fn read_stdin(
                 runtime.block_on(session.end());
                 return Ok(());
             }
-            Ok(n) => runtime.block_on(session.feed(&buf[..n])),
+            Ok(n) => {
+                runtime.block_on(session.feed(&buf[..n]));
+                // The replies of this read go out from here, as one write, before the next
+                // read: no hand-off to `mcp-stdout` for them.
+                lines.uncork_writing(&mut batch, |bytes| write_batch(&stdout, bytes));
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
 }
 
-/// The `mcp-stdout` thread: each batch of whole lines in one write and one flush.
+/// One batch of whole lines in one write and one flush. Stdout is locked per batch only, so
+/// a stray `println!` elsewhere waits instead of hanging.
+fn write_batch(stdout: &io::Stdout, batch: &[u8]) -> io::Result<()> {
+    let mut out = stdout.lock();
+    out.write_all(batch).and_then(|()| out.flush())
+}
+
+/// The `mcp-stdout` thread: writes what the `mcp-stdin` thread does not (replies of requests
+/// that waited, notifications, lines of the run's end), each batch in one write and one flush.
+/// Ends with the first write failure of either thread.
 async fn write_stdout(lines: &Lines) -> io::Result<()> {
     let stdout = io::stdout();
     let mut batch = Vec::new();
     while lines.next_batch(&mut batch).await {
-        // Locked per batch only, so a stray `println!` elsewhere waits instead of hanging.
-        let mut out = stdout.lock();
-        if let Err(e) = out.write_all(&batch).and_then(|()| out.flush()) {
-            lines.break_off();
-            return Err(e);
+        let written = write_batch(&stdout, &batch);
+        lines.written();
+        if let Err(e) = written {
+            lines.break_off(e);
         }
     }
-    Ok(())
+    lines.failure().map_or(Ok(()), Err)
 }
 
 /// The writer task of [`Server::run_stdio_on`]: each batch in one write and one flush.
@@ -649,9 +768,13 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, lines: Arc<Lines>) ->
             writer.write_all(&batch).await?;
             writer.flush().await
         };
-        if let Err(e) = written.await {
-            lines.break_off();
-            return Err(e);
+        let written = written.await;
+        lines.written();
+        if let Err(e) = written {
+            lines.break_off(e);
+            return Err(lines
+                .failure()
+                .unwrap_or_else(|| io::Error::other("stdout writer failed")));
         }
     }
     writer.shutdown().await
@@ -690,24 +813,128 @@ mod tests {
         let mut batch = Vec::new();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
         assert_eq!(batch, b"{\"a\":1}\n{\"b\":2}\n");
+        lines.written();
         // Nothing queued: the writer waits.
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
         assert!(lines.push("{}"));
         lines.close();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
         assert_eq!(batch, b"{}\n");
+        lines.written();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+    }
+
+    /// Collects what `uncork_writing` writes, one entry per write.
+    fn write_here(lines: &Lines) -> Vec<Vec<u8>> {
+        let writes = Mutex::new(Vec::new());
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |bytes| {
+            lock(&writes).push(bytes.to_vec());
+            Ok(())
+        });
+        writes.into_inner().unwrap()
+    }
+
+    #[test]
+    fn c6_the_reading_thread_writes_its_batch_at_once_and_never_beside_the_writer() {
+        let lines = Lines::new();
+        lines.cork();
+        assert!(lines.push(r#"{"a":1}"#));
+        assert!(lines.push(r#"{"b":2}"#));
+        assert_eq!(write_here(&lines), vec![b"{\"a\":1}\n{\"b\":2}\n".to_vec()]);
+        // Written here: nothing is left for the writer.
+        let mut batch = Vec::new();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), None);
+
+        // The writer holds stdout: the reading thread leaves its lines to it.
+        assert!(lines.push("{}"));
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        lines.cork();
+        assert!(lines.push("[1]"));
+        assert!(write_here(&lines).is_empty());
+        lines.written();
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[1]\n");
+        lines.written();
+
+        // After close only the writer writes (what is queued), then it ends.
+        assert!(lines.push("[2]"));
+        lines.close();
+        assert!(write_here(&lines).is_empty());
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[2]\n");
+        lines.written();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
     }
 
     #[test]
-    fn d12_after_the_writer_failed_lines_are_refused() {
+    fn c6_lines_queued_while_the_reading_thread_writes_go_to_the_writer() {
+        let lines = Lines::new();
+        assert!(lines.push("[1]"));
+        let writes = Mutex::new(Vec::new());
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |bytes| {
+            // A task answers while stdout is held: no wake-up yet, the holder hands it on.
+            assert!(lines.push("[2]"));
+            lock(&writes).push(bytes.to_vec());
+            Ok(())
+        });
+        assert_eq!(writes.into_inner().unwrap(), vec![b"[1]\n".to_vec()]);
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        assert_eq!(batch, b"[2]\n");
+    }
+
+    #[test]
+    fn o8_the_reader_waits_while_more_than_the_bound_is_queued_behind_the_writer() {
+        let lines = Arc::new(Lines::new());
+        assert!(lines.push("{}"));
+        let mut batch = Vec::new();
+        // The writer holds stdout (its peer does not read).
+        assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
+        let line = "x".repeat(1024);
+        // At the bound the reader goes on reading.
+        lines.cork();
+        while lock(&lines.state).buf.len() + line.len() < MAX_UNWRITTEN {
+            assert!(lines.push(&line));
+        }
+        assert!(write_here(&lines).is_empty());
+        // Past it the reader waits for the writer, then writes the queue itself.
+        assert!(lines.push(&line));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = std::thread::spawn({
+            let (lines, done) = (Arc::clone(&lines), Arc::clone(&done));
+            move || {
+                let writes = write_here(&lines);
+                done.store(true, Ordering::SeqCst);
+                writes
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the reader went on past the bound"
+        );
+        lines.written();
+        let writes = reader.join().unwrap();
+        assert_eq!(writes.len(), 1);
+        assert!(writes[0].len() > MAX_UNWRITTEN);
+    }
+
+    #[test]
+    fn d12_after_a_write_failed_lines_are_refused_and_the_failure_is_reported() {
         let lines = Lines::new();
         assert!(lines.push("{}"));
-        lines.break_off();
+        let mut batch = Vec::new();
+        lines.uncork_writing(&mut batch, |_| {
+            Err(io::Error::from(io::ErrorKind::BrokenPipe))
+        });
         assert!(!Outbox::notify(&lines, "{}".to_owned()));
         lines.close();
-        let mut batch = Vec::new();
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(false));
+        assert_eq!(
+            lines.failure().map(|e| e.kind()),
+            Some(io::ErrorKind::BrokenPipe)
+        );
     }
 
     #[test]
