@@ -406,44 +406,35 @@ impl<D: Dispatch> Inner<D> {
     ) -> Response<HttpBody> {
         let config = &self.config;
         let cancel = CancelToken::new();
-        let shared = Arc::new(Shared::default());
-        let outbox = Arc::new(HttpOutbox {
-            shared: shared.clone(),
-            cancel: cancel.clone(),
-            capacity: config.max_queued_notifications.max(1),
-        });
+        let shared = Arc::new(Shared::new(
+            cancel.clone(),
+            config.max_queued_notifications.max(1),
+        ));
         let guard = CancelGuard {
             shared: shared.clone(),
-            cancel: cancel.clone(),
             armed: true,
         };
         let id = request.id.clone();
+        let outbox: Arc<dyn Outbox> = shared.clone();
         let work = self
             .dispatch
             .dispatch(caller, Message::Request(request), outbox, cancel);
-        let ended = EndGuard(shared.clone());
-        tokio::spawn(
-            async move {
-                let _ended = ended;
-                work.await;
-            }
-            .instrument(span),
-        );
-        let head = Head {
-            shared: &shared,
-            deadline: config.stream_after.map(|d| Box::pin(tokio::time::sleep(d))),
+        let mut drive = Drive {
+            work: Some(work),
+            span,
+            shared: shared.clone(),
+            stream_after: config.stream_after,
+            deadline: None,
         };
-        let orphan = || Reply {
-            line: internal_error_line(&id),
-            status: Cause::Internal.http_status(),
-        };
-        match head.await {
+        let first = std::future::poll_fn(|cx| drive.poll_first(cx)).await;
+        // Whatever is left of the dispatch runs on as its own task (streams, late cleanup).
+        drive.detach();
+        match first {
             First::Orphaned => {
                 let mut guard = guard;
                 guard.armed = false;
                 tracing::error!("dispatch ended without a final reply");
-                let reply = orphan();
-                json_response(reply.status, reply.line)
+                json_response(Cause::Internal.http_status(), internal_error_line(&id))
             }
             First::Reply(reply) => {
                 let mut guard = guard;
@@ -481,9 +472,12 @@ impl<D: Dispatch> Inner<D> {
 // ---------------------------------------------------------------------------------------------
 // Outbox, response-kind decision and the SSE body
 
-#[derive(Default)]
+/// Everything one request's outbox, response future and SSE body share: one allocation.
 struct Shared {
     state: Mutex<State>,
+    cancel: CancelToken,
+    /// Notifications queued for a slow client before its stream is ended.
+    capacity: usize,
 }
 
 #[derive(Default)]
@@ -496,13 +490,21 @@ struct State {
     gone: bool,
     /// The queue overflowed: end the stream once the queue is drained.
     overflowed: bool,
-    /// The dispatch task ended (normally or by panic); if `finish` was never called, the host
+    /// The dispatch ended (normally or by panic); if `finish` was never called, the host
     /// answers an internal error itself so no client waits forever.
     ended: bool,
     waker: Option<Waker>,
 }
 
 impl Shared {
+    fn new(cancel: CancelToken, capacity: usize) -> Self {
+        Shared {
+            state: Mutex::new(State::default()),
+            cancel,
+            capacity,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -517,15 +519,9 @@ impl State {
 }
 
 /// The outbox of one HTTP request.
-struct HttpOutbox {
-    shared: Arc<Shared>,
-    cancel: CancelToken,
-    capacity: usize,
-}
-
-impl Outbox for HttpOutbox {
+impl Outbox for Shared {
     fn notify(&self, line: String) -> bool {
-        let mut s = self.shared.lock();
+        let mut s = self.lock();
         if s.gone || s.finished {
             return false;
         }
@@ -543,7 +539,7 @@ impl Outbox for HttpOutbox {
     }
 
     fn finish(&self, reply: Reply) {
-        let mut s = self.shared.lock();
+        let mut s = self.lock();
         if s.gone || s.finished {
             return;
         }
@@ -566,7 +562,6 @@ impl Outbox for NoReply {
 /// Fires the request's cancellation when the response is abandoned before its final reply.
 struct CancelGuard {
     shared: Arc<Shared>,
-    cancel: CancelToken,
     armed: bool,
 }
 
@@ -578,7 +573,7 @@ impl Drop for CancelGuard {
             s.queue.clear();
             s.reply = None;
             drop(s);
-            self.cancel.cancel();
+            self.shared.cancel.cancel();
         }
     }
 }
@@ -586,11 +581,11 @@ impl Drop for CancelGuard {
 enum First {
     Reply(Reply),
     Stream,
-    /// The dispatch task ended without a reply or notification.
+    /// The dispatch ended without a reply or notification.
     Orphaned,
 }
 
-/// Marks the dispatch task as ended when dropped (completion, panic or runtime shutdown).
+/// Marks the dispatch as ended when dropped (completion, panic or runtime shutdown).
 struct EndGuard(Arc<Shared>);
 
 impl Drop for EndGuard {
@@ -613,17 +608,41 @@ fn internal_error_line(id: &RequestId) -> String {
     serde_json::to_string(&body).unwrap_or_default()
 }
 
-/// Waits for the first thing the outbox receives (or the `stream_after` deadline).
-struct Head<'a> {
-    shared: &'a Shared,
+type Work = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// Polls the dispatch inside the response future until the response kind is known, so a call
+/// answered at once costs no task spawn, timer or cross-thread wake-up. What is left of the
+/// dispatch afterwards (a stream, late cleanup, or a client that went away) is handed to its
+/// own task by [`Drive::detach`], which also runs on drop so a cancelled request still sees
+/// its [`CancelToken`] fire (D12).
+struct Drive {
+    work: Option<Work>,
+    span: tracing::Span,
+    shared: Arc<Shared>,
+    stream_after: Option<Duration>,
+    /// Armed at the first poll that finds nothing, so instant answers never touch the timer.
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
-impl Future for Head<'_> {
-    type Output = First;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<First> {
+impl Drive {
+    /// Waits for the first thing the outbox receives (or the `stream_after` deadline).
+    fn poll_first(&mut self, cx: &mut Context<'_>) -> Poll<First> {
+        let mut ended = false;
+        if let Some(work) = self.work.as_mut() {
+            let _entered = self.span.enter();
+            // A panicking dispatcher ends like one that returns without a reply.
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.as_mut().poll(cx)));
+            if !matches!(polled, Ok(Poll::Pending)) {
+                ended = true;
+            }
+        }
+        if ended {
+            self.work = None;
+        }
         {
             let mut s = self.shared.lock();
+            s.ended |= ended;
             if !s.queue.is_empty() || s.overflowed {
                 return Poll::Ready(First::Stream);
             }
@@ -633,7 +652,13 @@ impl Future for Head<'_> {
             if s.ended {
                 return Poll::Ready(First::Orphaned);
             }
-            s.waker = Some(cx.waker().clone());
+            // The dispatch may hand the outbox to other tasks: they wake this future.
+            if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                s.waker = Some(cx.waker().clone());
+            }
+        }
+        if self.deadline.is_none() {
+            self.deadline = self.stream_after.map(|d| Box::pin(tokio::time::sleep(d)));
         }
         if let Some(deadline) = self.deadline.as_mut() {
             if deadline.as_mut().poll(cx).is_ready() {
@@ -641,6 +666,30 @@ impl Future for Head<'_> {
             }
         }
         Poll::Pending
+    }
+
+    /// Runs the rest of the dispatch as its own task; marks it ended when that task ends.
+    fn detach(&mut self) {
+        let Some(work) = self.work.take() else {
+            return;
+        };
+        let ended = EndGuard(self.shared.clone());
+        let task = async move {
+            let _ended = ended;
+            work.await;
+        }
+        .instrument(self.span.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(task)),
+            // No runtime (dropped outside one): the dispatch is dropped, which ends it too.
+            Err(_) => drop(task),
+        }
+    }
+}
+
+impl Drop for Drive {
+    fn drop(&mut self) {
+        self.detach();
     }
 }
 
