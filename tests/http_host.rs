@@ -50,6 +50,8 @@ struct Script {
     notifications: Arc<AtomicUsize>,
     /// How many of the `flood` tool's notifications the outbox accepted.
     flood_accepted: Arc<AtomicUsize>,
+    /// How many `linger` calls ran their work after the final reply to its end.
+    lingered: Arc<AtomicUsize>,
 }
 
 fn registry() -> Registry {
@@ -68,6 +70,7 @@ fn registry() -> Registry {
         "wait",
         "progress_wait",
         "slow",
+        "linger",
     ] {
         b = b.tool(ToolDef::dynamic(name, plain, None, noop));
     }
@@ -145,6 +148,11 @@ impl Dispatch for Script {
                         "slow" => {
                             tokio::time::sleep(Duration::from_millis(400)).await;
                             outbox.finish(ok(json!({"slow": true})));
+                        }
+                        "linger" => {
+                            outbox.finish(ok(json!({"lingering": true})));
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            me.lingered.fetch_add(1, Ordering::SeqCst);
                         }
                         "panic" => panic!("scripted dispatcher failure"),
                         "flood" => {
@@ -229,6 +237,7 @@ fn script() -> Script {
         cancelled: Arc::new(AtomicUsize::new(0)),
         notifications: Arc::new(AtomicUsize::new(0)),
         flood_accepted: Arc::new(AtomicUsize::new(0)),
+        lingered: Arc::new(AtomicUsize::new(0)),
     }
 }
 
@@ -1065,6 +1074,27 @@ fn d4_final_reply_first_is_json() {
             a.json(),
             json!({"jsonrpc": "2.0", "id": 60, "result": {"called": "echo"}})
         );
+    });
+}
+
+/// D4: the final reply is answered as soon as the outbox has it, and the dispatcher's work
+/// after `finish` still runs to its end on its own (nothing is dropped half-way).
+#[test]
+fn d4_reply_goes_out_at_finish_and_the_dispatch_tail_still_runs() {
+    mt().block_on(async {
+        let host = start(HttpConfig::default()).await;
+        let a = host.call("61", "linger", json!({}), &[]).await;
+        assert_eq!(
+            a.json(),
+            json!({"jsonrpc": "2.0", "id": 61, "result": {"lingering": true}})
+        );
+        assert_eq!(
+            host.script.lingered.load(Ordering::SeqCst),
+            0,
+            "answered before the tail"
+        );
+        wait_for(&host.script.lingered, 1).await;
+        assert_eq!(host.script.cancelled.load(Ordering::SeqCst), 0);
     });
 }
 
