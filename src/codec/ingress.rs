@@ -115,7 +115,9 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
     // Repeats were reported as duplicates above, so every slot is Absent or One from here.
     match one(m.jsonrpc) {
         Some(v)
-            if v.kind == Kind::String && unescape(v.text).as_deref() == Some(JSONRPC_VERSION) => {}
+            if v.kind == Kind::String
+                && (v.text == "\"2.0\""
+                    || unescape(v.text).as_deref() == Some(JSONRPC_VERSION)) => {}
         _ => return Err(reject(IngressError::BadVersion)),
     }
     if let Some(method) = one(m.method) {

@@ -348,19 +348,36 @@ impl fmt::Debug for Invocation {
     }
 }
 
+/// The shared empty answer map (most calls carry no answers: no allocation for them).
+fn no_responses() -> Arc<BTreeMap<String, Box<RawValue>>> {
+    static EMPTY: std::sync::OnceLock<Arc<BTreeMap<String, Box<RawValue>>>> =
+        std::sync::OnceLock::new();
+    Arc::clone(EMPTY.get_or_init(|| Arc::new(BTreeMap::new())))
+}
+
 impl Invocation {
     /// A context with no declared capabilities, a fresh token and no progress sink.
     #[must_use]
     pub fn new(caller: Caller) -> Self {
+        Self::for_request(caller, ClientCapabilities::default(), CancelToken::new())
+    }
+
+    /// The server's constructor: the request's capabilities and token, without a throwaway
+    /// fresh token or answer map (one call per request).
+    pub(crate) fn for_request(
+        caller: Caller,
+        caps: ClientCapabilities,
+        cancel: CancelToken,
+    ) -> Self {
         Invocation {
             caller,
-            caps: ClientCapabilities::default(),
-            cancel: CancelToken::new(),
+            caps,
+            cancel,
             progress: None,
             gate: Arc::new(ProgressGate::default()),
             log: None,
             recovery: false,
-            responses: Arc::new(BTreeMap::new()),
+            responses: no_responses(),
         }
     }
 
@@ -395,7 +412,11 @@ impl Invocation {
     /// Supplies the exact answer bytes of `inputResponses`, by key.
     #[must_use]
     pub fn with_input_responses(mut self, responses: BTreeMap<String, Box<RawValue>>) -> Self {
-        self.responses = Arc::new(responses);
+        self.responses = if responses.is_empty() {
+            no_responses()
+        } else {
+            Arc::new(responses)
+        };
         self
     }
 

@@ -111,9 +111,8 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// A fresh invocation context for one core call.
     pub(crate) fn invocation(&self) -> Invocation {
-        let inv = Invocation::new(self.caller.clone())
-            .with_capabilities(self.caps.clone())
-            .with_cancel(self.cancel.clone());
+        let inv =
+            Invocation::for_request(self.caller.clone(), self.caps.clone(), self.cancel.clone());
         let inv = match &self.log {
             Some(l) => inv.with_log(Arc::clone(l) as Arc<dyn crate::core::LogSink>),
             None => inv,

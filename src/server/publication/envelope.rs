@@ -131,7 +131,12 @@ impl<'a> CallParams<'a> {
 
 /// `{"value": <exact inner text>}` (O14).
 pub(crate) fn value_envelope(inner: &RawValue) -> String {
-    format!("{{\"value\":{}}}", inner.get())
+    const HEAD: &str = "{\"value\":";
+    let mut out = String::with_capacity(HEAD.len() + inner.get().len() + 1);
+    out.push_str(HEAD);
+    out.push_str(inner.get());
+    out.push('}');
+    out
 }
 
 /// `{"failure": {code, message, retryable, diagnostics?}}` (O17).
