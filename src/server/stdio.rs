@@ -892,14 +892,18 @@ mod tests {
         // The writer holds stdout (its peer does not read).
         assert_eq!(lines.next_batch(&mut batch).now_or_never(), Some(true));
         let line = "x".repeat(1024);
-        // At the bound the reader goes on reading.
+        // Exactly at the bound the reader goes on reading.
         lines.cork();
         while lock(&lines.state).buf.len() + line.len() < MAX_UNWRITTEN {
             assert!(lines.push(&line));
         }
+        let rest = MAX_UNWRITTEN - lock(&lines.state).buf.len();
+        assert!(lines.push(&"y".repeat(rest - 1)));
+        assert_eq!(lock(&lines.state).buf.len(), MAX_UNWRITTEN);
         assert!(write_here(&lines).is_empty());
-        // Past it the reader waits for the writer, then writes the queue itself.
-        assert!(lines.push(&line));
+        // One byte past it the reader waits for the writer, then writes the queue itself.
+        assert!(lines.push(""));
+        assert_eq!(lock(&lines.state).buf.len(), MAX_UNWRITTEN + 1);
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let reader = std::thread::spawn({
             let (lines, done) = (Arc::clone(&lines), Arc::clone(&done));
