@@ -26,16 +26,7 @@ use crate::core::{
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
 use crate::wire::jsonrpc::{Message, Notification, Request, RequestId};
-use crate::wire::meta;
-
-/// Methods removed by this revision (M6); answered -32601 like unknown ones (A14).
-pub(crate) const REMOVED_METHODS: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+use crate::wire::{meta, methods};
 
 /// What one request is answered with.
 pub(crate) enum Answer {
@@ -720,15 +711,14 @@ fn check_meta(params: &Params<'_>) -> Result<RequestMeta, Answer> {
 
 /// Whether the method exists and its capability is advertised (A14).
 fn method_served(method: &str, registry: &Registry) -> bool {
-    match method {
-        "server/discover" | "subscriptions/listen" => true,
-        "tools/list" | "tools/call" => registry.has_tools(),
-        "resources/list" | "resources/templates/list" | "resources/read" => {
-            registry.has_resources()
-        }
-        "prompts/list" | "prompts/get" => registry.has_prompts(),
-        "completion/complete" => registry.has_prompts() || registry.has_resources(),
-        _ => false,
+    use crate::wire::methods::Needs;
+    match methods::needs(method) {
+        Some(Needs::Nothing) => true,
+        Some(Needs::Tools) => registry.has_tools(),
+        Some(Needs::Resources) => registry.has_resources(),
+        Some(Needs::Prompts) => registry.has_prompts(),
+        Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
+        None => false,
     }
 }
 
@@ -745,7 +735,7 @@ async fn handle(
     let registry = server.registry();
     let method = request.method.as_str();
     let checked = if !method_served(method, &registry) {
-        Err(if REMOVED_METHODS.contains(&method) {
+        Err(if methods::is_removed(method) {
             Answer::Error {
                 cause: Cause::MethodNotFound,
                 message: format!("Method not found: {method} was removed in {PROTOCOL_VERSION}"),
@@ -964,32 +954,11 @@ async fn listen(
     outbox: &Arc<dyn Outbox>,
     client_cancel: &CancelToken,
 ) -> Result<Answer, Answer> {
-    let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
-    let raw = params
+    let filter = params
         .get("notifications")
-        .ok_or_else(|| bad("notifications filter is required"))?;
-    let requested: Map<String, Value> =
-        serde_json::from_str(raw.get()).map_err(|_| bad("notifications must be an object"))?;
-    let flag = |k: &str| -> Result<bool, Answer> {
-        match requested.get(k) {
-            None => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(bad("notification flags must be booleans")),
-        }
-    };
-    let resource_subscriptions = match requested.get("resourceSubscriptions") {
-        None => None,
-        Some(v) => Some(
-            serde_json::from_value::<std::collections::BTreeSet<String>>(v.clone())
-                .map_err(|_| bad("resourceSubscriptions must be an array of strings"))?,
-        ),
-    };
-    let filter = Filter {
-        tools_list_changed: flag("toolsListChanged")?,
-        prompts_list_changed: flag("promptsListChanged")?,
-        resources_list_changed: flag("resourcesListChanged")?,
-        resource_subscriptions,
-    };
+        .ok_or(crate::wire::listen::FilterError::Missing)
+        .and_then(|raw| Filter::read(raw.get()))
+        .map_err(|e| Answer::error(Cause::InvalidParams, e.to_string()))?;
     let registry = &ctx.registry;
     let support = ServerSupport {
         tools_list_changed: registry.has_tools(),
