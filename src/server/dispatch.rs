@@ -25,9 +25,7 @@ use crate::core::{
     Registry,
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
-use crate::wire::jsonrpc::{
-    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
-};
+use crate::wire::jsonrpc::{Message, Notification, Request, RequestId};
 use crate::wire::meta;
 
 /// Methods removed by this revision (M6); answered -32601 like unknown ones (A14).
@@ -298,38 +296,27 @@ pub(crate) async fn within<F: std::future::Future>(
     }
 }
 
-/// Encodes an error reply. The message and data are safe, caller-facing values.
+/// An error reply to a request (through the one encoder, [`crate::codec::encode_error`]). The
+/// message and data are safe, caller-facing values.
 pub(crate) fn error_reply(
     id: &RequestId,
     cause: Cause,
     message: &str,
     data: Option<Value>,
 ) -> Reply {
-    let code = cause
-        .code()
-        .unwrap_or(crate::wire::jsonrpc::ErrorCode::InternalError);
-    let mut error = ErrorObject::new(code, message);
-    if let Some(raw) = data.and_then(|d| serde_json::value::to_raw_value(&d).ok()) {
-        error = error.with_data(raw);
-    }
-    let message = Message::Response(Response::Error(ErrorResponse::new(Some(id.clone()), error)));
-    let line = match encode(&message, &EgressLimits::SERVER) {
-        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
-        Err(e) => {
-            tracing::warn!(error = %e, "error reply over its bound");
-            let fallback = Message::Response(Response::Error(ErrorResponse::from_code(
-                Some(id.clone()),
-                crate::wire::jsonrpc::ErrorCode::InternalError,
-            )));
-            encode(&fallback, &EgressLimits::SERVER)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .unwrap_or_default()
-        }
-    };
+    let data = data.and_then(|d| serde_json::value::to_raw_value(&d).ok());
+    let reply = crate::codec::encode_error(
+        Some(id),
+        cause,
+        message,
+        data.as_deref(),
+        &EgressLimits::SERVER,
+    );
     Reply {
-        line,
-        status: cause.http_status(),
+        // Every cause a request is answered with has a code; the encoder's fallback is an
+        // internal error, so a body is always there.
+        line: reply.body.unwrap_or_default(),
+        status: reply.status,
     }
 }
 

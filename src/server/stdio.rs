@@ -57,10 +57,10 @@ use tokio::task::JoinSet;
 
 use super::{lock, Outbox, Reply, Server, ShutdownReport, MAX_IN_FLIGHT};
 use crate::codec::stdio::Frame;
-use crate::codec::{decode, encode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
+use crate::codec::{decode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
 use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport;
-use crate::wire::jsonrpc::{Message, Request, Response};
+use crate::wire::jsonrpc::{Message, Request};
 
 /// Requests read but not yet answered (running or waiting for a slot) before reading pauses.
 pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
@@ -781,19 +781,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, lines: Arc<Lines>) ->
 }
 
 fn send_rejection(lines: &Lines, rejection: &Rejection) {
-    let Some(response) = rejection.to_response() else {
-        return;
-    };
-    match encode(
-        &Message::Response(Response::Error(response)),
-        &EgressLimits::SERVER,
-    ) {
-        Ok(bytes) => {
-            if let Ok(line) = String::from_utf8(bytes) {
-                let _ = lines.push(&line);
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "rejection could not be encoded"),
+    if let Some(line) = rejection
+        .encode_reply(&EgressLimits::SERVER)
+        .and_then(|reply| reply.body)
+    {
+        let _ = lines.push(&line);
     }
 }
 
