@@ -53,7 +53,7 @@ pub use crate::wire::errors::Cause;
 pub use outbox::{Outbox, Reply};
 
 /// The only protocol revision this server speaks (B14).
-pub const PROTOCOL_VERSION: &str = "2026-07-28";
+pub const PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Requests one stdio connection serves at once; further lines wait until a slot frees (C-section).
 pub const MAX_IN_FLIGHT: usize = 64;
