@@ -204,11 +204,9 @@ impl Harness {
     async fn request_as(&self, caller: &str, method: &str, params: Value) -> (Value, u16) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let message = strict_mcp::codec::decode(
-            line.to_string().as_bytes(),
-            &self.server.ingress_limits(),
-        )
-        .expect("a valid request");
+        let message =
+            strict_mcp::codec::decode(line.to_string().as_bytes(), &self.server.ingress_limits())
+                .expect("a valid request");
         let outbox = Arc::new(Collect::default());
         self.server
             .serve(
@@ -318,7 +316,11 @@ async fn x5_an_upfront_accept_without_state_does_not_delete_and_asks_again() {
             .delete("prod-db", json!({"inputResponses": accept_ok()}))
             .await;
         let state = expect_confirmation(&reply, status);
-        assert_eq!(h.deleted(), 0, "{mode:?}: the delete ran without a confirmation");
+        assert_eq!(
+            h.deleted(),
+            0,
+            "{mode:?}: the delete ran without a confirmation"
+        );
         // The prompt it issued is a real one: answering it under its state deletes once.
         let (done, status) = h
             .delete(
@@ -344,9 +346,7 @@ async fn x5_tools_call_answers_without_state_give_the_same_prompt_as_no_answers(
         let h = Harness::new(mode);
         let (plain, status) = h.delete("a", json!({})).await;
         expect_confirmation(&plain, status);
-        let (with, status) = h
-            .delete("a", json!({"inputResponses": accept_ok()}))
-            .await;
+        let (with, status) = h.delete("a", json!({"inputResponses": accept_ok()})).await;
         expect_confirmation(&with, status);
         assert_eq!(
             with["result"]["inputRequests"], plain["result"]["inputRequests"],

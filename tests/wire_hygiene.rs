@@ -35,8 +35,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// Requirement ids (`A1`…`O127`, `X1`…`X99`), ADR numbers and internal document references.
-const INTERNAL_ID: &str =
-    r"\b[A-O][0-9]{1,3}\b|\bX[0-9]{1,2}\b|\bADR-?[0-9]+\b|\binterfaces\.md\b|\bREQUIREMENTS\b|\bissue #?[0-9]+\b";
+const INTERNAL_ID: &str = r"\b[A-O][0-9]{1,3}\b|\bX[0-9]{1,2}\b|\bADR-?[0-9]+\b|\binterfaces\.md\b|\bREQUIREMENTS\b|\bissue #?[0-9]+\b";
 /// Seed documents, by word (`seed`, `Seed-000`), case-insensitively.
 const SEED: &str = r"\bseed(-[0-9]+)?\b";
 
@@ -144,7 +143,11 @@ impl Texts {
                 leak(text).map(|hit| format!("{origin}: `{hit}` in {text:?}"))
             })
             .collect();
-        assert!(leaks.is_empty(), "internal references on the wire:\n{}", leaks.join("\n"));
+        assert!(
+            leaks.is_empty(),
+            "internal references on the wire:\n{}",
+            leaks.join("\n")
+        );
     }
 }
 
@@ -188,9 +191,8 @@ impl Peer {
     async fn line(&mut self, line: &str, id: &Value) -> Value {
         match self {
             Peer::Local(server) => {
-                let message =
-                    strict_mcp::codec::decode(line.as_bytes(), &server.ingress_limits())
-                        .expect("the in-process peer only sends valid messages");
+                let message = strict_mcp::codec::decode(line.as_bytes(), &server.ingress_limits())
+                    .expect("the in-process peer only sends valid messages");
                 let outbox = Arc::new(Collect::default());
                 server
                     .serve(
@@ -376,24 +378,60 @@ async fn details(peer: &mut Peer, names: &[String], texts: &mut Texts) {
 fn common_refusals(mode: &str) -> Vec<(&'static str, &'static str, Value)> {
     let m = |p: Value| with_meta(p, json!({}));
     let mut out = vec![
-        ("unknown tool", "tools/call", m(json!({"name": "nope", "arguments": {}}))),
-        ("tools/call without name", "tools/call", m(json!({"arguments": {}}))),
-        ("arguments not an object", "tools/call", m(json!({"name": "nope", "arguments": 5}))),
+        (
+            "unknown tool",
+            "tools/call",
+            m(json!({"name": "nope", "arguments": {}})),
+        ),
+        (
+            "tools/call without name",
+            "tools/call",
+            m(json!({"arguments": {}})),
+        ),
+        (
+            "arguments not an object",
+            "tools/call",
+            m(json!({"name": "nope", "arguments": 5})),
+        ),
         ("bad cursor", "tools/list", m(json!({"cursor": "garbage"}))),
-        ("bad prompts cursor", "prompts/list", m(json!({"cursor": "garbage"}))),
-        ("bad resources cursor", "resources/list", m(json!({"cursor": "garbage"}))),
-        ("bad templates cursor", "resources/templates/list", m(json!({"cursor": "garbage"}))),
+        (
+            "bad prompts cursor",
+            "prompts/list",
+            m(json!({"cursor": "garbage"})),
+        ),
+        (
+            "bad resources cursor",
+            "resources/list",
+            m(json!({"cursor": "garbage"})),
+        ),
+        (
+            "bad templates cursor",
+            "resources/templates/list",
+            m(json!({"cursor": "garbage"})),
+        ),
         ("missing _meta", "tools/list", json!({})),
-        ("missing capabilities", "tools/list",
-            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})),
-        ("missing version", "tools/list",
-            json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}})),
-        ("capabilities not an object", "tools/list",
+        (
+            "missing capabilities",
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+        ),
+        (
+            "missing version",
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}),
+        ),
+        (
+            "capabilities not an object",
+            "tools/list",
             json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                             "io.modelcontextprotocol/clientCapabilities": 5}})),
-        ("bad version", "tools/list",
+                             "io.modelcontextprotocol/clientCapabilities": 5}}),
+        ),
+        (
+            "bad version",
+            "tools/list",
             json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2024-11-05",
-                             "io.modelcontextprotocol/clientCapabilities": {}}})),
+                             "io.modelcontextprotocol/clientCapabilities": {}}}),
+        ),
         ("bad log level", "tools/list", {
             let mut p = m(json!({}));
             p["_meta"]["io.modelcontextprotocol/logLevel"] = json!("loud");
@@ -419,38 +457,79 @@ fn common_refusals(mode: &str) -> Vec<(&'static str, &'static str, Value)> {
         ("unknown method", "nope/nothing", m(json!({}))),
         ("removed initialize", "initialize", m(json!({}))),
         ("removed ping", "ping", m(json!({}))),
-        ("removed subscribe", "resources/subscribe", m(json!({"uri": "mem://x"}))),
+        (
+            "removed subscribe",
+            "resources/subscribe",
+            m(json!({"uri": "mem://x"})),
+        ),
         ("unknown prompt", "prompts/get", m(json!({"name": "nope"}))),
         ("prompts/get without name", "prompts/get", m(json!({}))),
-        ("unknown resource", "resources/read", m(json!({"uri": "nope://x"}))),
+        (
+            "unknown resource",
+            "resources/read",
+            m(json!({"uri": "nope://x"})),
+        ),
         ("resources/read without uri", "resources/read", m(json!({}))),
-        ("completion of an unknown prompt", "completion/complete",
+        (
+            "completion of an unknown prompt",
+            "completion/complete",
             m(json!({"ref": {"type": "ref/prompt", "name": "nope"},
-                     "argument": {"name": "a", "value": ""}}))),
-        ("completion with a bad ref", "completion/complete",
-            m(json!({"ref": {"type": "ref/other"}, "argument": {"name": "a", "value": ""}}))),
+                     "argument": {"name": "a", "value": ""}})),
+        ),
+        (
+            "completion with a bad ref",
+            "completion/complete",
+            m(json!({"ref": {"type": "ref/other"}, "argument": {"name": "a", "value": ""}})),
+        ),
     ];
     if mode == "compact" {
         out.extend([
-            ("unknown inner tool", "tools/call",
-                m(json!({"name": "call_tool", "arguments": {"name": "nope", "arguments": {}}}))),
-            ("call_tool without inner name", "tools/call",
-                m(json!({"name": "call_tool", "arguments": {}}))),
-            ("call_tool with an extra member", "tools/call",
-                m(json!({"name": "call_tool", "arguments": {"name": "x", "extra": 1}}))),
-            ("call_tool inner arguments not an object", "tools/call",
-                m(json!({"name": "call_tool", "arguments": {"name": "x", "arguments": []}}))),
-            ("search_tools limit out of range", "tools/call",
-                m(json!({"name": "search_tools", "arguments": {"query": "x", "limit": 99}}))),
-            ("search_tools without query", "tools/call",
-                m(json!({"name": "search_tools", "arguments": {}}))),
-            ("get_tool_details without name", "tools/call",
-                m(json!({"name": "get_tool_details", "arguments": {}}))),
-            ("get_tool_details unknown name", "tools/call",
-                m(json!({"name": "get_tool_details", "arguments": {"name": "nope"}}))),
-            ("continuation to discovery", "tools/call",
+            (
+                "unknown inner tool",
+                "tools/call",
+                m(json!({"name": "call_tool", "arguments": {"name": "nope", "arguments": {}}})),
+            ),
+            (
+                "call_tool without inner name",
+                "tools/call",
+                m(json!({"name": "call_tool", "arguments": {}})),
+            ),
+            (
+                "call_tool with an extra member",
+                "tools/call",
+                m(json!({"name": "call_tool", "arguments": {"name": "x", "extra": 1}})),
+            ),
+            (
+                "call_tool inner arguments not an object",
+                "tools/call",
+                m(json!({"name": "call_tool", "arguments": {"name": "x", "arguments": []}})),
+            ),
+            (
+                "search_tools limit out of range",
+                "tools/call",
+                m(json!({"name": "search_tools", "arguments": {"query": "x", "limit": 99}})),
+            ),
+            (
+                "search_tools without query",
+                "tools/call",
+                m(json!({"name": "search_tools", "arguments": {}})),
+            ),
+            (
+                "get_tool_details without name",
+                "tools/call",
+                m(json!({"name": "get_tool_details", "arguments": {}})),
+            ),
+            (
+                "get_tool_details unknown name",
+                "tools/call",
+                m(json!({"name": "get_tool_details", "arguments": {"name": "nope"}})),
+            ),
+            (
+                "continuation to discovery",
+                "tools/call",
                 m(json!({"name": "search_tools", "arguments": {"query": "x"},
-                         "inputResponses": {}}))),
+                         "inputResponses": {}})),
+            ),
         ]);
     }
     out
@@ -463,7 +542,10 @@ async fn refuse_all(
 ) {
     for (what, method, params) in requests {
         let reply = peer.request(method, params).await;
-        assert!(texts.add_refusal(what, &reply), "{what}: not refused: {reply}");
+        assert!(
+            texts.add_refusal(what, &reply),
+            "{what}: not refused: {reply}"
+        );
     }
 }
 
@@ -479,7 +561,10 @@ async fn continuation_refusals(
 ) {
     let caps = json!({"elicitation": {"form": {}}});
     let first = peer
-        .request("tools/call", tool(mode, name, arguments.clone(), caps.clone()))
+        .request(
+            "tools/call",
+            tool(mode, name, arguments.clone(), caps.clone()),
+        )
         .await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
@@ -489,18 +574,39 @@ async fn continuation_refusals(
     let tampered = String::from_utf8(tampered).unwrap();
     let accept = json!({key: {"action": "accept", "content": {"ok": true}}});
     let cases = [
-        ("tampered state", json!({"inputResponses": accept.clone(), "requestState": tampered})),
-        ("garbage state", json!({"inputResponses": accept.clone(), "requestState": "abc"})),
-        ("state not a string", json!({"inputResponses": accept.clone(), "requestState": 5})),
-        ("inputResponses not an object", json!({"inputResponses": [1], "requestState": state})),
-        ("malformed action",
-            json!({"inputResponses": {key: {"action": "maybe"}}, "requestState": state})),
-        ("accept without content",
-            json!({"inputResponses": {key: {"action": "accept"}}, "requestState": state})),
-        ("decline with content",
+        (
+            "tampered state",
+            json!({"inputResponses": accept.clone(), "requestState": tampered}),
+        ),
+        (
+            "garbage state",
+            json!({"inputResponses": accept.clone(), "requestState": "abc"}),
+        ),
+        (
+            "state not a string",
+            json!({"inputResponses": accept.clone(), "requestState": 5}),
+        ),
+        (
+            "inputResponses not an object",
+            json!({"inputResponses": [1], "requestState": state}),
+        ),
+        (
+            "malformed action",
+            json!({"inputResponses": {key: {"action": "maybe"}}, "requestState": state}),
+        ),
+        (
+            "accept without content",
+            json!({"inputResponses": {key: {"action": "accept"}}, "requestState": state}),
+        ),
+        (
+            "decline with content",
             json!({"inputResponses": {key: {"action": "decline", "content": {}}},
-                   "requestState": state})),
-        ("null answer", json!({"inputResponses": {key: null}, "requestState": state})),
+                   "requestState": state}),
+        ),
+        (
+            "null answer",
+            json!({"inputResponses": {key: null}, "requestState": state}),
+        ),
     ];
     for (what, extra) in cases {
         let mut params = tool(mode, name, arguments.clone(), caps.clone());
@@ -531,19 +637,44 @@ async fn conformance_fixture_server_publishes_and_refuses_without_internal_refer
     for (mode, peer) in [("direct", &mut direct), ("compact", &mut compact)] {
         refuse_all(peer, common_refusals(mode), &mut texts).await;
         let specific = vec![
-            ("bad arguments", "tools/call",
-                tool(mode, "test_header_params", json!({"region": 5}), json!({}))),
-            ("unknown argument", "tools/call",
-                tool(mode, "test_simple_text", json!({"x": 1}), json!({}))),
-            ("missing capability", "tools/call",
-                tool(mode, "test_missing_capability", json!({}), json!({}))),
-            ("missing elicitation capability", "tools/call",
-                tool(mode, "test_input_required_result_elicitation", json!({}), json!({}))),
-            ("tool error", "tools/call",
-                tool(mode, "test_error_handling", json!({}), json!({}))),
-            ("missing prompt argument", "prompts/get",
-                with_meta(json!({"name": "test_prompt_with_arguments", "arguments": {}}),
-                          json!({}))),
+            (
+                "bad arguments",
+                "tools/call",
+                tool(mode, "test_header_params", json!({"region": 5}), json!({})),
+            ),
+            (
+                "unknown argument",
+                "tools/call",
+                tool(mode, "test_simple_text", json!({"x": 1}), json!({})),
+            ),
+            (
+                "missing capability",
+                "tools/call",
+                tool(mode, "test_missing_capability", json!({}), json!({})),
+            ),
+            (
+                "missing elicitation capability",
+                "tools/call",
+                tool(
+                    mode,
+                    "test_input_required_result_elicitation",
+                    json!({}),
+                    json!({}),
+                ),
+            ),
+            (
+                "tool error",
+                "tools/call",
+                tool(mode, "test_error_handling", json!({}), json!({})),
+            ),
+            (
+                "missing prompt argument",
+                "prompts/get",
+                with_meta(
+                    json!({"name": "test_prompt_with_arguments", "arguments": {}}),
+                    json!({}),
+                ),
+            ),
         ];
         refuse_all(peer, specific, &mut texts).await;
         continuation_refusals(
@@ -571,16 +702,36 @@ async fn matrix_child_process_publishes_and_refuses_without_internal_references(
     for (mode, peer) in [("direct", &mut direct), ("compact", &mut compact)] {
         refuse_all(peer, common_refusals(mode), &mut texts).await;
         let specific = vec![
-            ("missing argument", "tools/call", tool(mode, "echo", json!({}), json!({}))),
-            ("wrong argument type", "tools/call", tool(mode, "echo", json!({"text": 1}), json!({}))),
-            ("extra argument", "tools/call",
-                tool(mode, "echo", json!({"text": "a", "x": 1}), json!({}))),
-            ("typed failure", "tools/call",
-                tool(mode, "fail", json!({"reason": "r"}), json!({}))),
-            ("asking without elicitation", "tools/call",
-                tool(mode, "ask", json!({"rounds": 1}), json!({}))),
-            ("missing prompt argument", "prompts/get",
-                with_meta(json!({"name": "greet", "arguments": {}}), json!({}))),
+            (
+                "missing argument",
+                "tools/call",
+                tool(mode, "echo", json!({}), json!({})),
+            ),
+            (
+                "wrong argument type",
+                "tools/call",
+                tool(mode, "echo", json!({"text": 1}), json!({})),
+            ),
+            (
+                "extra argument",
+                "tools/call",
+                tool(mode, "echo", json!({"text": "a", "x": 1}), json!({})),
+            ),
+            (
+                "typed failure",
+                "tools/call",
+                tool(mode, "fail", json!({"reason": "r"}), json!({})),
+            ),
+            (
+                "asking without elicitation",
+                "tools/call",
+                tool(mode, "ask", json!({"rounds": 1}), json!({})),
+            ),
+            (
+                "missing prompt argument",
+                "prompts/get",
+                with_meta(json!({"name": "greet", "arguments": {}}), json!({})),
+            ),
         ];
         refuse_all(peer, specific, &mut texts).await;
         continuation_refusals(peer, mode, "ask", json!({"rounds": 1}), "q1", &mut texts).await;
@@ -588,22 +739,38 @@ async fn matrix_child_process_publishes_and_refuses_without_internal_references(
         for (what, line, id) in [
             ("not JSON", "{".to_owned(), Value::Null),
             ("not an object", "[]".to_owned(), Value::Null),
-            ("no method", r#"{"jsonrpc":"2.0","id":91}"#.to_owned(), json!(91)),
-            ("wrong jsonrpc", r#"{"jsonrpc":"1.0","id":92,"method":"tools/list"}"#.to_owned(),
-                json!(92)),
-            ("params not an object",
+            (
+                "no method",
+                r#"{"jsonrpc":"2.0","id":91}"#.to_owned(),
+                json!(91),
+            ),
+            (
+                "wrong jsonrpc",
+                r#"{"jsonrpc":"1.0","id":92,"method":"tools/list"}"#.to_owned(),
+                json!(92),
+            ),
+            (
+                "params not an object",
                 r#"{"jsonrpc":"2.0","id":93,"method":"tools/list","params":5}"#.to_owned(),
-                json!(93)),
-            ("duplicate key",
+                json!(93),
+            ),
+            (
+                "duplicate key",
                 r#"{"jsonrpc":"2.0","id":94,"method":"tools/list","method":"x","params":{}}"#
                     .to_owned(),
-                json!(94)),
-            ("id of the wrong type",
+                json!(94),
+            ),
+            (
+                "id of the wrong type",
                 r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list","params":{}}"#.to_owned(),
-                Value::Null),
+                Value::Null,
+            ),
         ] {
             let reply = peer.line(&line, &id).await;
-            assert!(texts.add_refusal(what, &reply), "{what}: not refused: {reply}");
+            assert!(
+                texts.add_refusal(what, &reply),
+                "{what}: not refused: {reply}"
+            );
         }
     }
     // O54's limit, with the text of its failure: ten answers, then the eleventh prompt.
@@ -621,8 +788,7 @@ async fn matrix_child_process_publishes_and_refuses_without_internal_references(
             state = Some(reply["result"]["requestState"].as_str().unwrap().to_owned());
         } else {
             assert_eq!(
-                reply["result"]["structuredContent"]["failure"]["code"],
-                "interaction_limit",
+                reply["result"]["structuredContent"]["failure"]["code"], "interaction_limit",
                 "{reply}"
             );
             assert!(texts.add_refusal("interaction limit", &reply));
@@ -683,10 +849,26 @@ mod http {
         };
         let region = json!({"region": "eu", "text": "x"});
         vec![
-            case("version header disagrees", &[("mcp-protocol-version", "2025-06-18")], list()),
-            case("method header disagrees", &[("mcp-method", "prompts/list")], list()),
-            case("unsupported version header", &[("mcp-protocol-version", "2099-01-01")], list()),
-            case("name header missing", &[("mcp-method", "tools/call")], call(region.clone())),
+            case(
+                "version header disagrees",
+                &[("mcp-protocol-version", "2025-06-18")],
+                list(),
+            ),
+            case(
+                "method header disagrees",
+                &[("mcp-method", "prompts/list")],
+                list(),
+            ),
+            case(
+                "unsupported version header",
+                &[("mcp-protocol-version", "2099-01-01")],
+                list(),
+            ),
+            case(
+                "name header missing",
+                &[("mcp-method", "tools/call")],
+                call(region.clone()),
+            ),
             case(
                 "name header disagrees",
                 &[("mcp-method", "tools/call"), ("mcp-name", "other")],
@@ -694,7 +876,10 @@ mod http {
             ),
             case(
                 "param header missing",
-                &[("mcp-method", "tools/call"), ("mcp-name", "test_header_params")],
+                &[
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", "test_header_params"),
+                ],
                 call(region.clone()),
             ),
             case(
@@ -706,9 +891,21 @@ mod http {
                 ],
                 call(region),
             ),
-            case("accept without event-stream", &[("accept", "application/json")], list()),
-            case("not JSON content", &[("content-type", "text/plain")], list()),
-            case("foreign origin", &[("origin", "http://evil.example")], list()),
+            case(
+                "accept without event-stream",
+                &[("accept", "application/json")],
+                list(),
+            ),
+            case(
+                "not JSON content",
+                &[("content-type", "text/plain")],
+                list(),
+            ),
+            case(
+                "foreign origin",
+                &[("origin", "http://evil.example")],
+                list(),
+            ),
             case("foreign host", &[("host", "evil.example")], list()),
             case("not JSON", &[], "{".to_owned()),
             case("not a request", &[], "[]".to_owned()),

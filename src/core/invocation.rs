@@ -128,7 +128,8 @@ impl ClientCapabilities {
             .is_some_and(|e| e.is_empty() || e.get("form").is_some_and(Value::is_object));
         let url = elicitation.is_some_and(|e| e.get("url").is_some_and(Value::is_object));
         let sampling = value.get("sampling").and_then(Value::as_object);
-        let sampling_has = |key: &str| sampling.is_some_and(|s| s.get(key).is_some_and(Value::is_object));
+        let sampling_has =
+            |key: &str| sampling.is_some_and(|s| s.get(key).is_some_and(Value::is_object));
         ClientCapabilities {
             form,
             url,

@@ -1238,11 +1238,7 @@ fn check_primitive(prop: &Value) -> Result<(), PropertyProblem> {
             }
             match map.get("default") {
                 None => Ok(()),
-                Some(Value::Number(n))
-                    if kind == "number" || n.is_i64() || n.is_u64() =>
-                {
-                    Ok(())
-                }
+                Some(Value::Number(n)) if kind == "number" || n.is_i64() || n.is_u64() => Ok(()),
                 Some(_) => Err(PropertyProblem::Default),
             }
         }
@@ -1589,10 +1585,7 @@ mod flat_schema_tests {
             keyword("format"),
         );
         // An enum of another type is no single-select enum.
-        refuses(
-            json!({"type": "number", "enum": [1, 2]}),
-            keyword("enum"),
-        );
+        refuses(json!({"type": "number", "enum": [1, 2]}), keyword("enum"));
     }
 
     #[test]
