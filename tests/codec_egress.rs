@@ -362,3 +362,77 @@ mod encode_success_matches_encode {
         ));
     }
 }
+
+/// The one error encoder (issue "one refusal path"): code and status from the cause table, id
+/// echoed exactly or `null`, `data` verbatim, no body for status-only causes.
+#[test]
+fn a4_a9_encode_error_writes_the_cause_table_row() {
+    use strict_mcp::codec::encode_error;
+    use strict_mcp::wire::errors::Cause;
+    let id = RequestId::from_token("\"a\\u0062\"").expect("id");
+    let data = raw(r#"{"n":1.50,"big":18446744073709551617}"#.to_owned());
+    let reply = encode_error(
+        Some(&id),
+        Cause::UnsupportedVersion,
+        "Unsupported protocol version",
+        Some(&data),
+        &EgressLimits::SERVER,
+    );
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body.as_deref(),
+        Some(
+            r#"{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32022,"message":"Unsupported protocol version","data":{"n":1.50,"big":18446744073709551617}}}"#
+        )
+    );
+    let reply = encode_error(
+        None,
+        Cause::Parse,
+        "Parse error",
+        None,
+        &EgressLimits::SERVER,
+    );
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.body.as_deref(),
+        Some(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#)
+    );
+    for cause in [
+        Cause::OriginRejected,
+        Cause::HostRejected,
+        Cause::MethodNotAllowed,
+    ] {
+        let reply = encode_error(None, cause, "x", None, &EgressLimits::SERVER);
+        assert_eq!((reply.status, reply.body), (cause.http_status(), None));
+    }
+}
+
+/// O39: an error whose `data` is over the payload bound (limit + 1) is never lost: it becomes a
+/// plain internal error with the same id; at the bound it is sent as is.
+#[test]
+fn o39_encode_error_over_its_bound_falls_back_to_an_internal_error() {
+    use strict_mcp::codec::encode_error;
+    use strict_mcp::wire::errors::Cause;
+    let limits = EgressLimits::SERVER;
+    let id = RequestId::integer(7);
+    let limit = limits.max_payload_bytes();
+    let at = object_of_len(limit);
+    let reply = encode_error(Some(&id), Cause::InvalidParams, "m", Some(&at), &limits);
+    assert_eq!(reply.status, 200);
+    assert!(reply.body.expect("body").ends_with("}}}"));
+    let past = object_of_len(limit + 1);
+    let reply = encode_error(Some(&id), Cause::InvalidParams, "m", Some(&past), &limits);
+    assert_eq!(reply.status, 500);
+    assert_eq!(
+        reply.body.as_deref(),
+        Some(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Internal error"}}"#)
+    );
+    // An id over its bound is replaced by null in the fallback.
+    let long =
+        RequestId::from_token(&format!("\"{}\"", "i".repeat(limits::MAX_ID_BYTES))).expect("id");
+    let reply = encode_error(Some(&long), Cause::InvalidParams, "m", None, &limits);
+    assert_eq!(
+        reply.body.as_deref(),
+        Some(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#)
+    );
+}

@@ -1159,7 +1159,7 @@ fn dispatcher_ending_without_a_reply_gets_an_internal_error_not_a_hang() {
         .await
         .expect("no hang");
         a.assert_error(500, -32603, json!(63));
-        assert_eq!(a.json()["error"]["message"], "internal error");
+        assert_eq!(a.json()["error"]["message"], "Internal error");
         let a = tokio::time::timeout(
             Duration::from_secs(5),
             host.call("64", "vanish", json!({}), &[]),
@@ -1171,7 +1171,7 @@ fn dispatcher_ending_without_a_reply_gets_an_internal_error_not_a_hang() {
         assert_eq!(events[0]["method"], "notifications/progress");
         assert_eq!(
             events[1],
-            json!({"jsonrpc": "2.0", "id": 64, "error": {"code": -32603, "message": "internal error"}})
+            json!({"jsonrpc": "2.0", "id": 64, "error": {"code": -32603, "message": "Internal error"}})
         );
         // Still serving.
         assert_eq!(host.call("65", "echo", json!({}), &[]).await.status, StatusCode::OK);

@@ -13,7 +13,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::error::{EgressBound, EgressError};
-use crate::wire::jsonrpc::{Message, RequestId, Response};
+use crate::wire::errors::Cause;
+use crate::wire::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId, Response};
 use crate::wire::limits;
 
 /// The bounds for one direction of outbound traffic.
@@ -151,6 +152,69 @@ impl io::Write for Bounded {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// An encoded error reply: the HTTP status of its cause and the JSON-RPC error response text
+/// (compact, no newline), or no body for the causes HTTP answers with a status alone (403, 405).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorReply {
+    /// The cause's HTTP status (stdio ignores it).
+    pub status: u16,
+    /// The encoded error response, if the cause has a JSON-RPC code.
+    pub body: Option<String>,
+}
+
+/// The only error encoder of both roles: every refusal and error reply is written here, from
+/// its typed [`Cause`] (code and status from the one table), through the egress guard. `id` is
+/// the request id when it could be read (`None` writes `"id": null`, A4). `data` is written
+/// verbatim. An error that does not fit its bounds (an oversized id or `data`) becomes a plain
+/// internal error (status 500) with the same id if the id fits, else `null`: an error reply is
+/// never lost.
+pub fn encode_error(
+    id: Option<&RequestId>,
+    cause: Cause,
+    message: &str,
+    data: Option<&RawValue>,
+    limits: &EgressLimits,
+) -> ErrorReply {
+    let status = cause.http_status();
+    let Some(code) = cause.code() else {
+        return ErrorReply { status, body: None };
+    };
+    let mut error = ErrorObject::new(code, message);
+    if let Some(data) = data {
+        error = error.with_data(data.to_owned());
+    }
+    let message = Message::Response(Response::Error(ErrorResponse::new(id.cloned(), error)));
+    match encode(&message, limits) {
+        Ok(bytes) => ErrorReply {
+            status,
+            body: Some(bytes_to_string(bytes)),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "error reply over its bound; sent as an internal error");
+            let id = id
+                .filter(|id| id.token().len() <= limits.max_id_bytes)
+                .cloned();
+            let fallback = Message::Response(Response::Error(ErrorResponse::from_code(
+                id,
+                ErrorCode::InternalError,
+            )));
+            // A fallback of at most ~300 bytes always fits a ceiling of at least 2 MiB.
+            let body = encode(&fallback, limits)
+                .map(bytes_to_string)
+                .unwrap_or_default();
+            ErrorReply {
+                status: Cause::Internal.http_status(),
+                body: Some(body),
+            }
+        }
+    }
+}
+
+/// `encode` writes only valid UTF-8 (serde_json output).
+fn bytes_to_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Encodes one message as compact JSON, checked against `limits` (no trailing newline).

@@ -4,6 +4,7 @@
 //! in one place (e.g. an oversized HTTP body is 413 there). Display texts never contain bytes
 //! sent by the peer, so they are safe to use as the `message` of an error reply.
 
+use crate::wire::errors::Cause;
 use crate::wire::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, InvalidId, RequestId};
 
 /// Why one inbound frame was rejected.
@@ -175,6 +176,32 @@ impl Rejection {
     /// The JSON-RPC code of the cause.
     pub fn code(&self) -> ErrorCode {
         self.error.code()
+    }
+
+    /// The cause this rejection is answered with (an over-limit frame is `BodyTooLarge`: 413 on
+    /// HTTP, -32600 on both transports).
+    pub fn cause(&self) -> Cause {
+        match self.error {
+            IngressError::FrameTooLarge { .. } => Cause::BodyTooLarge,
+            _ => Cause::from_code(self.code()),
+        }
+    }
+
+    /// The encoded error reply a server sends (through [`super::egress::encode_error`]), or
+    /// `None` for notifications (A11).
+    pub fn encode_reply(&self, limits: &super::EgressLimits) -> Option<super::egress::ErrorReply> {
+        let id = match &self.reply_to {
+            ReplyTo::Id(id) => Some(id),
+            ReplyTo::NullId => None,
+            ReplyTo::Nobody => return None,
+        };
+        Some(super::egress::encode_error(
+            id,
+            self.cause(),
+            &self.error.to_string(),
+            None,
+            limits,
+        ))
     }
 
     /// The error response a server sends, or `None` for notifications (A11).

@@ -55,7 +55,8 @@ mod scan;
 pub mod stdio;
 
 pub use egress::{
-    check_identity, encode, encode_line, preflight_result, EgressLimits, EncodedLine, LineWriter,
+    check_identity, encode, encode_error, encode_line, preflight_result, EgressLimits, EncodedLine,
+    ErrorReply, LineWriter,
 };
 pub use error::{EgressBound, EgressError, IngressError, Rejection, ReplyTo};
 pub use ingress::{decode, IngressLimits, Role};

@@ -25,9 +25,7 @@ use crate::core::{
     Registry,
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
-use crate::wire::jsonrpc::{
-    ErrorObject, ErrorResponse, Message, Notification, Request, RequestId, Response,
-};
+use crate::wire::jsonrpc::{Message, Notification, Request, RequestId};
 use crate::wire::meta;
 
 /// Methods removed by this revision (M6); answered -32601 like unknown ones (A14).
@@ -137,6 +135,12 @@ impl Ctx {
 }
 
 /// Serves one request; see [`Server::serve`].
+///
+/// Exactly one reply per request, whatever panics: handlers are contained by the core, and
+/// everything else (the server's own code, listen streams, completion) is caught here. A panic
+/// that leaves the request unanswered is answered with -32603 "Internal error" (the private
+/// cause is logged, never sent), unless the client cancelled it (C9). Builds with
+/// `panic = "abort"` cannot contain panics: there a panic ends the process.
 pub(crate) async fn serve_request(
     server: &Server,
     caller: Caller,
@@ -144,8 +148,58 @@ pub(crate) async fn serve_request(
     outbox: Arc<dyn Outbox>,
     client_cancel: CancelToken,
 ) {
+    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
+    let gated = Arc::new(Gated {
+        inner: outbox,
+        cancel: client_cancel.clone(),
+        finished: std::sync::atomic::AtomicBool::new(false),
+    });
+    let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        serve_admitted(server, caller, &request, &gated, client_cancel),
+    ))
+    .await;
+    if served.is_err() {
+        tracing::error!(
+            method = request.method.as_str(),
+            "the server panicked while serving a request; answered with an internal error"
+        );
+        if !gated.finished() {
+            gated.finish(error_reply(
+                &request.id,
+                Cause::Internal,
+                "Internal error",
+                None,
+            ));
+        }
+    }
+}
+
+/// Ends an admitted call when its request finished or panicked. A request future dropped
+/// unfinished (a host abandoning a stuck task at shutdown) leaves its call counted, so the
+/// status keeps reporting that unfinished work (O5).
+struct CallEnd<'a> {
+    server: &'a Server,
+    call: crate::machine::epoch::CallId,
+    finished: bool,
+}
+
+impl Drop for CallEnd<'_> {
+    fn drop(&mut self) {
+        if self.finished || std::thread::panicking() {
+            self.server.end_call(self.call);
+        }
+    }
+}
+
+async fn serve_admitted(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    gated: &Arc<Gated>,
+    client_cancel: CancelToken,
+) {
     let Some((call, epoch, shutdown)) = server.admit() else {
-        outbox.finish(error_reply(
+        gated.finish(error_reply(
             &request.id,
             Cause::ShuttingDown,
             "The server is shutting down.",
@@ -153,19 +207,20 @@ pub(crate) async fn serve_request(
         ));
         return;
     };
+    let mut end = CallEnd {
+        server,
+        call,
+        finished: false,
+    };
     let handler_cancel = CancelToken::new();
-    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
-    let gated: Arc<dyn Outbox> = Arc::new(Gated {
-        inner: Arc::clone(&outbox),
-        cancel: client_cancel.clone(),
-    });
+    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     // Boxed once: the request's whole state machine is large (every method's arm), and
     // moving it through the selects below would copy all of it each time.
     let work = Box::pin(handle(
         server,
         caller,
-        &request,
-        gated,
+        request,
+        outbox,
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
@@ -188,7 +243,7 @@ pub(crate) async fn serve_request(
     futures_util::pin_mut!(work);
     futures_util::pin_mut!(cancelled);
     match select(work, cancelled).await {
-        Either::Left((Some(reply), _)) if !client_cancel.is_cancelled() => outbox.finish(reply),
+        Either::Left((Some(reply), _)) => gated.finish(reply),
         Either::Left(_) => handler_cancel.cancel(),
         // C9, J9: the handler's token fires, the handler gets the one poll that observes it
         // (cooperative clean-up), then it is dropped; nothing more is sent.
@@ -197,13 +252,22 @@ pub(crate) async fn serve_request(
             let _ = futures_util::FutureExt::now_or_never(&mut work);
         }
     }
-    server.end_call(call);
+    end.finished = true;
 }
 
-/// An outbox that refuses everything once the client cancelled the request (C9).
+/// The outbox one request writes to: refuses everything once the client cancelled the request
+/// (C9) and remembers whether the reply went out (so a panic is answered only when it did not).
 struct Gated {
     inner: Arc<dyn Outbox>,
     cancel: CancelToken,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Gated {
+    /// Whether the request needs no further reply: it was answered or the client cancelled it.
+    fn finished(&self) -> bool {
+        self.cancel.is_cancelled() || self.finished.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl Outbox for Gated {
@@ -212,7 +276,12 @@ impl Outbox for Gated {
     }
 
     fn finish(&self, reply: Reply) {
-        if !self.cancel.is_cancelled() {
+        // At most one reply (the outbox contract), even if a panic races the normal reply.
+        if !self.cancel.is_cancelled()
+            && !self
+                .finished
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
             self.inner.finish(reply);
         }
     }
@@ -298,38 +367,27 @@ pub(crate) async fn within<F: std::future::Future>(
     }
 }
 
-/// Encodes an error reply. The message and data are safe, caller-facing values.
+/// An error reply to a request (through the one encoder, [`crate::codec::encode_error`]). The
+/// message and data are safe, caller-facing values.
 pub(crate) fn error_reply(
     id: &RequestId,
     cause: Cause,
     message: &str,
     data: Option<Value>,
 ) -> Reply {
-    let code = cause
-        .code()
-        .unwrap_or(crate::wire::jsonrpc::ErrorCode::InternalError);
-    let mut error = ErrorObject::new(code, message);
-    if let Some(raw) = data.and_then(|d| serde_json::value::to_raw_value(&d).ok()) {
-        error = error.with_data(raw);
-    }
-    let message = Message::Response(Response::Error(ErrorResponse::new(Some(id.clone()), error)));
-    let line = match encode(&message, &EgressLimits::SERVER) {
-        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
-        Err(e) => {
-            tracing::warn!(error = %e, "error reply over its bound");
-            let fallback = Message::Response(Response::Error(ErrorResponse::from_code(
-                Some(id.clone()),
-                crate::wire::jsonrpc::ErrorCode::InternalError,
-            )));
-            encode(&fallback, &EgressLimits::SERVER)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .unwrap_or_default()
-        }
-    };
+    let data = data.and_then(|d| serde_json::value::to_raw_value(&d).ok());
+    let reply = crate::codec::encode_error(
+        Some(id),
+        cause,
+        message,
+        data.as_deref(),
+        &EgressLimits::SERVER,
+    );
     Reply {
-        line,
-        status: cause.http_status(),
+        // Every cause a request is answered with has a code; the encoder's fallback is an
+        // internal error, so a body is always there.
+        line: reply.body.unwrap_or_default(),
+        status: reply.status,
     }
 }
 
@@ -449,6 +507,7 @@ pub(crate) fn encode_complete(
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
+    super::fault::point(super::fault::points::REPLY);
     let info = &server.inner().info;
     let encoded = |body: Members, result_type: &str| {
         encode_result_raw(id, &with_identity(body, result_type, info))
@@ -682,6 +741,7 @@ async fn handle(
     handler_cancel: CancelToken,
     client_cancel: CancelToken,
 ) -> Option<Reply> {
+    super::fault::point(super::fault::points::DISPATCH);
     let registry = server.registry();
     let method = request.method.as_str();
     let checked = if !method_served(method, &registry) {
@@ -844,6 +904,7 @@ fn discover(ctx: &Ctx) -> Answer {
 
 /// `completion/complete` (G-section).
 fn complete(ctx: &Ctx, params: &Params<'_>) -> Result<Answer, Answer> {
+    super::fault::point(super::fault::points::COMPLETE);
     let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
     let reference: Value = params
         .get("ref")
@@ -947,6 +1008,7 @@ async fn listen(
     );
     // However this future ends (client cancellation may drop it), the stream leaves the hub.
     let _guard = StreamGuard { ctx, key };
+    super::fault::point(super::fault::points::LISTEN_AFTER_ACK);
     let client = client_cancel.cancelled();
     let server_closed = closed.cancelled();
     let shutdown = ctx.cancel.cancelled();
@@ -1224,6 +1286,7 @@ mod tests {
         let gated = Gated {
             inner: inner.clone(),
             cancel: cancel.clone(),
+            finished: std::sync::atomic::AtomicBool::new(false),
         };
         let reply = || Reply {
             line: String::new(),

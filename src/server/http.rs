@@ -78,11 +78,11 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tracing::Instrument as _;
 
-use crate::codec::{self, IngressError, IngressLimits, Rejection, ReplyTo};
+use crate::codec::{self, EgressLimits, IngressLimits, Rejection, ReplyTo};
 use crate::core::{Caller, CancelToken, Registry};
 use crate::server::outbox::{Outbox, Reply};
-use crate::server::status::Cause;
-use crate::wire::jsonrpc::{ErrorObject, ErrorResponse, Message, Request as RpcRequest, RequestId};
+use crate::wire::errors::Cause;
+use crate::wire::jsonrpc::{Message, Request as RpcRequest, RequestId};
 use crate::wire::limits;
 
 /// The `MCP-Protocol-Version` header (D15).
@@ -617,14 +617,15 @@ impl Drop for EndGuard {
 
 /// The error the host sends when the dispatcher broke its contract; the cause stays private.
 fn internal_error_line(id: &RequestId) -> String {
-    let body = ErrorResponse::new(
-        Some(id.clone()),
-        ErrorObject::new(
-            crate::wire::jsonrpc::ErrorCode::InternalError,
-            "internal error",
-        ),
-    );
-    serde_json::to_string(&body).unwrap_or_default()
+    crate::codec::encode_error(
+        Some(id),
+        Cause::Internal,
+        "Internal error",
+        None,
+        &EgressLimits::SERVER,
+    )
+    .body
+    .unwrap_or_default()
 }
 
 /// Waits for the first thing the outbox receives (or the `stream_after` deadline).
@@ -805,14 +806,15 @@ fn json_response(status: u16, line: String) -> Response<HttpBody> {
 /// A refusal by the host itself: the status of `cause`, a JSON-RPC error body when the cause
 /// has a code (`"id": null` unless the id was read), no body otherwise.
 fn refusal(cause: Cause, id: Option<RequestId>, message: &str) -> Response<HttpBody> {
-    let status = cause.http_status();
-    let mut response = match cause.code() {
-        Some(code) => {
-            let body = ErrorResponse::new(id, ErrorObject::new(code, message));
-            let line = serde_json::to_string(&body).unwrap_or_default();
-            json_response(status, line)
-        }
-        None => plain(StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN)),
+    let reply =
+        crate::codec::encode_error(id.as_ref(), cause, message, None, &EgressLimits::SERVER);
+    encoded_refusal(cause, reply)
+}
+
+fn encoded_refusal(cause: Cause, reply: crate::codec::ErrorReply) -> Response<HttpBody> {
+    let mut response = match reply.body {
+        Some(line) => json_response(reply.status, line),
+        None => plain(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::FORBIDDEN)),
     };
     if cause == Cause::MethodNotAllowed {
         response
@@ -825,15 +827,11 @@ fn refusal(cause: Cause, id: Option<RequestId>, message: &str) -> Response<HttpB
 /// The answer to a frame the codec refused: its error with the id it could read (or null; a
 /// notification gets an id-less error too, since HTTP needs a status either way, D6).
 fn rejected(rejection: &Rejection) -> Response<HttpBody> {
-    let cause = match rejection.error {
-        IngressError::FrameTooLarge { .. } => Cause::BodyTooLarge,
-        _ => Cause::from_code(rejection.code()),
-    };
     let id = match &rejection.reply_to {
         ReplyTo::Id(id) => Some(id.clone()),
         ReplyTo::NullId | ReplyTo::Nobody => None,
     };
-    refusal(cause, id, &rejection.error.to_string())
+    refusal(rejection.cause(), id, &rejection.error.to_string())
 }
 
 async fn read_capped<B>(headers: &HeaderMap, body: B, limit: usize) -> Result<Bytes, Cause>

@@ -20,6 +20,7 @@
 //! (a restart or a second instance rejects it as `state_rejected`).
 
 mod dispatch;
+pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
 mod listen;
@@ -28,7 +29,6 @@ mod mrtr;
 pub mod outbox;
 mod progress;
 pub mod publication;
-pub mod status;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod tools;
@@ -49,8 +49,8 @@ use crate::machine::ledger::LedgerConfig;
 use crate::machine::{Epoch, Tick};
 use crate::wire::jsonrpc::{Message, Notification};
 
+pub use crate::wire::errors::Cause;
 pub use outbox::{Outbox, Reply};
-pub use status::Cause;
 
 /// The only protocol revision this server speaks (B14).
 pub const PROTOCOL_VERSION: &str = "2026-07-28";

@@ -57,10 +57,10 @@ use tokio::task::JoinSet;
 
 use super::{lock, Outbox, Reply, Server, ShutdownReport, MAX_IN_FLIGHT};
 use crate::codec::stdio::Frame;
-use crate::codec::{decode, encode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
+use crate::codec::{decode, EgressLimits, IngressLimits, LineEvent, LineFramer, Rejection};
 use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport;
-use crate::wire::jsonrpc::{Message, Request, Response};
+use crate::wire::jsonrpc::{Message, Request};
 
 /// Requests read but not yet answered (running or waiting for a slot) before reading pauses.
 pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
@@ -531,14 +531,15 @@ fn serve(
 }
 
 /// Polls a request once, here, with no waker: a request left pending is polled again by the
-/// task that takes it over, so no wake-up is lost. A panicking handler is contained as it would
-/// be in a task: its call gets no reply.
+/// task that takes it over, so no wake-up is lost. Panics are answered inside
+/// [`Server::serve`] (one reply per request); this catch is only the last guard that keeps the
+/// reading thread alive.
 fn poll_once(serving: &mut Serving) -> Poll<()> {
     let mut cx = Context::from_waker(Waker::noop());
     match std::panic::catch_unwind(AssertUnwindSafe(|| serving.as_mut().poll(&mut cx))) {
         Ok(poll) => poll,
         Err(_) => {
-            tracing::error!("a request handler panicked; the request gets no reply");
+            tracing::error!("a request panicked outside the dispatcher");
             Poll::Ready(())
         }
     }
@@ -781,19 +782,11 @@ async fn write_lines<W: AsyncWrite + Unpin>(mut writer: W, lines: Arc<Lines>) ->
 }
 
 fn send_rejection(lines: &Lines, rejection: &Rejection) {
-    let Some(response) = rejection.to_response() else {
-        return;
-    };
-    match encode(
-        &Message::Response(Response::Error(response)),
-        &EgressLimits::SERVER,
-    ) {
-        Ok(bytes) => {
-            if let Ok(line) = String::from_utf8(bytes) {
-                let _ = lines.push(&line);
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "rejection could not be encoded"),
+    if let Some(line) = rejection
+        .encode_reply(&EgressLimits::SERVER)
+        .and_then(|reply| reply.body)
+    {
+        let _ = lines.push(&line);
     }
 }
 

@@ -1,8 +1,10 @@
-//! The one mapping from an error *cause* to its JSON-RPC code and HTTP status.
+//! The one mapping from an error *cause* to its JSON-RPC code and HTTP status, for both roles.
 //!
-//! `wire` defines codes only; the same code can travel with different statuses (an unknown tool
-//! is -32602 with HTTP 200, missing `_meta` is -32602 with HTTP 400), so every driver asks this
-//! table instead of deriving a status from a code. stdio ignores the status.
+//! The same code can travel with different statuses (an unknown tool is -32602 with HTTP 200,
+//! missing `_meta` is -32602 with HTTP 400), so a server asks this table instead of deriving a
+//! status from a code, and a client asks it whether the (code, status) pair it received is one
+//! the table allows ([`Cause::judge`]). stdio ignores the status. Encoding an error reply is
+//! [`crate::codec::egress::encode_error`], the only error encoder.
 
 use crate::wire::jsonrpc::ErrorCode;
 
@@ -108,6 +110,17 @@ impl Cause {
         }
     }
 
+    /// How a client reads a JSON-RPC error it received over HTTP with `status`: the causes
+    /// whose row has this code and this status. Empty means the pair breaks the table (for
+    /// example -32020 with 200), which a strict client reports as a diagnostic; a code the
+    /// table does not define (an application code, retired -32002) gives no cause either.
+    pub fn judge(code: i64, status: u16) -> Vec<Cause> {
+        Cause::ALL
+            .into_iter()
+            .filter(|c| c.code().map(ErrorCode::code) == Some(code) && c.http_status() == status)
+            .collect()
+    }
+
     /// The cause a codec-level error code stands for when nothing more specific is known.
     pub const fn from_code(code: ErrorCode) -> Cause {
         match code {
@@ -155,6 +168,19 @@ mod tests {
             assert_eq!(cause.code().map(|c| c.code()), code, "{cause:?}");
             assert_eq!(cause.http_status(), status, "{cause:?}");
         }
+    }
+
+    #[test]
+    fn d32_client_judges_received_code_status_pairs() {
+        assert_eq!(Cause::judge(-32020, 400), vec![Cause::HeaderMismatch]);
+        assert_eq!(Cause::judge(-32020, 200), vec![]);
+        assert_eq!(
+            Cause::judge(-32602, 200),
+            vec![Cause::InvalidParams, Cause::UnknownTarget]
+        );
+        assert_eq!(Cause::judge(-32602, 400), vec![Cause::MissingMeta]);
+        assert_eq!(Cause::judge(-32600, 413), vec![Cause::BodyTooLarge]);
+        assert_eq!(Cause::judge(-32002, 200), vec![]);
     }
 
     #[test]
