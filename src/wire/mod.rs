@@ -12,6 +12,7 @@ pub mod logging;
 pub mod meta;
 pub mod methods;
 pub mod pin;
+pub mod progress;
 pub mod result;
 
 pub use crate::generated::*;
