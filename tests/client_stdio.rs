@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use strict_mcp::client::stdio::{
     CloseReport, CommandSpec, Escalation, Incoming, LineError, ShutdownTimings, StdioTransport,
-    TransportError, STDERR_CAPTURE_BYTES,
+    TransportError, INBOUND_QUEUE_FRAMES, STDERR_CAPTURE_BYTES,
 };
 use strict_mcp::codec::IngressError;
 use strict_mcp::wire::jsonrpc::{Message, Response};
@@ -206,6 +206,59 @@ async fn c5_stderr_over_the_bound_keeps_only_the_newest_bytes() {
         transport.stderr_dropped(),
         (expected.len() - STDERR_CAPTURE_BYTES) as u64
     );
+    close(&transport).await;
+}
+
+/// The last "wrote N" the child logged to stderr.
+fn last_written(transport: &StdioTransport) -> usize {
+    let tail = String::from_utf8(transport.stderr_tail()).unwrap();
+    tail.lines()
+        .filter_map(|l| l.strip_prefix("wrote "))
+        .filter_map(|n| n.parse().ok())
+        .last()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o86_an_unread_server_is_held_back_at_the_inbound_queue_bound() {
+    // 200 KiB lines: more than the pipe plus one read chunk can hold, so once the queue is full
+    // and the reader holds the next frame, the child blocks inside the line after it.
+    const LINES: usize = 40;
+    let script = format!(
+        "i=1; while [ $i -le {LINES} ]; do \
+           printf '{{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{{\"p\":\"' $i; \
+           head -c 204800 /dev/zero | tr '\\000' a; printf '\"}}}}\\n'; \
+           echo \"wrote $i\" >&2; i=$((i+1)); done; exec cat >/dev/null"
+    );
+    let transport = StdioTransport::spawn(&sh(&script)).unwrap();
+    // Wait until the child stops making progress.
+    let mut seen = 0;
+    let start = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = last_written(&transport);
+        if (now == seen && now > 0) || start.elapsed() > TEST_WAIT {
+            break;
+        }
+        seen = now;
+    }
+    // The queue holds its bound and the reader one more frame: the child got no further.
+    let held = last_written(&transport);
+    assert!(
+        (INBOUND_QUEUE_FRAMES + 1..=INBOUND_QUEUE_FRAMES + 2).contains(&held),
+        "child wrote {held} lines while nothing was received"
+    );
+    // Receiving frees the child; every line arrives whole and in order.
+    for i in 1..=LINES {
+        let (id, result) = success(recv(&transport).await.unwrap());
+        assert_eq!(id, i.to_string());
+        assert_eq!(result.len(), 204800 + r#"{"p":""}"#.len());
+    }
+    let start = Instant::now();
+    while last_written(&transport) < LINES && start.elapsed() < TEST_WAIT {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(last_written(&transport), LINES);
     close(&transport).await;
 }
 

@@ -44,7 +44,8 @@
 //!
 //! The snapshot's encoded text is checked against [`MAX_SNAPSHOT_BYTES`] before it is decoded
 //! at all; nesting is bounded by [`MAX_SNAPSHOT_DEPTH`]. Both fail with a typed
-//! [`DigestError`].
+//! [`DigestError`]. Canonicalising reads each container's text once per enclosing level (serde
+//! keeps number texts only through `RawValue`), so work is bounded by size times depth.
 //!
 //! ```
 //! use strict_mcp::client::digest::{digest_text, SnapshotKind};
