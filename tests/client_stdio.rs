@@ -213,9 +213,8 @@ async fn c5_stderr_over_the_bound_keeps_only_the_newest_bytes() {
 fn last_written(transport: &StdioTransport) -> usize {
     let tail = String::from_utf8(transport.stderr_tail()).unwrap();
     tail.lines()
-        .filter_map(|l| l.strip_prefix("wrote "))
-        .filter_map(|n| n.parse().ok())
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("wrote ").and_then(|n| n.parse().ok()))
         .unwrap_or(0)
 }
 
