@@ -230,13 +230,14 @@ async fn o86_an_unread_server_is_held_back_at_the_inbound_queue_bound() {
            echo \"wrote $i\" >&2; i=$((i+1)); done; exec cat >/dev/null"
     );
     let transport = StdioTransport::spawn(&sh(&script)).unwrap();
-    // Wait until the child stops making progress.
+    // Wait until the child has filled the queue and then stopped making progress (a slow
+    // machine may pause it earlier, so a plateau below the bound does not count).
     let mut seen = 0;
     let start = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let now = last_written(&transport);
-        if (now == seen && now > 0) || start.elapsed() > TEST_WAIT {
+        if (now == seen && now > INBOUND_QUEUE_FRAMES) || start.elapsed() > TEST_WAIT {
             break;
         }
         seen = now;
