@@ -644,8 +644,9 @@ impl Drop for StdioTransport {
             .try_lock()
             .map(|report| report.is_some_and(|r| r.group_ended))
             .unwrap_or(false);
-        if !closed {
-            // No child outlives a dropped client; the reaper task still reaps the child.
+        // No child outlives a dropped client; the reaper task still reaps the child. An empty
+        // group is left alone: once it is gone its id may be reused by an unrelated process.
+        if !closed && test_kill_process_group(self.pgid).is_ok() {
             let _ = kill_process_group(self.pgid, Signal::KILL);
         }
         for pump in &self.pumps {
