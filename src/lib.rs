@@ -23,6 +23,8 @@ pub mod generated;
 pub mod machine;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(all(feature = "server", feature = "client"))]
+pub mod testing;
 pub mod wire;
 
 /// The README's code compiles (doctest only).

@@ -1,0 +1,652 @@
+//! The client core: discovery, request ids, the response router, deadlines and cancellation.
+//!
+//! One reader task owns the transport's inbound side and routes every response to the request
+//! waiting for exactly that id token (A4). When the transport dies, every waiter is released
+//! with the same typed cause and every later call fails at once (never hangs).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::client::error::{
+    ClientError, ConnectError, InvalidResult, RpcError, RpcErrorKind, TransportError,
+};
+use crate::client::transport::{Inbound, Transport};
+use crate::codec::ReplyTo;
+use crate::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
+use crate::wire::logging::LogLevel;
+use crate::wire::meta::{OutgoingMeta, SERVER_INFO, SUBSCRIPTION_ID};
+use crate::wire::result::{decode_lenient, CompleteResult, Decoded, Method};
+use crate::wire::{methods, DiscoverResult, Implementation, PROTOCOL_REVISION};
+
+/// How long a request waits for its reply unless the call says otherwise.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The longest deadline a call may ask for: a forgotten request must still end.
+pub const MAX_DEADLINE: Duration = Duration::from_secs(600);
+
+/// How many listen-stream messages wait for the application before the stream is ended as
+/// overflowed (reported, never silently dropped).
+pub const LISTEN_QUEUE_MESSAGES: usize = 256;
+
+/// Per-call settings: deadline, the capabilities this call supports, and `_meta` extras.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// The deadline; [`DEFAULT_DEADLINE`] (or the client's default) when `None`.
+    pub deadline: Option<Duration>,
+    /// `clientCapabilities` for this call only (none by default, O73).
+    pub capabilities: Option<Value>,
+    /// Opt this request into `notifications/message` at this level (L1, O75).
+    pub log_level: Option<LogLevel>,
+    /// `progressToken`, if the caller wants progress.
+    pub progress_token: Option<Value>,
+    /// Application `_meta` keys; reserved keys and MCP namespaces are refused (B10, O73).
+    pub meta: Vec<(String, Value)>,
+}
+
+impl CallOptions {
+    /// Options with this deadline.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Options declaring these client capabilities for the call.
+    #[must_use]
+    pub fn capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = Some(capabilities);
+        self
+    }
+}
+
+/// Client-wide settings.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// `clientInfo` sent with every request.
+    pub client_info: Value,
+    /// The deadline of calls that set none; at most [`MAX_DEADLINE`].
+    pub default_deadline: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            client_info: serde_json::json!({
+                "name": "strict-mcp",
+                "version": env!("CARGO_PKG_VERSION"),
+            }),
+            default_deadline: DEFAULT_DEADLINE,
+        }
+    }
+}
+
+/// What `server/discover` returned, typed and kept on the client (O72, O79).
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    /// The whole result: `supportedVersions`, `capabilities`, `instructions`, `ttlMs`,
+    /// `cacheScope`, `_meta`.
+    pub result: DiscoverResult,
+    /// The server identity from the result's `_meta`, when it sent one.
+    pub server_info: Option<Implementation>,
+}
+
+/// What a pending request receives.
+enum Reply {
+    Response(Response),
+    Rejected(String),
+    Dead(TransportError),
+}
+
+/// What a listen stream receives, in arrival order.
+pub(crate) enum ListenMsg {
+    Notification(Notification),
+    Response(Response),
+}
+
+struct Pending {
+    reply: oneshot::Sender<Reply>,
+}
+
+pub(crate) struct ListenSlot {
+    pub(crate) tx: mpsc::Sender<ListenMsg>,
+    pub(crate) overflowed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<String, Pending>,
+    listens: HashMap<String, ListenSlot>,
+    dead: Option<TransportError>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) transport: Arc<dyn Transport>,
+    options: ClientOptions,
+    next_id: AtomicU64,
+    state: Mutex<State>,
+    reader: Mutex<Option<tokio::task::AbortHandle>>,
+    pub(crate) output_schemas: Mutex<HashMap<String, OutputSchema>>,
+}
+
+/// A tool's compiled output schema, or why it could not be compiled.
+pub(crate) type OutputSchema = Result<Arc<crate::core::schema::CompiledSchema>, String>;
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(reader) = lock(&self.reader).take() {
+            reader.abort();
+        }
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A connected strict client. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) shared: Arc<Shared>,
+    discovery: Arc<Discovery>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server_info", &self.discovery.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connects over `transport`: sends `server/discover` first and accepts the server only
+    /// when its `supportedVersions` contains `2026-07-28` (O71, O72). No `initialize`, no
+    /// fallback: a failed discovery ends here. Needs a Tokio runtime (spawns the reader).
+    ///
+    /// # Errors
+    /// [`ConnectError`]: the server's versions, the legacy-server message (B26), or the
+    /// discovery failure itself.
+    pub async fn connect(
+        transport: Arc<dyn Transport>,
+        options: ClientOptions,
+    ) -> Result<Client, ConnectError> {
+        if let Err(e) = check_deadline(options.default_deadline) {
+            return Err(ConnectError::Discover(Box::new(e)));
+        }
+        let shared = Arc::new(Shared {
+            transport: Arc::clone(&transport),
+            options,
+            next_id: AtomicU64::new(1),
+            state: Mutex::new(State::default()),
+            reader: Mutex::new(None),
+            output_schemas: Mutex::new(HashMap::new()),
+        });
+        let reader = tokio::spawn(read_loop(transport, Arc::downgrade(&shared)));
+        *lock(&shared.reader) = Some(reader.abort_handle());
+        let outcome = shared
+            .round_trip(methods::DISCOVER, Map::new(), &CallOptions::default())
+            .await;
+        let value = match outcome {
+            Ok(value) => value,
+            Err(ClientError::Rpc(RpcError {
+                kind: RpcErrorKind::Standard(crate::wire::jsonrpc::ErrorCode::MethodNotFound),
+                ..
+            })) => return Err(ConnectError::LegacyServer),
+            Err(e) => return Err(ConnectError::Discover(Box::new(e))),
+        };
+        let discovery = read_discovery(&value)?;
+        Ok(Client {
+            shared,
+            discovery: Arc::new(discovery),
+        })
+    }
+
+    /// What discovery returned.
+    #[must_use]
+    pub fn discovery(&self) -> &Discovery {
+        &self.discovery
+    }
+
+    /// Sends one request and decodes its result for `method` (lenient client decoding, A5–A8).
+    /// `params` must not contain `_meta`: the client writes it (O73).
+    ///
+    /// # Errors
+    /// Any [`ClientError`] but the convenience ones.
+    pub async fn request(
+        &self,
+        method: Method,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Decoded, ClientError> {
+        let value = self
+            .shared
+            .round_trip(method.name(), params, options)
+            .await?;
+        decode_lenient(method, &value).map_err(|error| {
+            ClientError::Invalid(InvalidResult::Result {
+                method: method.name().to_owned(),
+                error,
+            })
+        })
+    }
+
+    /// Closes the transport; pending and later calls fail with a transport error.
+    pub async fn close(&self) {
+        self.shared.transport.close().await;
+        self.shared.die(TransportError::Closed);
+    }
+
+    /// The error that ended the transport, if it has ended.
+    #[must_use]
+    pub fn failure(&self) -> Option<TransportError> {
+        lock(&self.shared.state).dead.clone()
+    }
+}
+
+/// Checks the discovery result before and after typing it.
+fn read_discovery(value: &Value) -> Result<Discovery, ConnectError> {
+    let object = value.as_object();
+    let versions = object.and_then(|o| o.get("supportedVersions"));
+    match versions {
+        Some(Value::Array(list)) => {
+            let versions: Vec<String> = list
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            if !versions.iter().any(|v| v == PROTOCOL_REVISION) {
+                return Err(ConnectError::UnsupportedVersions { versions });
+            }
+        }
+        // An `initialize` result (protocolVersion + serverInfo, no supportedVersions).
+        None if object.is_some_and(|o| o.contains_key("protocolVersion")) => {
+            return Err(ConnectError::LegacyServer);
+        }
+        _ => {}
+    }
+    let decoded = decode_lenient(Method::ServerDiscover, value).map_err(|error| {
+        ConnectError::Discover(Box::new(ClientError::Invalid(InvalidResult::Result {
+            method: methods::DISCOVER.to_owned(),
+            error,
+        })))
+    })?;
+    let Decoded::Complete(CompleteResult::ServerDiscover(result)) = decoded else {
+        return Err(ConnectError::Discover(Box::new(ClientError::Invalid(
+            InvalidResult::Frame {
+                method: methods::DISCOVER.to_owned(),
+                reason: "discovery did not complete".to_owned(),
+            },
+        ))));
+    };
+    let server_info = value
+        .get("_meta")
+        .and_then(|m| m.get(SERVER_INFO))
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    Ok(Discovery {
+        result: *result,
+        server_info,
+    })
+}
+
+pub(crate) fn check_deadline(deadline: Duration) -> Result<(), ClientError> {
+    if deadline.is_zero() || deadline > MAX_DEADLINE {
+        return Err(ClientError::Request(format!(
+            "deadline {deadline:?} is outside (0, {MAX_DEADLINE:?}]"
+        )));
+    }
+    Ok(())
+}
+
+impl Shared {
+    /// Releases every waiter with `cause`; later calls fail fast with it.
+    fn die(&self, cause: TransportError) {
+        let (pending, listens) = {
+            let mut state = lock(&self.state);
+            if state.dead.is_none() {
+                state.dead = Some(cause.clone());
+            }
+            (
+                std::mem::take(&mut state.pending),
+                std::mem::take(&mut state.listens),
+            )
+        };
+        let cause = lock(&self.state).dead.clone().unwrap_or(cause);
+        for (_, p) in pending {
+            let _ = p.reply.send(Reply::Dead(cause.clone()));
+        }
+        drop(listens);
+    }
+
+    pub(crate) fn dead(&self) -> Option<TransportError> {
+        lock(&self.state).dead.clone()
+    }
+
+    /// A fresh id: never one that is still pending (A3).
+    fn fresh_id(&self, state: &State) -> RequestId {
+        loop {
+            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = RequestId::integer(i64::try_from(n).unwrap_or(i64::MAX));
+            if !state.pending.contains_key(id.token()) && !state.listens.contains_key(id.token())
+            {
+                return id;
+            }
+        }
+    }
+
+    /// Builds a request's params: the caller's members plus the `_meta` the client owns.
+    pub(crate) fn params(
+        &self,
+        mut params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        if params.contains_key("_meta") {
+            return Err(ClientError::Request(
+                "params must not contain `_meta`; pass application keys in CallOptions::meta"
+                    .to_owned(),
+            ));
+        }
+        let extra: Vec<(&str, Value)> = options
+            .meta
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        let meta = OutgoingMeta {
+            capabilities: options.capabilities.as_ref(),
+            client_info: Some(&self.options.client_info),
+            progress_token: options.progress_token.as_ref(),
+            log_level: options.log_level,
+            extra: &extra,
+        }
+        .write()
+        .map_err(|e| ClientError::Request(e.to_string()))?;
+        let meta: Value =
+            serde_json::from_str(&meta).map_err(|e| ClientError::Request(e.to_string()))?;
+        params.insert("_meta".to_owned(), meta);
+        serde_json::value::to_raw_value(&params).map_err(|e| ClientError::Request(e.to_string()))
+    }
+
+    pub(crate) fn deadline_of(&self, options: &CallOptions) -> Result<Duration, ClientError> {
+        let deadline = options.deadline.unwrap_or(self.options.default_deadline);
+        check_deadline(deadline)?;
+        Ok(deadline)
+    }
+
+    /// One request, one reply: the result object as JSON, or the typed failure.
+    pub(crate) async fn round_trip(
+        self: &Arc<Self>,
+        method: &str,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        let deadline = self.deadline_of(options)?;
+        let params = self.params(params, options)?;
+        let (tx, rx) = oneshot::channel();
+        let id = {
+            let mut state = lock(&self.state);
+            if let Some(dead) = &state.dead {
+                return Err(ClientError::Transport(dead.clone()));
+            }
+            let id = self.fresh_id(&state);
+            state
+                .pending
+                .insert(id.token().to_owned(), Pending { reply: tx });
+            id
+        };
+        let mut guard = InFlight {
+            shared: self,
+            id: id.clone(),
+            sent: false,
+            done: false,
+        };
+        let message = Message::Request(Request {
+            id,
+            method: method.to_owned(),
+            params: Some(params),
+        });
+        match self.transport.send(&message).await {
+            Ok(()) => guard.sent = true,
+            Err(e) => {
+                guard.done = true;
+                lock(&self.state).pending.remove(guard.id.token());
+                if e.is_fatal() {
+                    self.die(e.clone());
+                    return Err(ClientError::Transport(self.dead().unwrap_or(e)));
+                }
+                return Err(ClientError::Transport(e));
+            }
+        }
+        let reply = match tokio::time::timeout(deadline, rx).await {
+            Ok(Ok(reply)) => reply,
+            // The sender went away without a reply: only `die` does that, after recording why.
+            Ok(Err(_)) => Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
+            Err(_) => {
+                return Err(ClientError::Deadline {
+                    method: method.to_owned(),
+                    deadline,
+                })
+            }
+        };
+        guard.done = true;
+        match reply {
+            Reply::Dead(cause) => Err(ClientError::Transport(cause)),
+            Reply::Rejected(reason) => Err(ClientError::Invalid(InvalidResult::Frame {
+                method: method.to_owned(),
+                reason,
+            })),
+            Reply::Response(Response::Error(e)) => {
+                Err(ClientError::Rpc(RpcError::from_object(method, &e.error)))
+            }
+            Reply::Response(Response::Success(s)) => serde_json::from_str(s.result.get())
+                .map_err(|e| {
+                    ClientError::Invalid(InvalidResult::Frame {
+                        method: method.to_owned(),
+                        reason: e.to_string(),
+                    })
+                }),
+        }
+    }
+
+    /// Registers a listen stream under a fresh id and sends its request.
+    pub(crate) async fn open_listen(
+        self: &Arc<Self>,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<(RequestId, mpsc::Receiver<ListenMsg>, Arc<std::sync::atomic::AtomicBool>), ClientError>
+    {
+        let params = self.params(params, options)?;
+        let (tx, rx) = mpsc::channel(LISTEN_QUEUE_MESSAGES);
+        let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let id = {
+            let mut state = lock(&self.state);
+            if let Some(dead) = &state.dead {
+                return Err(ClientError::Transport(dead.clone()));
+            }
+            let id = self.fresh_id(&state);
+            state.listens.insert(
+                id.token().to_owned(),
+                ListenSlot {
+                    tx,
+                    overflowed: Arc::clone(&overflowed),
+                },
+            );
+            id
+        };
+        let message = Message::Request(Request {
+            id: id.clone(),
+            method: methods::LISTEN.to_owned(),
+            params: Some(params),
+        });
+        if let Err(e) = self.transport.send(&message).await {
+            lock(&self.state).listens.remove(id.token());
+            if e.is_fatal() {
+                self.die(e.clone());
+            }
+            return Err(ClientError::Transport(e));
+        }
+        Ok((id, rx, overflowed))
+    }
+
+    /// Forgets a listen stream and, when it reached the wire, cancels it (K9).
+    pub(crate) fn close_listen(self: &Arc<Self>, id: &RequestId, announce: bool) {
+        let removed = lock(&self.state).listens.remove(id.token()).is_some();
+        if removed && announce {
+            self.announce_cancel(id, None);
+        }
+    }
+
+    /// Sends `notifications/cancelled` for `id` (its exact raw token, J2) in the background.
+    fn announce_cancel(self: &Arc<Self>, id: &RequestId, reason: Option<&str>) {
+        if !self.transport.announces_cancellation() || self.dead().is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let params = crate::wire::progress::cancelled_params(id, reason);
+        let Ok(params) = RawValue::from_string(params) else {
+            return;
+        };
+        let transport = Arc::clone(&self.transport);
+        runtime.spawn(async move {
+            let message = Message::Notification(Notification {
+                method: methods::CANCELLED.to_owned(),
+                params: Some(params),
+            });
+            let _ = transport.send(&message).await;
+        });
+    }
+}
+
+/// A request between sending and its reply. Dropped early (the caller's future was dropped,
+/// or the deadline passed), it forgets the request and, only if it reached the wire,
+/// announces the cancellation with the raw id (O83).
+struct InFlight<'a> {
+    shared: &'a Arc<Shared>,
+    id: RequestId,
+    sent: bool,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let was_pending = lock(&self.shared.state)
+            .pending
+            .remove(self.id.token())
+            .is_some();
+        if self.sent && was_pending {
+            self.shared.announce_cancel(&self.id, None);
+        }
+    }
+}
+
+/// The reader: routes each inbound frame until the transport ends.
+async fn read_loop(transport: Arc<dyn Transport>, shared: Weak<Shared>) {
+    loop {
+        let inbound = transport.recv().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        match inbound {
+            Ok(Inbound::Message(Message::Response(response))) => shared.route_response(response),
+            Ok(Inbound::Message(Message::Notification(n))) => shared.route_notification(n),
+            // Servers send no requests in this revision; never answered (A12).
+            Ok(Inbound::Message(Message::Request(r))) => {
+                tracing::debug!(method = %r.method, "ignoring a request from the server");
+            }
+            Ok(Inbound::Rejected(rejection)) => {
+                if let ReplyTo::Id(id) = &rejection.reply_to {
+                    let pending = lock(&shared.state).pending.remove(id.token());
+                    if let Some(p) = pending {
+                        let _ = p.reply.send(Reply::Rejected(rejection.error.to_string()));
+                        continue;
+                    }
+                }
+                tracing::debug!(%rejection, "ignoring a refused frame");
+            }
+            Err(e) if !e.is_fatal() => {}
+            Err(e) => {
+                shared.die(e);
+                return;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn route_response(&self, response: Response) {
+        let Some(id) = response.id() else {
+            tracing::debug!("ignoring an error response with a null id");
+            return;
+        };
+        let token = id.token().to_owned();
+        let mut state = lock(&self.state);
+        if let Some(p) = state.pending.remove(&token) {
+            drop(state);
+            let _ = p.reply.send(Reply::Response(response));
+            return;
+        }
+        if let Some(slot) = state.listens.get(&token) {
+            deliver(slot, ListenMsg::Response(response));
+            state.listens.remove(&token);
+            return;
+        }
+        tracing::debug!(id = %token, "ignoring a response to no pending request");
+    }
+
+    fn route_notification(&self, n: Notification) {
+        let key = match n.method.as_str() {
+            methods::CANCELLED => {
+                crate::wire::progress::cancelled_request(n.params.as_deref())
+                    .map(|id| id.token().to_owned())
+            }
+            _ => subscription_id(n.params.as_deref()),
+        };
+        let Some(key) = key else {
+            tracing::debug!(method = %n.method, "notification for no stream");
+            return;
+        };
+        let mut state = lock(&self.state);
+        let full = match state.listens.get(&key) {
+            Some(slot) => !deliver(slot, ListenMsg::Notification(n)),
+            None => false,
+        };
+        if full {
+            state.listens.remove(&key);
+        }
+    }
+}
+
+/// Queues a stream message; `false` when the stream overflowed (and is then dropped).
+fn deliver(slot: &ListenSlot, msg: ListenMsg) -> bool {
+    match slot.tx.try_send(msg) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Closed(_)) => true,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            slot.overflowed.store(true, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+/// The exact JSON text of `params._meta.subscriptionId`, the stream key (K4).
+fn subscription_id(params: Option<&RawValue>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct P<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+    let p: P<'_> = serde_json::from_str(params?.get()).ok()?;
+    let meta: HashMap<String, Box<RawValue>> = serde_json::from_str(p.meta?.get()).ok()?;
+    meta.get(SUBSCRIPTION_ID).map(|raw| raw.get().to_owned())
+}

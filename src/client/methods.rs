@@ -1,0 +1,463 @@
+//! Typed methods: list walks, explicit MRTR rounds, convenience calls and the opt-in driver.
+//!
+//! Nothing here answers or retries an `input_required` result on its own (I15): the round
+//! APIs return it, the convenience APIs turn it into [`ClientError::InputRequired`], and only
+//! [`Client::call_tool_driven`] answers, through the host's callback, at most
+//! [`MAX_DRIVEN_ROUNDS`] times.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::client::connection::{lock, CallOptions, Client};
+use crate::client::error::{ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed};
+use crate::core::schema::CompiledSchema;
+use crate::wire::result::{CompleteResult, Decoded, Method};
+use crate::wire::{
+    CallToolResult, CompleteResult as CompletionResult, GetPromptResult, InputRequiredResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+
+/// The most pages one list walk follows: a server that keeps paginating is cut off.
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// The most entries one list walk collects, across all its pages.
+pub const MAX_LIST_ITEMS: usize = 10_000;
+
+/// The most `input_required` rounds [`Client::call_tool_driven`] answers before giving up.
+pub const MAX_DRIVEN_ROUNDS: usize = 10;
+
+/// What one round of a multi round-trip request sends back (O78): this round's answers and
+/// the server's `requestState`, byte-exact. Each round is a new request with a fresh id.
+#[derive(Debug, Clone, Default)]
+pub struct RoundInput {
+    /// `inputResponses`, keyed as the server's `inputRequests` were.
+    pub input_responses: Option<Map<String, Value>>,
+    /// `requestState`, exactly as the server sent it.
+    pub request_state: Option<String>,
+}
+
+impl RoundInput {
+    /// The first round: nothing to answer.
+    #[must_use]
+    pub fn first() -> Self {
+        Self::default()
+    }
+
+    /// The next round after `previous`: `responses` plus its `requestState`, unchanged.
+    #[must_use]
+    pub fn answer(previous: &InputRequiredResult, responses: Map<String, Value>) -> Self {
+        RoundInput {
+            input_responses: Some(responses),
+            request_state: previous.request_state.clone(),
+        }
+    }
+
+    fn write(self, params: &mut Map<String, Value>) {
+        if let Some(responses) = self.input_responses {
+            params.insert("inputResponses".into(), Value::Object(responses));
+        }
+        if let Some(state) = self.request_state {
+            params.insert("requestState".into(), Value::String(state));
+        }
+    }
+}
+
+/// How one round of `resources/read` or `prompts/get` ended.
+#[derive(Debug, Clone)]
+pub enum Round<T> {
+    /// The typed complete result.
+    Complete(T),
+    /// The server needs more input (O77).
+    InputRequired(InputRequired),
+}
+
+/// How one round of `tools/call` ended: the three result classes stay apart (O85).
+#[derive(Debug, Clone)]
+pub enum ToolOutcome {
+    /// A complete result without `isError` (its `structuredContent` matched the schema).
+    Success(CallToolResult),
+    /// A complete result with `isError: true`: the tool's own failure.
+    Failed(ToolFailed),
+    /// The server needs more input.
+    InputRequired(InputRequired),
+}
+
+fn unexpected(method: Method) -> ClientError {
+    ClientError::Invalid(InvalidResult::Frame {
+        method: method.name().to_owned(),
+        reason: "result of another method".to_owned(),
+    })
+}
+
+impl Client {
+    async fn complete(
+        &self,
+        method: Method,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<CompleteResult, ClientError> {
+        match self.request(method, params, options).await? {
+            Decoded::Complete(c) => Ok(c),
+            // Only reachable for the three methods that may ask (decode_lenient refuses it
+            // elsewhere, O77).
+            Decoded::InputRequired(result) => Err(ClientError::InputRequired(Box::new(
+                InputRequired {
+                    method: method.name().to_owned(),
+                    result,
+                },
+            ))),
+        }
+    }
+
+    /// Follows `nextCursor` until it is absent; a repeated cursor or more than
+    /// [`MAX_LIST_PAGES`] pages / [`MAX_LIST_ITEMS`] entries ends the walk with a typed error.
+    async fn walk<T>(
+        &self,
+        method: Method,
+        options: &CallOptions,
+        mut page: impl FnMut(CompleteResult) -> Option<(Vec<T>, Option<String>)>,
+    ) -> Result<Vec<T>, ClientError> {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for number in 1..=MAX_LIST_PAGES {
+            let mut params = Map::new();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), Value::String(c.clone()));
+            }
+            let result = self.complete(method, params, options).await?;
+            let (mut entries, next) = page(result).ok_or_else(|| unexpected(method))?;
+            if items.len() + entries.len() > MAX_LIST_ITEMS {
+                return Err(ClientError::Pagination(PaginationError::TooManyItems {
+                    limit: MAX_LIST_ITEMS,
+                }));
+            }
+            items.append(&mut entries);
+            match next {
+                None => return Ok(items),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(ClientError::Pagination(PaginationError::RepeatedCursor {
+                            cursor: next,
+                            page: number,
+                        }));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(ClientError::Pagination(PaginationError::TooManyPages {
+            limit: MAX_LIST_PAGES,
+        }))
+    }
+
+    /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
+    ///
+    /// # Errors
+    /// Any [`ClientError`]; [`ClientError::Pagination`] for a looping or endless list.
+    pub async fn list_tools(&self, options: &CallOptions) -> Result<Vec<Tool>, ClientError> {
+        let tools = self
+            .walk(Method::ToolsList, options, |r| match r {
+                CompleteResult::ToolsList(ListToolsResult {
+                    tools, next_cursor, ..
+                }) => Some((tools, next_cursor)),
+                _ => None,
+            })
+            .await?;
+        let mut schemas = lock(&self.shared.output_schemas);
+        schemas.clear();
+        for tool in &tools {
+            if let Some(schema) = &tool.output_schema {
+                let compiled = serde_json::to_string(schema)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| CompiledSchema::compile(&text))
+                    .map(Arc::new);
+                schemas.insert(tool.name.clone(), compiled);
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Every resource, across pages.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`].
+    pub async fn list_resources(
+        &self,
+        options: &CallOptions,
+    ) -> Result<Vec<Resource>, ClientError> {
+        self.walk(Method::ResourcesList, options, |r| match r {
+            CompleteResult::ResourcesList(ListResourcesResult {
+                resources,
+                next_cursor,
+                ..
+            }) => Some((resources, next_cursor)),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Every resource template, across pages.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`].
+    pub async fn list_resource_templates(
+        &self,
+        options: &CallOptions,
+    ) -> Result<Vec<ResourceTemplate>, ClientError> {
+        self.walk(Method::ResourcesTemplatesList, options, |r| match r {
+            CompleteResult::ResourcesTemplatesList(ListResourceTemplatesResult {
+                resource_templates,
+                next_cursor,
+                ..
+            }) => Some((resource_templates, next_cursor)),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Every prompt, across pages.
+    ///
+    /// # Errors
+    /// As [`Client::list_tools`].
+    pub async fn list_prompts(&self, options: &CallOptions) -> Result<Vec<Prompt>, ClientError> {
+        self.walk(Method::PromptsList, options, |r| match r {
+            CompleteResult::PromptsList(ListPromptsResult {
+                prompts,
+                next_cursor,
+                ..
+            }) => Some((prompts, next_cursor)),
+            _ => None,
+        })
+        .await
+    }
+
+    /// One round of `tools/call` (O78): always a fresh request id; `round` carries this
+    /// round's answers and the byte-exact `requestState`. `structuredContent` is checked
+    /// against the tool's output schema (from the last [`Client::list_tools`]) unless the
+    /// result has `isError: true` (O80, O81).
+    ///
+    /// # Errors
+    /// Any [`ClientError`] but the convenience ones.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        round: RoundInput,
+        options: &CallOptions,
+    ) -> Result<ToolOutcome, ClientError> {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        round.write(&mut params);
+        match self.request(Method::ToolsCall, params, options).await? {
+            Decoded::InputRequired(result) => Ok(ToolOutcome::InputRequired(InputRequired {
+                method: Method::ToolsCall.name().to_owned(),
+                result,
+            })),
+            Decoded::Complete(CompleteResult::ToolsCall(result)) => {
+                if result.is_error == Some(true) {
+                    return Ok(ToolOutcome::Failed(ToolFailed {
+                        tool: name.to_owned(),
+                        result,
+                    }));
+                }
+                self.check_structured(name, &result)?;
+                Ok(ToolOutcome::Success(result))
+            }
+            _ => Err(unexpected(Method::ToolsCall)),
+        }
+    }
+
+    fn check_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), ClientError> {
+        let schema = lock(&self.shared.output_schemas).get(tool).cloned();
+        let Some(schema) = schema else {
+            return Ok(());
+        };
+        let invalid = |reason: String| {
+            ClientError::Invalid(InvalidResult::OutputSchema {
+                tool: tool.to_owned(),
+                reason,
+            })
+        };
+        let schema = schema.map_err(invalid)?;
+        let Some(structured) = &result.structured_content else {
+            return Err(invalid(
+                "the tool declares an output schema but sent no structuredContent".to_owned(),
+            ));
+        };
+        schema.validate_value(structured).map_err(|diagnostics| {
+            invalid(
+                diagnostics
+                    .first()
+                    .map(|d| format!("at `{}`: {}", d.pointer, d.message))
+                    .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// `tools/call` as one step: input requests and tool failures come back as errors
+    /// ([`ClientError::InputRequired`], [`ClientError::ToolFailed`]), never hidden.
+    ///
+    /// # Errors
+    /// Any [`ClientError`].
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        match self
+            .call_tool(name, arguments, RoundInput::first(), options)
+            .await?
+        {
+            ToolOutcome::Success(r) => Ok(r),
+            ToolOutcome::Failed(f) => Err(ClientError::ToolFailed(Box::new(f))),
+            ToolOutcome::InputRequired(i) => Err(ClientError::InputRequired(Box::new(i))),
+        }
+    }
+
+    /// `tools/call`, answering each `input_required` round through `answer` (opt-in, I15),
+    /// at most [`MAX_DRIVEN_ROUNDS`] times; each retry is a fresh request.
+    ///
+    /// # Errors
+    /// [`ClientError::TooManyRounds`] past the cap, [`ClientError::Declined`] when `answer`
+    /// gives up, [`ClientError::ToolFailed`] for the tool's own failure, or any other error.
+    pub async fn call_tool_driven(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+        mut answer: impl FnMut(&InputRequiredResult) -> Result<Map<String, Value>, String>,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut round = RoundInput::first();
+        let mut answered = 0;
+        loop {
+            match self
+                .call_tool(name, arguments.clone(), round, options)
+                .await?
+            {
+                ToolOutcome::Success(r) => return Ok(r),
+                ToolOutcome::Failed(f) => return Err(ClientError::ToolFailed(Box::new(f))),
+                ToolOutcome::InputRequired(i) => {
+                    if answered == MAX_DRIVEN_ROUNDS {
+                        return Err(ClientError::TooManyRounds {
+                            limit: MAX_DRIVEN_ROUNDS,
+                        });
+                    }
+                    answered += 1;
+                    let responses = answer(&i.result).map_err(ClientError::Declined)?;
+                    round = RoundInput::answer(&i.result, responses);
+                }
+            }
+        }
+    }
+
+    /// One round of `resources/read` (O78).
+    ///
+    /// # Errors
+    /// Any [`ClientError`] but the convenience ones.
+    pub async fn read_resource_round(
+        &self,
+        uri: &str,
+        round: RoundInput,
+        options: &CallOptions,
+    ) -> Result<Round<ReadResourceResult>, ClientError> {
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        round.write(&mut params);
+        match self.request(Method::ResourcesRead, params, options).await? {
+            Decoded::Complete(CompleteResult::ResourcesRead(r)) => Ok(Round::Complete(r)),
+            Decoded::InputRequired(result) => Ok(Round::InputRequired(InputRequired {
+                method: Method::ResourcesRead.name().to_owned(),
+                result,
+            })),
+            _ => Err(unexpected(Method::ResourcesRead)),
+        }
+    }
+
+    /// `resources/read` as one step; an input request is returned as an error.
+    ///
+    /// # Errors
+    /// Any [`ClientError`].
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<ReadResourceResult, ClientError> {
+        into_complete(
+            self.read_resource_round(uri, RoundInput::first(), options)
+                .await?,
+        )
+    }
+
+    /// One round of `prompts/get` (O78).
+    ///
+    /// # Errors
+    /// Any [`ClientError`] but the convenience ones.
+    pub async fn get_prompt_round(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        round: RoundInput,
+        options: &CallOptions,
+    ) -> Result<Round<GetPromptResult>, ClientError> {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        round.write(&mut params);
+        match self.request(Method::PromptsGet, params, options).await? {
+            Decoded::Complete(CompleteResult::PromptsGet(r)) => Ok(Round::Complete(r)),
+            Decoded::InputRequired(result) => Ok(Round::InputRequired(InputRequired {
+                method: Method::PromptsGet.name().to_owned(),
+                result,
+            })),
+            _ => Err(unexpected(Method::PromptsGet)),
+        }
+    }
+
+    /// `prompts/get` as one step; an input request is returned as an error.
+    ///
+    /// # Errors
+    /// Any [`ClientError`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<GetPromptResult, ClientError> {
+        into_complete(
+            self.get_prompt_round(name, arguments, RoundInput::first(), options)
+                .await?,
+        )
+    }
+
+    /// `completion/complete` with `params` (`ref`, `argument`, optional `context`).
+    ///
+    /// # Errors
+    /// Any [`ClientError`].
+    pub async fn complete_argument(
+        &self,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<CompletionResult, ClientError> {
+        match self.complete(Method::CompletionComplete, params, options).await? {
+            CompleteResult::CompletionComplete(r) => Ok(r),
+            _ => Err(unexpected(Method::CompletionComplete)),
+        }
+    }
+}
+
+fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {
+    match round {
+        Round::Complete(r) => Ok(r),
+        Round::InputRequired(i) => Err(ClientError::InputRequired(Box::new(i))),
+    }
+}

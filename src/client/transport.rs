@@ -1,0 +1,116 @@
+//! The message-level seam between the client core and a transport.
+//!
+//! A transport carries whole JSON-RPC messages: the core hands it one request or notification
+//! at a time and reads decoded messages back. Framing, size bounds and process handling stay
+//! in the transport ([`crate::client::stdio`] for a child process,
+//! `crate::testing::InMemoryTransport` for a server in the same process); matching replies
+//! to requests, deadlines and outcomes are the core's ([`crate::client::Client`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::codec::Rejection;
+use crate::wire::jsonrpc::Message;
+
+/// A boxed future, so transports can be used behind `dyn Transport`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One inbound frame as the transport decoded it.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A well-formed response or notification.
+    Message(Message),
+    /// A frame the codec refused (invalid JSON, duplicate keys, over a bound). The client
+    /// never answers it (A12); when the refusal names a pending request's id, that request
+    /// fails closed with an invalid result (O74).
+    Rejected(Rejection),
+}
+
+/// Why a transport could not carry a message.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// This one message was refused before any byte was sent; the transport still works.
+    #[error("message refused by the transport: {0}")]
+    Refused(String),
+    /// The transport is finished; `cause` says why (the child exited, a pipe broke, ...).
+    #[error("the transport failed: {cause}")]
+    Failed {
+        /// The transport's own error, for callers that want to inspect it.
+        cause: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The transport was closed on purpose.
+    #[error("the transport is closed")]
+    Closed,
+}
+
+impl TransportError {
+    /// Whether the transport can carry no further message.
+    #[must_use]
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, TransportError::Refused(_))
+    }
+
+    /// A fatal error wrapping `cause`.
+    pub fn failed(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        TransportError::Failed {
+            cause: Arc::new(cause),
+        }
+    }
+}
+
+/// What the client core drives. Implementations must allow `send` and `recv` to run
+/// concurrently (one task reads while callers send).
+pub trait Transport: Send + Sync + 'static {
+    /// Sends one request or notification. `Ok` means the message reached the wire (the pipe,
+    /// the in-process server): only then does cancelling it send `notifications/cancelled`.
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// The next inbound frame; after a fatal error every later call returns a fatal error.
+    fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>>;
+
+    /// Ends the transport; pending `recv` calls return [`TransportError::Closed`] or the
+    /// error that ended it.
+    fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Whether cancelling a request that reached the wire is announced with
+    /// `notifications/cancelled` (stdio and in-process: yes; HTTP closes the response stream
+    /// instead).
+    fn announces_cancellation(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(all(unix, feature = "stdio"))]
+impl Transport for crate::client::stdio::StdioTransport {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(async move {
+            self.send_message(message).await.map_err(|e| {
+                if e.is_fatal() {
+                    TransportError::failed(e)
+                } else {
+                    TransportError::Refused(e.to_string())
+                }
+            })
+        })
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
+        use crate::client::stdio::{Incoming, TransportError as StdioError};
+        Box::pin(async move {
+            match self.recv().await {
+                Ok(Incoming::Message(m)) => Ok(Inbound::Message(m)),
+                Ok(Incoming::Rejected(r)) => Ok(Inbound::Rejected(r)),
+                Err(StdioError::Closed) => Err(TransportError::Closed),
+                Err(e) => Err(TransportError::failed(e)),
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let _report = crate::client::stdio::StdioTransport::close(self).await;
+        })
+    }
+}
