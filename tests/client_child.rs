@@ -1,0 +1,165 @@
+//! The strict client over a real stdio child: our `conformance_server` example (discovery, a
+//! list walk, calls, an MRTR chain, close), and shell scripts standing in for a legacy server
+//! and for a server that dies mid-call.
+
+#![cfg(unix)]
+#![forbid(unsafe_code)]
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use strict_mcp::client::stdio::{CommandSpec, StdioTransport, TransportError as StdioError};
+use strict_mcp::client::{
+    CallOptions, Client, ClientError, ClientOptions, ConnectError, RoundInput, ToolOutcome,
+    TransportError,
+};
+
+/// The example binary, built once per test run so a stale binary is never tested.
+fn example_binary(name: &str) -> std::path::PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join("examples").join(name);
+    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+    let mut built = built
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.iter().any(|b| b == name) {
+        let mut cargo = std::process::Command::new(env!("CARGO"));
+        cargo.args([
+            "build",
+            "--quiet",
+            "--manifest-path",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
+            "--example",
+            name,
+        ]);
+        if let Some(target_dir) = profile_dir.parent() {
+            cargo.arg("--target-dir").arg(target_dir);
+        }
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            cargo.arg("--release");
+        }
+        let status = cargo.status().expect("run cargo build");
+        assert!(status.success(), "cargo build --example {name} failed");
+        built.push(name.to_owned());
+    }
+    assert!(path.exists(), "{} missing after the build", path.display());
+    path
+}
+
+async fn conformance_client() -> (Client, Arc<StdioTransport>) {
+    let spec = CommandSpec::new(example_binary("conformance_server"));
+    let transport = Arc::new(StdioTransport::spawn(&spec).expect("spawn"));
+    let client = Client::connect(transport.clone(), ClientOptions::default())
+        .await
+        .expect("connect over stdio");
+    (client, transport)
+}
+
+fn sh(script: &str) -> Arc<StdioTransport> {
+    Arc::new(StdioTransport::spawn(&CommandSpec::new("sh").arg("-c").arg(script)).expect("spawn"))
+}
+
+const DISCOVER_OK: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"private"}}"#;
+
+#[tokio::test]
+async fn o72_o85_stdio_child_discovery_lists_calls_and_closes() {
+    let (client, transport) = conformance_client().await;
+    let info = client.discovery().server_info.clone().expect("serverInfo");
+    assert_eq!(info.name, "strict-mcp-conformance");
+    assert_eq!(client.discovery().result.supported_versions, vec!["2026-07-28"]);
+    let none = CallOptions::default();
+    let tools = client.list_tools(&none).await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "test_simple_text"));
+    let r = client.call("test_simple_text", None, &none).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&r.content).unwrap(),
+        json!([{"type": "text", "text": "This is a simple text response for testing."}])
+    );
+    match client.call("test_error_handling", None, &none).await {
+        Err(ClientError::ToolFailed(f)) => assert_eq!(f.result.is_error, Some(true)),
+        other => panic!("{other:?}"),
+    }
+    client.close().await;
+    let report = transport.close().await;
+    assert!(report.status.is_some(), "{report:?}");
+    match client.list_tools(&none).await {
+        Err(ClientError::Transport(TransportError::Closed)) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn o78_stdio_child_mrtr_chain_driven_explicitly() {
+    let (client, _transport) = conformance_client().await;
+    let options = CallOptions::default().capabilities(json!({"elicitation": {"form": {}}}));
+    let tool = "test_input_required_result_request_state";
+    let first = match client
+        .call_tool(tool, None, RoundInput::first(), &options)
+        .await
+        .unwrap()
+    {
+        ToolOutcome::InputRequired(i) => i.result,
+        other => panic!("{other:?}"),
+    };
+    let answers: Map<String, Value> =
+        serde_json::from_value(json!({"confirm": {"action": "accept", "content": {"ok": false}}}))
+            .unwrap();
+    match client
+        .call_tool(tool, None, RoundInput::answer(&first, answers), &options)
+        .await
+        .unwrap()
+    {
+        ToolOutcome::Success(r) => assert_eq!(
+            serde_json::to_value(&r.content).unwrap(),
+            json!([{"type": "text", "text": "state-ok: confirmed=false"}])
+        ),
+        other => panic!("{other:?}"),
+    }
+    client.close().await;
+}
+
+#[tokio::test]
+async fn b26_stdio_legacy_server_gets_the_actionable_message() {
+    let transport = sh(
+        r#"read line; printf '%s\n' '{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}'; read more; exit 0"#,
+    );
+    let e = Client::connect(transport.clone(), ClientOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ConnectError::LegacyServer), "{e:?}");
+    let _ = transport.close().await;
+}
+
+#[tokio::test]
+async fn o83_stdio_child_dying_mid_call_is_a_typed_error_with_its_exit_status_then_fast() {
+    let transport = sh(&format!(
+        "read line; printf '%s\\n' '{DISCOVER_OK}'; read call; exit 3"
+    ));
+    let client = Client::connect(transport.clone(), ClientOptions::default())
+        .await
+        .expect("connect");
+    let none = CallOptions::default();
+    let e = client.call("t", None, &none).await.unwrap_err();
+    let ClientError::Transport(TransportError::Failed { cause }) = &e else {
+        panic!("{e:?}");
+    };
+    let stdio = cause
+        .downcast_ref::<StdioError>()
+        .expect("the stdio transport's own error");
+    assert_eq!(
+        stdio.exit_status().and_then(|s| s.code()),
+        Some(3),
+        "{stdio:?}"
+    );
+    let started = Instant::now();
+    let again = client.list_tools(&none).await.unwrap_err();
+    assert!(matches!(again, ClientError::Transport(TransportError::Failed { .. })));
+    assert!(started.elapsed() < Duration::from_secs(1), "fails fast");
+    let _ = transport.close().await;
+}
