@@ -72,7 +72,10 @@ async fn o72_o85_stdio_child_discovery_lists_calls_and_closes() {
     let (client, transport) = conformance_client().await;
     let info = client.discovery().server_info.clone().expect("serverInfo");
     assert_eq!(info.name, "strict-mcp-conformance");
-    assert_eq!(client.discovery().result.supported_versions, vec!["2026-07-28"]);
+    assert_eq!(
+        client.discovery().result.supported_versions,
+        vec!["2026-07-28"]
+    );
     let none = CallOptions::default();
     let tools = client.list_tools(&none).await.unwrap();
     assert!(tools.iter().any(|t| t.name == "test_simple_text"));
@@ -159,7 +162,10 @@ async fn o83_stdio_child_dying_mid_call_is_a_typed_error_with_its_exit_status_th
     );
     let started = Instant::now();
     let again = client.list_tools(&none).await.unwrap_err();
-    assert!(matches!(again, ClientError::Transport(TransportError::Failed { .. })));
+    assert!(matches!(
+        again,
+        ClientError::Transport(TransportError::Failed { .. })
+    ));
     assert!(started.elapsed() < Duration::from_secs(1), "fails fast");
     let _ = transport.close().await;
 }

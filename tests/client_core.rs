@@ -180,7 +180,8 @@ fn tools_page(names: &[String], next: Option<&str>) -> String {
         .iter()
         .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
         .collect();
-    let mut page = json!({"resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "private"});
+    let mut page =
+        json!({"resultType": "complete", "tools": tools, "ttlMs": 0, "cacheScope": "private"});
     if let Some(next) = next {
         page["nextCursor"] = json!(next);
     }
@@ -249,11 +250,14 @@ async fn o72_connect_to_own_server_keeps_the_typed_discovery() {
     assert_eq!(d.result.instructions.as_deref(), Some("Use the fixtures."));
     assert_eq!(d.result.ttl_ms, 0);
     assert_eq!(
-        serde_json::to_value(&d.result.cache_scope).unwrap(),
+        serde_json::to_value(d.result.cache_scope).unwrap(),
         json!("private")
     );
     let info = d.server_info.as_ref().expect("serverInfo from _meta");
-    assert_eq!((info.name.as_str(), info.version.as_str()), ("strict-mcp-test", "9.9.9"));
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("strict-mcp-test", "9.9.9")
+    );
 }
 
 #[tokio::test]
@@ -262,7 +266,7 @@ async fn o72_o79_fake_discovery_keeps_cache_hints_and_sends_discover_only() {
     let client = connect(&fake).await;
     assert_eq!(client.discovery().result.ttl_ms, 5000);
     assert_eq!(
-        serde_json::to_value(&client.discovery().result.cache_scope).unwrap(),
+        serde_json::to_value(client.discovery().result.cache_scope).unwrap(),
         json!("public")
     );
     let sent = fake.sent_requests();
@@ -283,7 +287,10 @@ async fn o72_b26_an_older_version_list_is_a_typed_error_naming_it() {
         other => panic!("{other:?}"),
     }
     let text = e.to_string();
-    assert!(text.contains("2025-11-25") && text.contains("2026-07-28"), "{text}");
+    assert!(
+        text.contains("2025-11-25") && text.contains("2026-07-28"),
+        "{text}"
+    );
     // O71: nothing else was tried (no initialize, no second discover).
     let methods: Vec<String> = fake.sent_requests().into_iter().map(|r| r.method).collect();
     assert_eq!(methods, vec!["server/discover".to_owned()]);
@@ -347,7 +354,10 @@ async fn o73_every_request_carries_version_call_capabilities_and_identity() {
     let sent = fake.sent_requests();
     assert_eq!(sent.len(), 3);
     let info = json!({"name": "strict-mcp", "version": env!("CARGO_PKG_VERSION")});
-    for (request, caps) in sent.iter().zip([json!({}), json!({}), json!({"elicitation": {"form": {}}})]) {
+    for (request, caps) in
+        sent.iter()
+            .zip([json!({}), json!({}), json!({"elicitation": {"form": {}}})])
+    {
         let meta = &params_of(request)["_meta"];
         assert_eq!(
             meta,
@@ -392,7 +402,11 @@ async fn o73_caller_meta_cannot_write_reserved_keys_and_nothing_is_sent() {
     client.list_tools(&options).await.unwrap();
     let last = fake.sent_requests().pop().unwrap();
     assert_eq!(params_of(&last)["_meta"]["com.example/trace"], json!("abc"));
-    assert_eq!(fake.sent_requests().len(), 3, "refused requests never reach the wire");
+    assert_eq!(
+        fake.sent_requests().len(),
+        3,
+        "refused requests never reach the wire"
+    );
 }
 
 #[tokio::test]
@@ -434,7 +448,10 @@ async fn a3_a4_ids_are_fresh_and_replies_match_by_exact_token() {
     let unique: std::collections::HashSet<_> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "ids never reused: {ids:?}");
     for name in &names {
-        assert!(ids.contains(&name.trim_start_matches("for-").to_owned()), "{name}");
+        assert!(
+            ids.contains(&name.trim_start_matches("for-").to_owned()),
+            "{name}"
+        );
     }
 }
 
@@ -448,13 +465,19 @@ async fn o85_rpc_errors_are_typed_codes_and_retired_32002_is_not_found() {
         (-32021, RpcErrorKind::MissingRequiredClientCapability),
         (-32022, RpcErrorKind::UnsupportedProtocolVersion),
         (-32002, RpcErrorKind::NotFound),
-        (-32602, RpcErrorKind::Standard(strict_mcp::wire::jsonrpc::ErrorCode::InvalidParams)),
+        (
+            -32602,
+            RpcErrorKind::Standard(strict_mcp::wire::jsonrpc::ErrorCode::InvalidParams),
+        ),
         (-31000, RpcErrorKind::Other(-31000)),
     ];
     for (code, kind) in cases {
         let fake = modern(move |r, _| vec![err(r, code, "nope")]);
         let client = connect(&fake).await;
-        match client.read_resource("test://x", &CallOptions::default()).await {
+        match client
+            .read_resource("test://x", &CallOptions::default())
+            .await
+        {
             Err(ClientError::Rpc(e)) => {
                 assert_eq!((e.code, e.kind), (code, kind));
                 assert_eq!(e.message, "nope");
@@ -515,7 +538,10 @@ async fn o77_input_required_from_a_list_method_is_an_invalid_result() {
     let client = connect(&fake).await;
     match client.list_tools(&CallOptions::default()).await {
         Err(ClientError::Invalid(InvalidResult::Result { error, .. })) => {
-            assert!(matches!(error, ResultError::InputRequiredNotAllowed(_)), "{error:?}");
+            assert!(
+                matches!(error, ResultError::InputRequiredNotAllowed(_)),
+                "{error:?}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -547,13 +573,18 @@ fn schema_fake(body: &'static str) -> Arc<Fake> {
 
 #[tokio::test]
 async fn o80_o81_structured_content_is_checked_against_the_output_schema_with_local_refs() {
-    let fake = schema_fake(r#"{"resultType":"complete","content":[],"structuredContent":{"total":3}}"#);
+    let fake =
+        schema_fake(r#"{"resultType":"complete","content":[],"structuredContent":{"total":3}}"#);
     let client = connect(&fake).await;
     client.list_tools(&CallOptions::default()).await.unwrap();
-    let r = client.call("sum", None, &CallOptions::default()).await.unwrap();
+    let r = client
+        .call("sum", None, &CallOptions::default())
+        .await
+        .unwrap();
     assert_eq!(r.structured_content, Some(json!({"total": 3})));
 
-    let fake = schema_fake(r#"{"resultType":"complete","content":[],"structuredContent":{"total":"3"}}"#);
+    let fake =
+        schema_fake(r#"{"resultType":"complete","content":[],"structuredContent":{"total":"3"}}"#);
     let client = connect(&fake).await;
     client.list_tools(&CallOptions::default()).await.unwrap();
     match client.call("sum", None, &CallOptions::default()).await {
@@ -602,7 +633,12 @@ async fn o85_own_server_success_and_tool_failure_are_distinct() {
     );
     assert_eq!(r.is_error, None);
     match client
-        .call_tool("test_error_handling", None, RoundInput::first(), &CallOptions::default())
+        .call_tool(
+            "test_error_handling",
+            None,
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
         .await
         .unwrap()
     {
@@ -610,12 +646,18 @@ async fn o85_own_server_success_and_tool_failure_are_distinct() {
         other => panic!("{other:?}"),
     }
     // An unknown tool is a JSON-RPC error, not a tool failure.
-    match client.call("no_such_tool", None, &CallOptions::default()).await {
+    match client
+        .call("no_such_tool", None, &CallOptions::default())
+        .await
+    {
         Err(ClientError::Rpc(e)) => assert_eq!(e.code, -32602),
         other => panic!("{other:?}"),
     }
     // A missing capability is its own typed code.
-    match client.call("test_missing_capability", None, &CallOptions::default()).await {
+    match client
+        .call("test_missing_capability", None, &CallOptions::default())
+        .await
+    {
         Err(ClientError::Rpc(e)) => {
             assert_eq!(e.kind, RpcErrorKind::MissingRequiredClientCapability);
         }
@@ -666,7 +708,12 @@ async fn o78_i15_mrtr_chain_driven_explicitly_against_own_server() {
     }
 
     let done = client
-        .call_tool(tool, None, RoundInput::answer(&first, confirm_yes()), &elicit())
+        .call_tool(
+            tool,
+            None,
+            RoundInput::answer(&first, confirm_yes()),
+            &elicit(),
+        )
         .await
         .unwrap();
     match done {
@@ -711,7 +758,10 @@ fn asking_fake(rounds: usize) -> Arc<Fake> {
             Some(s) => s.rsplit('#').next().unwrap().parse::<usize>().unwrap(),
         };
         if round == rounds {
-            vec![ok(r, r#"{"resultType":"complete","content":[{"type":"text","text":"done"}]}"#)]
+            vec![ok(
+                r,
+                r#"{"resultType":"complete","content":[{"type":"text","text":"done"}]}"#,
+            )]
         } else {
             let state = format!("st\u{e9}\\\"te#{}", round + 1);
             let result = json!({
@@ -730,7 +780,9 @@ async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
     let fake = asking_fake(MAX_DRIVEN_ROUNDS);
     let client = connect(&fake).await;
     let r = client
-        .call_tool_driven("t", None, &CallOptions::default(), |_| Ok(obj(json!({"q": {"action": "decline"}}))))
+        .call_tool_driven("t", None, &CallOptions::default(), |_| {
+            Ok(obj(json!({"q": {"action": "decline"}})))
+        })
         .await
         .unwrap();
     assert_eq!(r.content.len(), 1);
@@ -743,8 +795,14 @@ async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
     let ids: std::collections::HashSet<String> =
         calls.iter().map(|r| r.id.token().to_owned()).collect();
     assert_eq!(ids.len(), calls.len(), "a fresh id per round");
-    assert_eq!(params_of(&calls[1])["requestState"], json!("st\u{e9}\\\"te#1"));
-    assert_eq!(params_of(&calls[1])["inputResponses"], json!({"q": {"action": "decline"}}));
+    assert_eq!(
+        params_of(&calls[1])["requestState"],
+        json!("st\u{e9}\\\"te#1")
+    );
+    assert_eq!(
+        params_of(&calls[1])["inputResponses"],
+        json!({"q": {"action": "decline"}})
+    );
     assert!(params_of(&calls[0]).get("requestState").is_none());
 
     // One past the bound.
@@ -766,7 +824,11 @@ async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
         .unwrap();
     assert!(matches!(out, ToolOutcome::InputRequired(_)));
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(fake.sent_requests().len(), 2, "discover and one call, no retry");
+    assert_eq!(
+        fake.sent_requests().len(),
+        2,
+        "discover and one call, no retry"
+    );
 }
 
 #[tokio::test]
@@ -775,11 +837,17 @@ async fn o78_prompt_and_resource_rounds_return_input_required_as_an_outcome() {
     let client = connect(&fake).await;
     let none = CallOptions::default();
     assert!(matches!(
-        client.get_prompt_round("p", None, RoundInput::first(), &none).await.unwrap(),
+        client
+            .get_prompt_round("p", None, RoundInput::first(), &none)
+            .await
+            .unwrap(),
         Round::InputRequired(_)
     ));
     assert!(matches!(
-        client.read_resource_round("test://x", RoundInput::first(), &none).await.unwrap(),
+        client
+            .read_resource_round("test://x", RoundInput::first(), &none)
+            .await
+            .unwrap(),
         Round::InputRequired(_)
     ));
     assert!(matches!(
@@ -793,19 +861,27 @@ async fn o78_prompt_and_resource_rounds_return_input_required_as_an_outcome() {
 }
 
 #[tokio::test]
-async fn own_server_prompts_resources_and_completion() {
+async fn o77_own_server_prompts_resources_and_completion() {
     let (client, _server) = own_client().await;
     let none = CallOptions::default();
-    let prompt = client.get_prompt("test_simple_prompt", None, &none).await.unwrap();
+    let prompt = client
+        .get_prompt("test_simple_prompt", None, &none)
+        .await
+        .unwrap();
     assert!(!prompt.messages.is_empty());
-    let read = client.read_resource("test://static-text", &none).await.unwrap();
+    let read = client
+        .read_resource("test://static-text", &none)
+        .await
+        .unwrap();
     assert_eq!(read.contents.len(), 1);
     let templates = client.list_resource_templates(&none).await.unwrap();
     assert_eq!(templates.len(), 1);
     let c = client
         .complete_argument(
-            obj(json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
-                "argument": {"name": "arg1", "value": ""}})),
+            obj(
+                json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                "argument": {"name": "arg1", "value": ""}}),
+            ),
             &none,
         )
         .await;
@@ -864,7 +940,11 @@ async fn o86_a_repeated_cursor_ends_the_walk_with_a_typed_error() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(fake.sent_requests().len(), 4, "discover + three pages, then stop");
+    assert_eq!(
+        fake.sent_requests().len(),
+        4,
+        "discover + three pages, then stop"
+    );
 }
 
 /// A fake with `pages` pages of `per_page` tools each.
@@ -885,7 +965,11 @@ fn paged_fake(pages: usize, per_page: usize) -> Arc<Fake> {
 async fn o86_page_cap_at_the_bound_and_one_past() {
     let client = connect(&paged_fake(MAX_LIST_PAGES, 1)).await;
     assert_eq!(
-        client.list_tools(&CallOptions::default()).await.unwrap().len(),
+        client
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap()
+            .len(),
         MAX_LIST_PAGES
     );
     let fake = paged_fake(MAX_LIST_PAGES + 1, 1);
@@ -904,7 +988,11 @@ async fn o86_item_cap_at_the_bound_and_one_past() {
     let per_page = MAX_LIST_ITEMS / 10;
     let client = connect(&paged_fake(10, per_page)).await;
     assert_eq!(
-        client.list_tools(&CallOptions::default()).await.unwrap().len(),
+        client
+            .list_tools(&CallOptions::default())
+            .await
+            .unwrap()
+            .len(),
         MAX_LIST_ITEMS
     );
     let fake = modern(move |r, _| {
@@ -944,11 +1032,14 @@ async fn o86_a_server_that_never_answers_hits_the_deadline_and_is_cancelled() {
     assert!(started.elapsed() < Duration::from_secs(5));
     tokio::time::sleep(Duration::from_millis(50)).await;
     let id = fake.sent_requests().pop().unwrap().id.token().to_owned();
-    assert_eq!(fake.cancellations(), vec![format!(r#"{{"requestId":{id}}}"#)]);
+    assert_eq!(
+        fake.cancellations(),
+        vec![format!(r#"{{"requestId":{id}}}"#)]
+    );
 }
 
 #[tokio::test]
-async fn deadline_bounds_zero_and_past_the_maximum_are_refused_before_sending() {
+async fn o86_deadline_bounds_zero_and_past_the_maximum_are_refused_before_sending() {
     let fake = modern(|r, _| vec![ok(r, &tools_page(&[], None))]);
     let client = connect(&fake).await;
     client
@@ -956,7 +1047,10 @@ async fn deadline_bounds_zero_and_past_the_maximum_are_refused_before_sending() 
         .await
         .unwrap();
     for bad in [Duration::ZERO, MAX_DEADLINE + Duration::from_nanos(1)] {
-        match client.list_tools(&CallOptions::default().deadline(bad)).await {
+        match client
+            .list_tools(&CallOptions::default().deadline(bad))
+            .await
+        {
             Err(ClientError::Request(_)) => {}
             other => panic!("{bad:?}: {other:?}"),
         }
@@ -966,7 +1060,9 @@ async fn deadline_bounds_zero_and_past_the_maximum_are_refused_before_sending() 
         default_deadline: MAX_DEADLINE + Duration::from_nanos(1),
         ..ClientOptions::default()
     };
-    assert!(Client::connect(modern(|_, _| vec![]), options).await.is_err());
+    assert!(Client::connect(modern(|_, _| vec![]), options)
+        .await
+        .is_err());
 }
 
 #[tokio::test]
@@ -976,18 +1072,29 @@ async fn o83_cancelling_after_the_wire_sends_the_raw_id_and_before_it_sends_noth
     // Reached the wire: dropping the call announces it.
     let none = CallOptions::default();
     let call = client.call("slow", None, &none);
-    assert!(tokio::time::timeout(Duration::from_millis(100), call).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(100), call)
+        .await
+        .is_err());
     tokio::time::sleep(Duration::from_millis(50)).await;
     let id = fake.sent_requests().pop().unwrap().id.token().to_owned();
-    assert_eq!(fake.cancellations(), vec![format!(r#"{{"requestId":{id}}}"#)]);
+    assert_eq!(
+        fake.cancellations(),
+        vec![format!(r#"{{"requestId":{id}}}"#)]
+    );
 
     // Never reached the wire: nothing is announced.
     fake.block_calls.store(true, Ordering::SeqCst);
     let none = CallOptions::default();
     let call = client.call("blocked", None, &none);
-    assert!(tokio::time::timeout(Duration::from_millis(100), call).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(100), call)
+        .await
+        .is_err());
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(fake.cancellations().len(), 1, "no cancel for an unsent request");
+    assert_eq!(
+        fake.cancellations().len(),
+        1,
+        "no cancel for an unsent request"
+    );
 }
 
 #[tokio::test]
@@ -996,12 +1103,18 @@ async fn o83_j9_cancelling_on_own_server_stops_the_running_call() {
     // The progress fixture runs for 300 ms; the call is dropped after 50.
     let none = CallOptions::default();
     let call = client.call("test_tool_with_progress", None, &none);
-    assert!(tokio::time::timeout(Duration::from_millis(50), call).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(50), call)
+        .await
+        .is_err());
     let deadline = Instant::now() + Duration::from_millis(150);
     while server.status().active_calls > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(server.status().active_calls, 0, "the server saw the cancellation");
+    assert_eq!(
+        server.status().active_calls,
+        0,
+        "the server saw the cancellation"
+    );
 }
 
 #[tokio::test]
@@ -1021,15 +1134,24 @@ async fn o86_a_server_dying_mid_call_fails_every_waiter_with_the_cause_then_fast
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = Instant::now();
-    let e = client.call("t", None, &CallOptions::default()).await.unwrap_err();
+    let e = client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     let text = e.to_string();
-    assert!(matches!(e, ClientError::Transport(TransportError::Failed { .. })), "{e:?}");
+    assert!(
+        matches!(e, ClientError::Transport(TransportError::Failed { .. })),
+        "{e:?}"
+    );
     assert!(text.contains("signal 9"), "{text}");
     let other = waiting.await.unwrap().unwrap_err();
     assert!(other.to_string().contains("signal 9"), "{other}");
     // Fail fast afterwards, without touching the transport.
     let sent = fake.sent().len();
-    let later = client.list_tools(&CallOptions::default()).await.unwrap_err();
+    let later = client
+        .list_tools(&CallOptions::default())
+        .await
+        .unwrap_err();
     assert!(later.to_string().contains("signal 9"), "{later}");
     assert_eq!(fake.sent().len(), sent);
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -1037,7 +1159,7 @@ async fn o86_a_server_dying_mid_call_fails_every_waiter_with_the_cause_then_fast
 }
 
 #[tokio::test]
-async fn closing_the_client_releases_waiters_with_closed() {
+async fn o83_closing_the_client_releases_waiters_with_closed() {
     let fake = modern(|_, _| vec![]);
     let client = connect(&fake).await;
     let waiting = {
@@ -1163,5 +1285,80 @@ async fn k10_fake_listen_closing_result_ends_gracefully_and_drop_cancels_a_live_
     let id = stream.subscription_id().to_owned();
     drop(stream);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(fake.cancellations(), vec![format!(r#"{{"requestId":{id}}}"#)]);
+    assert_eq!(
+        fake.cancellations(),
+        vec![format!(r#"{{"requestId":{id}}}"#)]
+    );
+}
+
+/// A fake whose listen is acknowledged for tools, and whose `tools/list` first emits `burst`
+/// notifications of `method` on that subscription (all routed before the list reply).
+fn burst_fake(burst: usize, method: &'static str) -> Arc<Fake> {
+    let sub: Arc<Mutex<String>> = Arc::default();
+    modern(move |r, _| {
+        if r.method == "subscriptions/listen" {
+            *sub.lock().unwrap() = r.id.token().to_owned();
+            return vec![Act::Line(listen_line(
+                "notifications/subscriptions/acknowledged",
+                r.id.token(),
+                r#""notifications":{"toolsListChanged":true},"#,
+            ))];
+        }
+        let sub = sub.lock().unwrap().clone();
+        let mut acts: Vec<Act> = (0..burst)
+            .map(|_| Act::Line(listen_line(method, &sub, "")))
+            .collect();
+        acts.push(ok(r, &tools_page(&[], None)));
+        acts
+    })
+}
+
+#[tokio::test]
+async fn o84_listen_queue_at_the_bound_delivers_all_and_one_past_overflows() {
+    use strict_mcp::client::LISTEN_QUEUE_MESSAGES;
+    let none = CallOptions::default();
+    let fake = burst_fake(LISTEN_QUEUE_MESSAGES, "notifications/tools/list_changed");
+    let client = connect(&fake).await;
+    let mut stream = client.listen(tools_filter(), &none).await.unwrap();
+    client.list_tools(&none).await.unwrap();
+    for _ in 0..LISTEN_QUEUE_MESSAGES {
+        assert_eq!(stream.next().await.unwrap(), Some(Change::ToolsListChanged));
+    }
+
+    let fake = burst_fake(
+        LISTEN_QUEUE_MESSAGES + 1,
+        "notifications/tools/list_changed",
+    );
+    let client = connect(&fake).await;
+    let mut stream = client.listen(tools_filter(), &none).await.unwrap();
+    client.list_tools(&none).await.unwrap();
+    for _ in 0..LISTEN_QUEUE_MESSAGES {
+        assert_eq!(stream.next().await.unwrap(), Some(Change::ToolsListChanged));
+    }
+    match stream.next().await {
+        Err(ListenError::Overflow) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn k7_listen_remembers_violations_up_to_the_bound() {
+    use strict_mcp::client::listen::MAX_REMEMBERED_VIOLATIONS;
+    let none = CallOptions::default();
+    for (burst, kept) in [
+        (MAX_REMEMBERED_VIOLATIONS, MAX_REMEMBERED_VIOLATIONS),
+        (MAX_REMEMBERED_VIOLATIONS + 1, MAX_REMEMBERED_VIOLATIONS),
+    ] {
+        let fake = burst_fake(burst, "notifications/prompts/list_changed");
+        let client = connect(&fake).await;
+        let mut stream = client.listen(tools_filter(), &none).await.unwrap();
+        client.list_tools(&none).await.unwrap();
+        client.close().await;
+        assert!(stream.next().await.is_err());
+        assert_eq!(stream.violations().len(), kept, "burst of {burst}");
+        assert!(stream
+            .violations()
+            .iter()
+            .all(|v| *v == Violation::OutsideFilter));
+    }
 }

@@ -334,8 +334,7 @@ impl Shared {
         loop {
             let n = self.next_id.fetch_add(1, Ordering::Relaxed);
             let id = RequestId::integer(i64::try_from(n).unwrap_or(i64::MAX));
-            if !state.pending.contains_key(id.token()) && !state.listens.contains_key(id.token())
-            {
+            if !state.pending.contains_key(id.token()) && !state.listens.contains_key(id.token()) {
                 return id;
             }
         }
@@ -444,13 +443,14 @@ impl Shared {
             Reply::Response(Response::Error(e)) => {
                 Err(ClientError::Rpc(RpcError::from_object(method, &e.error)))
             }
-            Reply::Response(Response::Success(s)) => serde_json::from_str(s.result.get())
-                .map_err(|e| {
+            Reply::Response(Response::Success(s)) => {
+                serde_json::from_str(s.result.get()).map_err(|e| {
                     ClientError::Invalid(InvalidResult::Frame {
                         method: method.to_owned(),
                         reason: e.to_string(),
                     })
-                }),
+                })
+            }
         }
     }
 
@@ -459,8 +459,14 @@ impl Shared {
         self: &Arc<Self>,
         params: Map<String, Value>,
         options: &CallOptions,
-    ) -> Result<(RequestId, mpsc::Receiver<ListenMsg>, Arc<std::sync::atomic::AtomicBool>), ClientError>
-    {
+    ) -> Result<
+        (
+            RequestId,
+            mpsc::Receiver<ListenMsg>,
+            Arc<std::sync::atomic::AtomicBool>,
+        ),
+        ClientError,
+    > {
         let params = self.params(params, options)?;
         let (tx, rx) = mpsc::channel(LISTEN_QUEUE_MESSAGES);
         let overflowed = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -606,10 +612,8 @@ impl Shared {
 
     fn route_notification(&self, n: Notification) {
         let key = match n.method.as_str() {
-            methods::CANCELLED => {
-                crate::wire::progress::cancelled_request(n.params.as_deref())
-                    .map(|id| id.token().to_owned())
-            }
+            methods::CANCELLED => crate::wire::progress::cancelled_request(n.params.as_deref())
+                .map(|id| id.token().to_owned()),
             _ => subscription_id(n.params.as_deref()),
         };
         let Some(key) = key else {

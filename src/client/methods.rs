@@ -11,7 +11,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::client::connection::{lock, CallOptions, Client};
-use crate::client::error::{ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed};
+use crate::client::error::{
+    ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed,
+};
 use crate::core::schema::CompiledSchema;
 use crate::wire::result::{CompleteResult, Decoded, Method};
 use crate::wire::{
@@ -70,8 +72,8 @@ impl RoundInput {
 pub enum Round<T> {
     /// The typed complete result.
     Complete(T),
-    /// The server needs more input (O77).
-    InputRequired(InputRequired),
+    /// The server needs more input (O77; boxed: larger than most results).
+    InputRequired(Box<InputRequired>),
 }
 
 /// How one round of `tools/call` ended: the three result classes stay apart (O85).
@@ -103,12 +105,12 @@ impl Client {
             Decoded::Complete(c) => Ok(c),
             // Only reachable for the three methods that may ask (decode_lenient refuses it
             // elsewhere, O77).
-            Decoded::InputRequired(result) => Err(ClientError::InputRequired(Box::new(
-                InputRequired {
+            Decoded::InputRequired(result) => {
+                Err(ClientError::InputRequired(Box::new(InputRequired {
                     method: method.name().to_owned(),
                     result,
-                },
-            ))),
+                })))
+            }
         }
     }
 
@@ -373,10 +375,10 @@ impl Client {
         round.write(&mut params);
         match self.request(Method::ResourcesRead, params, options).await? {
             Decoded::Complete(CompleteResult::ResourcesRead(r)) => Ok(Round::Complete(r)),
-            Decoded::InputRequired(result) => Ok(Round::InputRequired(InputRequired {
+            Decoded::InputRequired(result) => Ok(Round::InputRequired(Box::new(InputRequired {
                 method: Method::ResourcesRead.name().to_owned(),
                 result,
-            })),
+            }))),
             _ => Err(unexpected(Method::ResourcesRead)),
         }
     }
@@ -415,10 +417,10 @@ impl Client {
         round.write(&mut params);
         match self.request(Method::PromptsGet, params, options).await? {
             Decoded::Complete(CompleteResult::PromptsGet(r)) => Ok(Round::Complete(r)),
-            Decoded::InputRequired(result) => Ok(Round::InputRequired(InputRequired {
+            Decoded::InputRequired(result) => Ok(Round::InputRequired(Box::new(InputRequired {
                 method: Method::PromptsGet.name().to_owned(),
                 result,
-            })),
+            }))),
             _ => Err(unexpected(Method::PromptsGet)),
         }
     }
@@ -448,7 +450,10 @@ impl Client {
         params: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<CompletionResult, ClientError> {
-        match self.complete(Method::CompletionComplete, params, options).await? {
+        match self
+            .complete(Method::CompletionComplete, params, options)
+            .await?
+        {
             CompleteResult::CompletionComplete(r) => Ok(r),
             _ => Err(unexpected(Method::CompletionComplete)),
         }
@@ -458,6 +463,6 @@ impl Client {
 fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {
     match round {
         Round::Complete(r) => Ok(r),
-        Round::InputRequired(i) => Err(ClientError::InputRequired(Box::new(i))),
+        Round::InputRequired(i) => Err(ClientError::InputRequired(i)),
     }
 }
