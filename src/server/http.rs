@@ -19,13 +19,21 @@
 //!    plus value bytes) together at most 8 KiB (O38) → 400 / -32020 with `"id": null`, before the
 //!    body is read.
 //! 7. The body is capped while it is read (2 MiB, O36): a larger `Content-Length` or a longer
-//!    stream → 413 with a JSON-RPC error; nothing beyond the cap is buffered.
+//!    stream → 413 with a JSON-RPC error; nothing beyond the cap is buffered. A body that
+//!    pauses longer than [`HttpConfig::body_read_timeout`] → 408 with a JSON-RPC error. The
+//!    rest of a refused body is read and discarded (up to [`MAX_DRAIN_BYTES`] within
+//!    [`MAX_DRAIN_TIME`]), so a client that writes its whole body before reading sees the
+//!    answer instead of a reset; the refusals of steps 1–6 drain the same way.
 //! 8. The codec decodes the body; a rejection is answered with its JSON-RPC error and the status
 //!    from [`Cause`] (never `text/plain`).
 //! 9. A notification is handed to the dispatcher and answered 202 with an empty body (D6). The
 //!    revision defines no header rules for notification POSTs (D7), so none are enforced.
-//! 10. A request has its mirrored headers checked against the body (D15–D30) → 400 / -32020
-//!     with the request id, then it is dispatched with the caller taken from the request's
+//! 10. A request has its mirrored headers checked against the body (D15–D30, rules in
+//!     [`crate::wire::headers`], a tool's `x-mcp-header` annotations as parsed when it was
+//!     registered) → 400 / -32020 with the request id. A method this revision removed that
+//!     arrives without `MCP-Protocol-Version` (an initialise-era `initialize`) skips the check
+//!     and reaches the dispatcher's -32601 with the supported versions (B22). Then it is
+//!     dispatched with the caller taken from the request's
 //!     extensions (absent → anonymous). Nothing is carried from one request to the next on a
 //!     connection (D36).
 //!
@@ -49,6 +57,34 @@
 //! hyper itself answers malformed HTTP (bad request line, oversized header block) before this
 //! service runs; those answers are hyper's, not JSON-RPC.
 //!
+//! # One endpoint path (D1)
+//!
+//! [`serve`] answers one path: [`HttpConfig::path`], or [`DEFAULT_PATH`] (`/mcp`) when that is
+//! `None`; every other path gets a plain 404. [`McpHttp`] mounted as a service answers every
+//! path when `path` is `None`, so routers that strip their prefix (axum's `nest_service`) work
+//! unchanged; the router decides which path reaches it.
+//!
+//! # Slow and idle clients
+//!
+//! [`serve_with`] bounds what a connection may hold ([`ServeConfig`]): the time to send
+//! complete headers, the time a connection may sit with no request in flight, and the number of
+//! connections (one more is answered 503 and closed). The body read time-out is the service's
+//! own ([`HttpConfig::body_read_timeout`]), so it holds wherever the service is mounted.
+//!
+//! An application that mounts [`McpHttp`] behind its own server must configure the rest there:
+//! a header read time-out (hyper: `http1::Builder::header_read_timeout` with a timer such as
+//! `hyper_util::rt::TokioTimer`), an idle keep-alive time-out, a connection limit (e.g. a
+//! semaphore around accept, or tower's `ConcurrencyLimit` for requests), and HTTP/2 stream
+//! limits and keep-alive pings if it serves HTTP/2. Without them one client can hold sockets
+//! open indefinitely.
+//!
+//! # Panics
+//!
+//! A panic in the host's own code (header checks, body reading, the service call) is answered
+//! with exactly one `-32603` "Internal error" (status 500, `"id": null`, the cause only logged)
+//! and the connection serves the next request. Panics inside the dispatcher are the protocol
+//! server's to catch; a dispatch task that ends without a reply is answered the same way.
+
 //! # Cancellation
 //!
 //! If the client closes the connection or drops the response stream before the final reply,
@@ -174,7 +210,7 @@ pub enum OriginPolicy {
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The endpoint path to answer on (other paths get 404, no body). `None` answers on every
-    /// path, for mounting behind a router. Default `None`.
+    /// path when mounted behind a router, and [`DEFAULT_PATH`] under [`serve`]. Default `None`.
     pub path: Option<String>,
     /// `Host` allow-list. Default [`HostPolicy::Loopback`].
     pub hosts: HostPolicy,
