@@ -292,6 +292,9 @@ fn d15_d30_server_accepts_what_the_client_computes() {
     }
 }
 
+/// Owned (name, value) header pairs.
+type Headers = Vec<(String, String)>;
+
 fn call_params() -> Value {
     with_meta(json!({"name": "t", "arguments": {"region": "eu", "count": 42}}))
 }
@@ -313,7 +316,7 @@ fn d15_d30_each_violation_is_refused() {
         }
         h
     };
-    let cases: Vec<(&str, Vec<(String, String)>, HeaderError)> = vec![
+    let cases: Vec<(&str, Headers, HeaderError)> = vec![
         (
             "D15/D33 missing version",
             edit("MCP-Protocol-Version", None),
