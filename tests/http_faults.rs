@@ -1,9 +1,7 @@
 //! Panics in the HTTP host's own code (outside the dispatcher) become exactly one -32603 reply
 //! with status 500, and the connection keeps serving. Needs the `fault-injection` feature,
-//! which the crate's self dev-dependency turns on for tests.
-//!
-//! One test function on purpose: the fault hook is process-global, so no other test in this
-//! binary may send requests while a point is armed.
+//! which the crate's self dev-dependency turns on for tests. Points are armed process-wide, so
+//! the test holds `fault::exclusive()` for its run.
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "http", feature = "fault-injection"))]
 
@@ -13,7 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
-use strict_mcp::server::http::{arm_fault, serve, HttpConfig, McpHttp};
+use strict_mcp::server::fault;
+use strict_mcp::server::http::{fault_points, serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -81,6 +80,7 @@ async fn read_answer(s: &mut TcpStream) -> (u16, String) {
 
 #[test]
 fn host_panics_become_one_internal_error_and_the_connection_keeps_serving() {
+    let _exclusive = fault::exclusive();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -106,8 +106,12 @@ fn host_panics_become_one_internal_error_and_the_connection_keeps_serving() {
             },
         ));
         let mut s = TcpStream::connect(addr).await.unwrap();
-        for point in ["call", "body", "headers"] {
-            arm_fault(Some(point));
+        for point in [
+            fault_points::HTTP_CALL,
+            fault_points::HTTP_BODY,
+            fault_points::HTTP_HEADERS,
+        ] {
+            fault::arm(point);
             s.write_all(&call_request()).await.unwrap();
             assert_eq!(
                 read_answer(&mut s).await,
@@ -118,14 +122,14 @@ fn host_panics_become_one_internal_error_and_the_connection_keeps_serving() {
                 ),
                 "{point}"
             );
-            // The hook fired (and disarmed itself); the same connection serves the next
-            // request, and its answer is the very next bytes (exactly one reply before it).
+            // Disarmed, the same connection serves the next request, and its answer is the
+            // very next bytes (exactly one reply before it).
+            fault::disarm();
             s.write_all(&call_request()).await.unwrap();
             let (status, body) = read_answer(&mut s).await;
             assert_eq!(status, 200, "{point}: {body}");
             assert!(body.starts_with(r#"{"jsonrpc":"2.0","id":7,"result":"#), "{point}: {body}");
         }
-        arm_fault(None);
         server.shutdown(Duration::from_secs(2)).await;
         let _ = stop.send(());
         run.await.unwrap().unwrap();

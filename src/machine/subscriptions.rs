@@ -24,40 +24,7 @@
 
 use std::collections::BTreeSet;
 
-/// The listen request's JSON-RPC id, as its exact JSON text (`"abc"` or `42`), so that the
-/// `subscriptionId` echoes it with the same JSON type (K4).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SubscriptionId(pub String);
-
-/// A `notifications` filter (K1). `resource_subscriptions` keeps presence: `None` means the member
-/// was omitted (not subscribed).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Filter {
-    /// `toolsListChanged: true`
-    pub tools_list_changed: bool,
-    /// `promptsListChanged: true`
-    pub prompts_list_changed: bool,
-    /// `resourcesListChanged: true`
-    pub resources_list_changed: bool,
-    /// `resourceSubscriptions: [uri…]`
-    pub resource_subscriptions: Option<BTreeSet<String>>,
-}
-
-impl Filter {
-    /// True when `change` falls inside this filter.
-    #[must_use]
-    pub fn admits(&self, change: &Change) -> bool {
-        match change {
-            Change::ToolsListChanged => self.tools_list_changed,
-            Change::PromptsListChanged => self.prompts_list_changed,
-            Change::ResourcesListChanged => self.resources_list_changed,
-            Change::ResourceUpdated { uri } => self
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.contains(uri)),
-        }
-    }
-}
+pub use crate::wire::listen::{Change, Filter, SubscriptionId};
 
 /// What this server can honour.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -87,22 +54,6 @@ impl ServerSupport {
             },
         }
     }
-}
-
-/// A change that may be announced on listen streams (K12).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Change {
-    /// `notifications/tools/list_changed`
-    ToolsListChanged,
-    /// `notifications/prompts/list_changed`
-    PromptsListChanged,
-    /// `notifications/resources/list_changed`
-    ResourcesListChanged,
-    /// `notifications/resources/updated` for this URI (exact string match).
-    ResourceUpdated {
-        /// The resource URI.
-        uri: String,
-    },
 }
 
 /// Which transport carries the stream (decides the teardown sequence, S2).

@@ -26,16 +26,7 @@ use crate::core::{
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
 use crate::wire::jsonrpc::{Message, Notification, Request, RequestId};
-use crate::wire::meta;
-
-/// Methods removed by this revision (M6); answered -32601 like unknown ones (A14).
-pub(crate) const REMOVED_METHODS: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+use crate::wire::{meta, methods};
 
 /// What one request is answered with.
 pub(crate) enum Answer {
@@ -135,6 +126,12 @@ impl Ctx {
 }
 
 /// Serves one request; see [`Server::serve`].
+///
+/// Exactly one reply per request, whatever panics: handlers are contained by the core, and
+/// everything else (the server's own code, listen streams, completion) is caught here. A panic
+/// that leaves the request unanswered is answered with -32603 "Internal error" (the private
+/// cause is logged, never sent), unless the client cancelled it (C9). Builds with
+/// `panic = "abort"` cannot contain panics: there a panic ends the process.
 pub(crate) async fn serve_request(
     server: &Server,
     caller: Caller,
@@ -142,8 +139,58 @@ pub(crate) async fn serve_request(
     outbox: Arc<dyn Outbox>,
     client_cancel: CancelToken,
 ) {
+    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
+    let gated = Arc::new(Gated {
+        inner: outbox,
+        cancel: client_cancel.clone(),
+        finished: std::sync::atomic::AtomicBool::new(false),
+    });
+    let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        serve_admitted(server, caller, &request, &gated, client_cancel),
+    ))
+    .await;
+    if served.is_err() {
+        tracing::error!(
+            method = request.method.as_str(),
+            "the server panicked while serving a request; answered with an internal error"
+        );
+        if !gated.finished() {
+            gated.finish(error_reply(
+                &request.id,
+                Cause::Internal,
+                "Internal error",
+                None,
+            ));
+        }
+    }
+}
+
+/// Ends an admitted call when its request finished or panicked. A request future dropped
+/// unfinished (a host abandoning a stuck task at shutdown) leaves its call counted, so the
+/// status keeps reporting that unfinished work (O5).
+struct CallEnd<'a> {
+    server: &'a Server,
+    call: crate::machine::epoch::CallId,
+    finished: bool,
+}
+
+impl Drop for CallEnd<'_> {
+    fn drop(&mut self) {
+        if self.finished || std::thread::panicking() {
+            self.server.end_call(self.call);
+        }
+    }
+}
+
+async fn serve_admitted(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    gated: &Arc<Gated>,
+    client_cancel: CancelToken,
+) {
     let Some((call, epoch, shutdown)) = server.admit() else {
-        outbox.finish(error_reply(
+        gated.finish(error_reply(
             &request.id,
             Cause::ShuttingDown,
             "The server is shutting down.",
@@ -151,19 +198,20 @@ pub(crate) async fn serve_request(
         ));
         return;
     };
+    let mut end = CallEnd {
+        server,
+        call,
+        finished: false,
+    };
     let handler_cancel = CancelToken::new();
-    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
-    let gated: Arc<dyn Outbox> = Arc::new(Gated {
-        inner: Arc::clone(&outbox),
-        cancel: client_cancel.clone(),
-    });
+    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     // Boxed once: the request's whole state machine is large (every method's arm), and
     // moving it through the selects below would copy all of it each time.
     let work = Box::pin(handle(
         server,
         caller,
-        &request,
-        gated,
+        request,
+        outbox,
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
@@ -186,7 +234,7 @@ pub(crate) async fn serve_request(
     futures_util::pin_mut!(work);
     futures_util::pin_mut!(cancelled);
     match select(work, cancelled).await {
-        Either::Left((Some(reply), _)) if !client_cancel.is_cancelled() => outbox.finish(reply),
+        Either::Left((Some(reply), _)) => gated.finish(reply),
         Either::Left(_) => handler_cancel.cancel(),
         // C9, J9: the handler's token fires, the handler gets the one poll that observes it
         // (cooperative clean-up), then it is dropped; nothing more is sent.
@@ -195,13 +243,22 @@ pub(crate) async fn serve_request(
             let _ = futures_util::FutureExt::now_or_never(&mut work);
         }
     }
-    server.end_call(call);
+    end.finished = true;
 }
 
-/// An outbox that refuses everything once the client cancelled the request (C9).
+/// The outbox one request writes to: refuses everything once the client cancelled the request
+/// (C9) and remembers whether the reply went out (so a panic is answered only when it did not).
 struct Gated {
     inner: Arc<dyn Outbox>,
     cancel: CancelToken,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Gated {
+    /// Whether the request needs no further reply: it was answered or the client cancelled it.
+    fn finished(&self) -> bool {
+        self.cancel.is_cancelled() || self.finished.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl Outbox for Gated {
@@ -210,7 +267,12 @@ impl Outbox for Gated {
     }
 
     fn finish(&self, reply: Reply) {
-        if !self.cancel.is_cancelled() {
+        // At most one reply (the outbox contract), even if a panic races the normal reply.
+        if !self.cancel.is_cancelled()
+            && !self
+                .finished
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
             self.inner.finish(reply);
         }
     }
@@ -436,6 +498,7 @@ pub(crate) fn encode_complete(
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
 /// too-large tool result becomes the `result_too_large` failure (O40).
 fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Reply> {
+    super::fault::point(super::fault::points::REPLY);
     let info = &server.inner().info;
     let encoded = |body: Members, result_type: &str| {
         encode_result_raw(id, &with_identity(body, result_type, info))
@@ -648,15 +711,14 @@ fn check_meta(params: &Params<'_>) -> Result<RequestMeta, Answer> {
 
 /// Whether the method exists and its capability is advertised (A14).
 fn method_served(method: &str, registry: &Registry) -> bool {
-    match method {
-        "server/discover" | "subscriptions/listen" => true,
-        "tools/list" | "tools/call" => registry.has_tools(),
-        "resources/list" | "resources/templates/list" | "resources/read" => {
-            registry.has_resources()
-        }
-        "prompts/list" | "prompts/get" => registry.has_prompts(),
-        "completion/complete" => registry.has_prompts() || registry.has_resources(),
-        _ => false,
+    use crate::wire::methods::Needs;
+    match methods::needs(method) {
+        Some(Needs::Nothing) => true,
+        Some(Needs::Tools) => registry.has_tools(),
+        Some(Needs::Resources) => registry.has_resources(),
+        Some(Needs::Prompts) => registry.has_prompts(),
+        Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
+        None => false,
     }
 }
 
@@ -669,10 +731,11 @@ async fn handle(
     handler_cancel: CancelToken,
     client_cancel: CancelToken,
 ) -> Option<Reply> {
+    super::fault::point(super::fault::points::DISPATCH);
     let registry = server.registry();
     let method = request.method.as_str();
     let checked = if !method_served(method, &registry) {
-        Err(if REMOVED_METHODS.contains(&method) {
+        Err(if methods::is_removed(method) {
             Answer::Error {
                 cause: Cause::MethodNotFound,
                 message: format!("Method not found: {method} was removed in {PROTOCOL_VERSION}"),
@@ -831,6 +894,7 @@ fn discover(ctx: &Ctx) -> Answer {
 
 /// `completion/complete` (G-section).
 fn complete(ctx: &Ctx, params: &Params<'_>) -> Result<Answer, Answer> {
+    super::fault::point(super::fault::points::COMPLETE);
     let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
     let reference: Value = params
         .get("ref")
@@ -890,32 +954,11 @@ async fn listen(
     outbox: &Arc<dyn Outbox>,
     client_cancel: &CancelToken,
 ) -> Result<Answer, Answer> {
-    let bad = |m: &str| Answer::error(Cause::InvalidParams, m.to_owned());
-    let raw = params
+    let filter = params
         .get("notifications")
-        .ok_or_else(|| bad("notifications filter is required"))?;
-    let requested: Map<String, Value> =
-        serde_json::from_str(raw.get()).map_err(|_| bad("notifications must be an object"))?;
-    let flag = |k: &str| -> Result<bool, Answer> {
-        match requested.get(k) {
-            None => Ok(false),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(bad("notification flags must be booleans")),
-        }
-    };
-    let resource_subscriptions = match requested.get("resourceSubscriptions") {
-        None => None,
-        Some(v) => Some(
-            serde_json::from_value::<std::collections::BTreeSet<String>>(v.clone())
-                .map_err(|_| bad("resourceSubscriptions must be an array of strings"))?,
-        ),
-    };
-    let filter = Filter {
-        tools_list_changed: flag("toolsListChanged")?,
-        prompts_list_changed: flag("promptsListChanged")?,
-        resources_list_changed: flag("resourcesListChanged")?,
-        resource_subscriptions,
-    };
+        .ok_or(crate::wire::listen::FilterError::Missing)
+        .and_then(|raw| Filter::read(raw.get()))
+        .map_err(|e| Answer::error(Cause::InvalidParams, e.to_string()))?;
     let registry = &ctx.registry;
     let support = ServerSupport {
         tools_list_changed: registry.has_tools(),
@@ -934,6 +977,7 @@ async fn listen(
     );
     // However this future ends (client cancellation may drop it), the stream leaves the hub.
     let _guard = StreamGuard { ctx, key };
+    super::fault::point(super::fault::points::LISTEN_AFTER_ACK);
     let client = client_cancel.cancelled();
     let server_closed = closed.cancelled();
     let shutdown = ctx.cancel.cancelled();
@@ -1211,6 +1255,7 @@ mod tests {
         let gated = Gated {
             inner: inner.clone(),
             cancel: cancel.clone(),
+            finished: std::sync::atomic::AtomicBool::new(false),
         };
         let reply = || Reply {
             line: String::new(),

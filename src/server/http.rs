@@ -425,7 +425,7 @@ impl<D: Dispatch> Inner<D> {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        fault("call");
+        fault(fault_points::HTTP_CALL);
         let (parts, body) = request.into_parts();
         let mut body = std::pin::pin!(body);
         if let Some(refused) = self.check_head(&parts) {
@@ -455,7 +455,7 @@ impl<D: Dispatch> Inner<D> {
                 return refusal(cause, None, &message);
             }
         };
-        fault("body");
+        fault(fault_points::HTTP_BODY);
         let caller = parts
             .extensions
             .get::<Caller>()
@@ -487,7 +487,7 @@ impl<D: Dispatch> Inner<D> {
         };
         let mirrored = Mirrored::of(request.params.as_deref());
         let span = request_span(&request, &mirrored);
-        fault("headers");
+        fault(fault_points::HTTP_HEADERS);
         if let Err(e) = self.check_headers(&parts.headers, &caller, &request, &mirrored) {
             span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
             return refusal(
@@ -512,8 +512,7 @@ impl<D: Dispatch> Inner<D> {
         mirrored: &Mirrored<'_>,
     ) -> Result<(), HeaderError> {
         let method = request.method.as_str();
-        if crate::server::dispatch::REMOVED_METHODS.contains(&method)
-            && !headers.contains_key(&PROTOCOL_VERSION_NAME)
+        if crate::wire::methods::is_removed(method) && !headers.contains_key(&PROTOCOL_VERSION_NAME)
         {
             return Ok(());
         }
@@ -1640,35 +1639,24 @@ impl<D: Dispatch> hyper::service::Service<Request<hyper::body::Incoming>> for Co
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fault injection (tests only)
+// Fault points (tests only; see `crate::server::fault`)
 
-/// The armed fault point, if any (see [`fault`]).
-#[cfg(any(test, feature = "fault-injection"))]
-static ARMED_FAULT: Mutex<Option<String>> = Mutex::new(None);
-
-/// Arms (or with `None` disarms) the fault point `point`: the next time the host passes it,
-/// [`fault`] panics once. Points: `call` (service entry), `body` (after the body is read),
-/// `headers` (before the header checks).
-#[cfg(any(test, feature = "fault-injection"))]
-pub fn arm_fault(point: Option<&str>) {
-    *ARMED_FAULT.lock().unwrap_or_else(|p| p.into_inner()) = point.map(str::to_owned);
+/// Where the HTTP host itself can be made to panic (names a test arms with
+/// `server::fault::arm`).
+pub mod fault_points {
+    /// At the service entry, before anything of the request is read.
+    pub const HTTP_CALL: &str = "http-call";
+    /// After the body was read, before it is decoded.
+    pub const HTTP_BODY: &str = "http-body";
+    /// Before the mirrored headers are checked against the body.
+    pub const HTTP_HEADERS: &str = "http-headers";
 }
 
-/// The test-only fault hook: panics when a test armed `point` (once, then disarms).
-#[cfg(any(test, feature = "fault-injection"))]
-pub fn fault(point: &str) {
-    let mut armed = ARMED_FAULT.lock().unwrap_or_else(|p| p.into_inner());
-    if armed.as_deref() == Some(point) {
-        *armed = None;
-        drop(armed);
-        panic!("fault injected at {point}");
-    }
-}
-
-/// Without fault injection the hook is nothing.
-#[cfg(not(any(test, feature = "fault-injection")))]
+/// The host's fault hook: panics when a test armed `point` (nothing outside test builds).
 #[inline(always)]
-fn fault(_point: &str) {}
+fn fault(point: &'static str) {
+    crate::server::fault::point(point);
+}
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use crate::machine::subscriptions::{
     Change, Filter, Listen, ListenEffect, ListenEffects, ListenEvent, ServerSupport, SubscriptionId,
 };
 use crate::machine::Tick;
-use crate::wire::meta::SUBSCRIPTION_ID;
+use crate::wire::listen;
 
 struct Stream {
     machine: Listen,
@@ -114,40 +114,14 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
     for effect in effects.0 {
         match effect {
             ListenEffect::SendAcknowledged { id, filter } => {
-                let params = format!(
-                    r#"{{"notifications":{},"_meta":{{"{SUBSCRIPTION_ID}":{}}}}}"#,
-                    filter_json(&filter),
-                    id.0
-                );
-                open &= send(stream, "notifications/subscriptions/acknowledged", &params);
+                let params = listen::acknowledged_params(&id, &filter);
+                open &= send(stream, listen::ACKNOWLEDGED, &params);
             }
             ListenEffect::SendNotification { id, change } => {
-                let meta = format!(r#""_meta":{{"{SUBSCRIPTION_ID}":{}}}"#, id.0);
-                let (method, params) = match change {
-                    Change::ToolsListChanged => {
-                        ("notifications/tools/list_changed", format!("{{{meta}}}"))
-                    }
-                    Change::PromptsListChanged => {
-                        ("notifications/prompts/list_changed", format!("{{{meta}}}"))
-                    }
-                    Change::ResourcesListChanged => (
-                        "notifications/resources/list_changed",
-                        format!("{{{meta}}}"),
-                    ),
-                    Change::ResourceUpdated { uri } => (
-                        "notifications/resources/updated",
-                        format!(r#"{{"uri":{},{meta}}}"#, serde_json::Value::String(uri)),
-                    ),
-                };
-                open &= send(stream, method, &params);
+                open &= send(stream, change.method(), &change.params(&id));
             }
             ListenEffect::SendClosingResult { id } => {
-                let result = format!(
-                    r#"{{"resultType":"complete","_meta":{{"{SUBSCRIPTION_ID}":{},"{}":{}}}}}"#,
-                    id.0,
-                    crate::wire::meta::SERVER_INFO,
-                    info.get()
-                );
+                let result = listen::closing_result(&id, info);
                 match crate::wire::jsonrpc::RequestId::from_token(&id.0)
                     .ok()
                     .and_then(|rid| encode_result(&rid, &result).ok())
@@ -181,24 +155,4 @@ fn send(stream: &Stream, method: &str, params: &str) -> bool {
         Some(line) => stream.outbox.notify(line),
         None => true,
     }
-}
-
-fn filter_json(filter: &Filter) -> String {
-    let mut map = serde_json::Map::new();
-    if filter.tools_list_changed {
-        map.insert("toolsListChanged".into(), true.into());
-    }
-    if filter.prompts_list_changed {
-        map.insert("promptsListChanged".into(), true.into());
-    }
-    if filter.resources_list_changed {
-        map.insert("resourcesListChanged".into(), true.into());
-    }
-    if let Some(uris) = &filter.resource_subscriptions {
-        map.insert(
-            "resourceSubscriptions".into(),
-            uris.iter().cloned().collect::<Vec<_>>().into(),
-        );
-    }
-    serde_json::Value::Object(map).to_string()
 }

@@ -20,6 +20,7 @@
 //! (a restart or a second instance rejects it as `state_rejected`).
 
 mod dispatch;
+pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
 mod listen;

@@ -531,14 +531,15 @@ fn serve(
 }
 
 /// Polls a request once, here, with no waker: a request left pending is polled again by the
-/// task that takes it over, so no wake-up is lost. A panicking handler is contained as it would
-/// be in a task: its call gets no reply.
+/// task that takes it over, so no wake-up is lost. Panics are answered inside
+/// [`Server::serve`] (one reply per request); this catch is only the last guard that keeps the
+/// reading thread alive.
 fn poll_once(serving: &mut Serving) -> Poll<()> {
     let mut cx = Context::from_waker(Waker::noop());
     match std::panic::catch_unwind(AssertUnwindSafe(|| serving.as_mut().poll(&mut cx))) {
         Ok(poll) => poll,
         Err(_) => {
-            tracing::error!("a request handler panicked; the request gets no reply");
+            tracing::error!("a request panicked outside the dispatcher");
             Poll::Ready(())
         }
     }

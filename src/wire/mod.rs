@@ -8,7 +8,9 @@ pub mod errors;
 pub mod headers;
 pub mod jsonrpc;
 pub mod limits;
+pub mod listen;
 pub mod meta;
+pub mod methods;
 pub mod pin;
 pub mod result;
 
