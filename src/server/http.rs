@@ -966,16 +966,23 @@ async fn next_frame<B>(
 where
     B: Body,
 {
-    let next = std::future::poll_fn(|cx| {
+    let mut poll = |cx: &mut Context<'_>| {
         body.as_mut()
             .poll_frame(cx)
             .map(|frame| frame.map(|f| f.map_err(|_| ())))
-    });
-    match tokio::time::timeout(idle, next).await {
-        Err(_) => Err(Cause::BodyTimeout),
-        Ok(None) => Ok(None),
-        Ok(Some(Ok(frame))) => Ok(Some(frame)),
-        Ok(Some(Err(()))) => Err(Cause::InvalidRequest),
+    };
+    // The usual body is already buffered with the headers: take it without arming a timer.
+    let ready = std::future::poll_fn(|cx| Poll::Ready(poll(cx))).await;
+    let next = match ready {
+        Poll::Ready(next) => next,
+        Poll::Pending => tokio::time::timeout(idle, std::future::poll_fn(&mut poll))
+            .await
+            .map_err(|_| Cause::BodyTimeout)?,
+    };
+    match next {
+        None => Ok(None),
+        Some(Ok(frame)) => Ok(Some(frame)),
+        Some(Err(())) => Err(Cause::InvalidRequest),
     }
 }
 
