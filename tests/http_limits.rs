@@ -12,7 +12,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
-use strict_mcp::server::http::{serve_with, HttpConfig, McpHttp, ServeConfig, MAX_DRAIN_BYTES};
+use strict_mcp::server::http::{
+    serve_with, HttpConfig, McpHttp, ServeConfig, MAX_DRAIN_BYTES, MAX_DRAIN_TIME,
+    MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
+};
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -532,6 +535,101 @@ fn b22_legacy_initialize_over_http_is_32601_with_supported_versions() {
                 r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch: required header MCP-Protocol-Version is missing"}}"#
             )
         );
+        host.stop().await;
+    });
+}
+
+/// `MAX_DRAIN_TIME`: a refused body that keeps trickling is read away for at most that long,
+/// then the host answers and closes; it is not held open by a slow sender.
+#[test]
+fn o36_drain_stops_after_max_drain_time() {
+    mt().block_on(async {
+        let host = start(HttpConfig::default(), ServeConfig::default()).await;
+        let declared = 3 * 1024 * 1024;
+        let mut s = TcpStream::connect(host.addr).await.unwrap();
+        let mut request = list_head("/mcp", declared).into_bytes();
+        // Past the 2 MiB cap at once, then one byte every 50 ms (well within the body time-out).
+        request.resize(request.len() + 2 * 1024 * 1024 + 1, b' ');
+        s.write_all(&request).await.unwrap();
+        let refused = Instant::now();
+        let (mut rd, mut wr) = s.split();
+        let trickle = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if wr.write_all(b" ").await.is_err() {
+                    return;
+                }
+            }
+        };
+        let ended = async {
+            let mut sink = [0u8; 4096];
+            while let Ok(n) = rd.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            refused.elapsed()
+        };
+        let waited = tokio::select! {
+            () = trickle => unreachable!("the trickle only ends when the host closes"),
+            waited = ended => waited,
+        };
+        assert!(
+            waited >= MAX_DRAIN_TIME - Duration::from_millis(100) && waited < MAX_DRAIN_TIME * 2,
+            "{waited:?}"
+        );
+        host.stop().await;
+    });
+}
+
+/// Refused connections: each gets its 503 and lingers at most `REFUSAL_LINGER` even if the
+/// client never closes; at most `MAX_LINGERING_REFUSALS` linger at once, and one more is
+/// closed at once without an answer.
+#[test]
+fn max_lingering_refusals_bounds_refused_connections() {
+    mt().block_on(async {
+        let serve = ServeConfig {
+            max_connections: 1,
+            ..ServeConfig::default()
+        };
+        let host = start(HttpConfig::default(), serve).await;
+        let mut held = TcpStream::connect(host.addr).await.unwrap();
+        held.write_all(&list_request("/mcp")).await.unwrap();
+        assert_eq!(read_answer(&mut held).await.unwrap().status, 200);
+        let started = Instant::now();
+        let mut lingering = Vec::new();
+        for _ in 0..MAX_LINGERING_REFUSALS {
+            lingering.push(TcpStream::connect(host.addr).await.unwrap());
+        }
+        for s in &mut lingering {
+            assert_eq!(
+                read_answer(s).await.expect("a 503 at the bound").status,
+                503
+            );
+        }
+        let mut one_more = TcpStream::connect(host.addr).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            one_more.read_to_end(&mut answer),
+        )
+        .await
+        .expect("closed at once");
+        assert!(
+            started.elapsed() < REFUSAL_LINGER,
+            "setup too slow to test the bound: {:?}",
+            started.elapsed()
+        );
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+        // The lingering ones end after REFUSAL_LINGER though their clients stay silent (they
+        // see EOF at once, the half-close): then a refused connection gets its 503 again.
+        tokio::time::sleep(REFUSAL_LINGER + Duration::from_millis(300)).await;
+        let mut again = TcpStream::connect(host.addr).await.unwrap();
+        assert_eq!(
+            read_answer(&mut again).await.expect("a 503 again").status,
+            503
+        );
+        drop(lingering);
         host.stop().await;
     });
 }
