@@ -22,6 +22,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 const PV: &str = "2026-07-28";
 
+/// How long the `slow` tool takes: past the short time-outs the tests configure.
+const SLOW_CALL: Duration = Duration::from_millis(900);
+
 #[derive(Deserialize, JsonSchema)]
 struct EchoIn {
     /// Text to echo.
@@ -46,6 +49,13 @@ async fn start(http: HttpConfig, serve: ServeConfig) -> Host {
         .tool(ToolDef::typed(
             "echo",
             |_i: Invocation, i: EchoIn| async move { Ok(EchoOut { text: i.text }) },
+        ))
+        .tool(ToolDef::typed(
+            "slow",
+            |_i: Invocation, i: EchoIn| async move {
+                tokio::time::sleep(SLOW_CALL).await;
+                Ok(EchoOut { text: i.text })
+            },
         ))
         .build()
         .unwrap();
@@ -630,6 +640,45 @@ fn max_lingering_refusals_bounds_refused_connections() {
             503
         );
         drop(lingering);
+        host.stop().await;
+    });
+}
+
+/// A response that takes longer than the header and idle time-outs is not cut and leaves the
+/// connection open: the request is in flight (not idle), and hyper's header timer runs only
+/// while it waits for a request.
+#[test]
+fn long_call_outlives_header_and_idle_timeouts() {
+    mt().block_on(async {
+        let serve = ServeConfig {
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(300),
+            ..ServeConfig::default()
+        };
+        let host = start(HttpConfig::default(), serve).await;
+        let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "slow", "arguments": {"text": "late"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": PV,
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }})
+        .to_string();
+        let head = list_head("/mcp", body.len()).replace(
+            "Mcp-Method: tools/list\r\n",
+            "Mcp-Method: tools/call\r\nMcp-Name: slow\r\n",
+        );
+        let mut s = TcpStream::connect(host.addr).await.unwrap();
+        let started = Instant::now();
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        let a = read_answer(&mut s).await.expect("the slow call's answer");
+        assert!(started.elapsed() >= SLOW_CALL);
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert!(a.body.contains("late"), "{}", a.body);
+        // Not counted as idle while the call ran: the connection is still open for the next.
+        s.write_all(&list_request("/mcp")).await.unwrap();
+        assert_eq!(read_answer(&mut s).await.expect("kept alive").status, 200);
         host.stop().await;
     });
 }

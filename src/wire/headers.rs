@@ -1,7 +1,7 @@
 //! The Streamable HTTP request-metadata headers (D15–D30), for both roles and any runtime.
 //!
-//! Everything here works over header names and raw value bytes, so a hyper host, another HTTP
-//! stack or a client can use it:
+//! Everything here works over header names and raw value bytes, so any HTTP server
+//! library or a client can use it:
 //!
 //! * the header names ([`PROTOCOL_VERSION_HEADER`], [`METHOD_HEADER`], [`NAME_HEADER`],
 //!   [`PARAM_HEADER_PREFIX`]) and the base64 sentinel ([`encode_header_value`],
@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::wire::limits;
 
-/// The `MCP-Protocol-Version` header (D15), lower-case as HTTP/2 and hyper spell names.
+/// The `MCP-Protocol-Version` header (D15), lower-case, as HTTP/2 spells names.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 /// The `Mcp-Method` header (D16).
 pub const METHOD_HEADER: &str = "mcp-method";
