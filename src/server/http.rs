@@ -1531,17 +1531,15 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
 }
 
 /// Requests in flight on one connection and since when it has had none, for the idle
-/// time-out.
+/// time-out. Nothing is signalled per request: the watchdog rechecks when its deadline comes.
 struct Activity {
     state: Mutex<(usize, tokio::time::Instant)>,
-    changed: tokio::sync::Notify,
 }
 
 impl Activity {
     fn new() -> Self {
         Activity {
             state: Mutex::new((0, tokio::time::Instant::now())),
-            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -1551,25 +1549,22 @@ impl Activity {
 
     fn begin(self: &Arc<Self>) -> Busy {
         self.lock().0 += 1;
-        self.changed.notify_one();
         Busy(self.clone())
     }
 
-    /// Resolves once the connection has had no request in flight for `idle`.
+    /// Resolves once the connection has had no request in flight for `idle`. While requests
+    /// run it wakes once per `idle` to look again.
     async fn idle_expired(&self, idle: Duration) {
+        let mut deadline = tokio::time::Instant::now() + idle;
         loop {
+            tokio::time::sleep_until(deadline).await;
             let (in_flight, since) = *self.lock();
             if in_flight > 0 {
-                self.changed.notified().await;
-                continue;
-            }
-            tokio::select! {
-                () = tokio::time::sleep_until(since + idle) => {
-                    if *self.lock() == (0, since) {
-                        return;
-                    }
-                }
-                () = self.changed.notified() => {}
+                deadline = tokio::time::Instant::now() + idle;
+            } else if since + idle <= tokio::time::Instant::now() {
+                return;
+            } else {
+                deadline = since + idle;
             }
         }
     }
@@ -1585,8 +1580,6 @@ impl Drop for Busy {
         if s.0 == 0 {
             s.1 = tokio::time::Instant::now();
         }
-        drop(s);
-        self.0.changed.notify_one();
     }
 }
 
