@@ -959,15 +959,15 @@ async fn request_state_round_trip_and_tampering_through_the_server() {
         tampered["inputResponses"] = json!({"confirm": accept(json!({"ok": true}))});
         tampered["requestState"] = json!(format!("{state}x"));
         let refused = s.call(tampered).await;
-        // The server reports a rejected state as the tool failure `state_rejected`
-        // (interfaces.md); the public suite's tampered-state check expects a JSON-RPC error.
+        // X21: on a direct-mode tools/call a rejected state is the JSON-RPC error -32602 with
+        // the reason, as the public suite's tampered-state check expects; no result at all.
+        assert!(refused.get("result").is_none(), "{refused}");
         assert_eq!(
-            refused["result"]["structuredContent"],
-            json!({"failure": {"code": "state_rejected",
-                "message": "The requestState was rejected.", "retryable": false}}),
+            refused["error"],
+            json!({"code": -32602, "message": "The requestState was rejected.",
+                "data": {"reason": "state_rejected", "retryable": false}}),
             "{refused}"
         );
-        assert_eq!(refused["result"]["isError"], true);
 
         let mut retry = params;
         retry["inputResponses"] = json!({"confirm": accept(json!({"ok": true}))});

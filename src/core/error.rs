@@ -205,7 +205,9 @@ pub struct Diagnostic {
     pub allowed_keys: Option<Vec<String>>,
 }
 
-/// A typed tool failure: reported as a result with `isError: true`, never as a panic (O109).
+/// A typed tool failure: reported as a result with `isError: true`, never as a panic.
+// (O109; the doc comment above is published as the failure schema's description, so it
+// carries no internal references.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolFailure {

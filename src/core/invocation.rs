@@ -26,6 +26,8 @@ pub struct ClientCapabilities {
     form: bool,
     url: bool,
     sampling: bool,
+    sampling_tools: bool,
+    sampling_context: bool,
     roots: bool,
     presentation: Presentation,
 }
@@ -125,10 +127,15 @@ impl ClientCapabilities {
         let form = elicitation
             .is_some_and(|e| e.is_empty() || e.get("form").is_some_and(Value::is_object));
         let url = elicitation.is_some_and(|e| e.get("url").is_some_and(Value::is_object));
+        let sampling = value.get("sampling").and_then(Value::as_object);
+        let sampling_has =
+            |key: &str| sampling.is_some_and(|s| s.get(key).is_some_and(Value::is_object));
         ClientCapabilities {
             form,
             url,
-            sampling: value.get("sampling").is_some_and(Value::is_object),
+            sampling: sampling.is_some(),
+            sampling_tools: sampling_has("tools"),
+            sampling_context: sampling_has("context"),
             roots: value.get("roots").is_some_and(Value::is_object),
             presentation: Presentation::from_capabilities(&value),
         }
@@ -153,6 +160,18 @@ impl ClientCapabilities {
     #[must_use]
     pub fn sampling(&self) -> bool {
         self.sampling
+    }
+
+    /// Whether the client declared `sampling.tools` (tool use inside sampling, M3).
+    #[must_use]
+    pub fn sampling_tools(&self) -> bool {
+        self.sampling_tools
+    }
+
+    /// Whether the client declared `sampling.context` (a non-`none` `includeContext`, M3).
+    #[must_use]
+    pub fn sampling_context(&self) -> bool {
+        self.sampling_context
     }
 
     /// Whether the client declared `roots`.
@@ -255,62 +274,7 @@ impl ProgressGate {
     }
 }
 
-/// RFC 5424 severities in ascending order (L4), as sent in `_meta` `logLevel` and in
-/// `notifications/message`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LogLevel {
-    /// `debug`
-    Debug,
-    /// `info`
-    Info,
-    /// `notice`
-    Notice,
-    /// `warning`
-    Warning,
-    /// `error`
-    Error,
-    /// `critical`
-    Critical,
-    /// `alert`
-    Alert,
-    /// `emergency`
-    Emergency,
-}
-
-impl LogLevel {
-    /// Every level, least severe first.
-    pub const ALL: [LogLevel; 8] = [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Notice,
-        LogLevel::Warning,
-        LogLevel::Error,
-        LogLevel::Critical,
-        LogLevel::Alert,
-        LogLevel::Emergency,
-    ];
-
-    /// The wire name.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
-    }
-
-    /// Parses a wire name; anything else is `None` (the server answers -32602, L3).
-    #[must_use]
-    pub fn parse(name: &str) -> Option<LogLevel> {
-        LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
-    }
-}
+pub use crate::wire::logging::LogLevel;
 
 /// Where a handler's log messages go. The server installs one only for requests whose `_meta`
 /// asks for logging (L2), filtering by the requested level and delivering on that request's
@@ -515,7 +479,8 @@ impl Invocation {
         self.responses.get(key).map(AsRef::as_ref)
     }
 
-    /// Builds a form elicitation. The schema must be a flat object of primitive properties.
+    /// Builds a form elicitation. The schema must be a flat object of primitive properties
+    /// (I19; the rules are listed on the checker in [`crate::core::schema`]).
     ///
     /// # Errors
     /// -32021 when the request did not declare form elicitation; -32603 when the schema is
@@ -537,7 +502,7 @@ impl Invocation {
                 required: json!({"elicitation": {"form": {}}}),
             });
         }
-        if let Err(reason) = check_flat_schema(&requested_schema) {
+        if let Err(reason) = crate::core::schema::check_flat_schema(&requested_schema) {
             tracing::warn!(%reason, "elicitation schema is not a flat primitive object");
             return Err(CoreError::Internal { retryable: false });
         }
@@ -570,11 +535,34 @@ impl Invocation {
     /// Builds a sampling request from `CreateMessageRequestParams`.
     ///
     /// # Errors
-    /// -32021 when the request did not declare `sampling`.
+    /// -32021 when the request did not declare `sampling`; also when `params` carry `tools`
+    /// or `toolChoice` without `sampling.tools`, or an `includeContext` other than `"none"`
+    /// without `sampling.context` (M3). `data.requiredCapabilities` names everything missing,
+    /// e.g. `{"sampling":{"tools":{}}}`.
+    ///
+    /// ```
+    /// use strict_mcp::core::{Caller, ClientCapabilities, Invocation};
+    /// let caps = ClientCapabilities::from_value(serde_json::json!({"sampling": {}}));
+    /// let inv = Invocation::new(Caller::anonymous()).with_capabilities(caps);
+    /// let params = serde_json::json!({"messages": [], "maxTokens": 10, "tools": []});
+    /// let err = inv.sample(params).unwrap_err();
+    /// assert_eq!(err.data().unwrap(), serde_json::json!({"requiredCapabilities": {"sampling": {"tools": {}}}}));
+    /// ```
     pub fn sample(&self, params: Value) -> Result<InputRequest, CoreError> {
-        if !self.caps.sampling {
+        let mut needed = serde_json::Map::new();
+        let uses_tools = params.get("tools").is_some() || params.get("toolChoice").is_some();
+        if uses_tools && !self.caps.sampling_tools {
+            needed.insert("tools".to_owned(), json!({}));
+        }
+        let uses_context = params
+            .get("includeContext")
+            .is_some_and(|c| c.as_str() != Some("none"));
+        if uses_context && !self.caps.sampling_context {
+            needed.insert("context".to_owned(), json!({}));
+        }
+        if !self.caps.sampling || !needed.is_empty() {
             return Err(CoreError::MissingCapability {
-                required: json!({"sampling": {}}),
+                required: json!({ "sampling": needed }),
             });
         }
         Ok(InputRequest {
@@ -765,31 +753,4 @@ impl Invocation {
             }),
         }
     }
-}
-
-fn check_flat_schema(schema: &Value) -> Result<(), String> {
-    if schema.get("type") != Some(&Value::String("object".to_owned())) {
-        return Err("root must be `type: object`".to_owned());
-    }
-    let Some(props) = schema.get("properties") else {
-        return Ok(());
-    };
-    let props = props.as_object().ok_or("`properties` must be an object")?;
-    for (name, prop) in props {
-        let ty = prop.get("type").and_then(Value::as_str).unwrap_or("");
-        let ok = match ty {
-            "string" | "number" | "integer" | "boolean" => true,
-            "array" => {
-                prop.get("items")
-                    .and_then(|i| i.get("type"))
-                    .and_then(Value::as_str)
-                    == Some("string")
-            }
-            _ => false,
-        };
-        if !ok {
-            return Err(format!("property `{name}` is not a primitive"));
-        }
-    }
-    Ok(())
 }

@@ -881,3 +881,640 @@ fn admits_null(prop: &Value) -> bool {
 
 // The `x-mcp-header` rules live with the other header rules; the old path stays.
 pub use crate::wire::headers::{check_mcp_headers, HeaderViolation, MAX_HEADER_INTEGER};
+
+/// Why an elicitation `requestedSchema` is not a flat object of primitive properties (I19),
+/// the restricted subset of JSON Schema every client can render as a form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FlatSchemaError {
+    /// The root is not an object with `type: "object"`.
+    #[error("the root must be an object with `type: \"object\"`")]
+    RootType,
+    /// The root has no `properties` object.
+    #[error("the root must have a `properties` object")]
+    RootProperties,
+    /// The root carries a keyword outside `$schema`, `type`, `properties`, `required`.
+    #[error("keyword `{0}` is not allowed at the root")]
+    RootKeyword(String),
+    /// `$schema` is not a string.
+    #[error("`$schema` must be a string")]
+    SchemaUri,
+    /// `required` is not an array of strings.
+    #[error("`required` must be an array of property names")]
+    Required,
+    /// `required` names something that is not a property (the form could never satisfy it).
+    #[error("`required` names `{0}`, which is not a property")]
+    RequiredUnknown(String),
+    /// One property breaks the rules of its kind.
+    #[error("property `{name}`: {problem}")]
+    Property {
+        /// The property name.
+        name: String,
+        /// What is wrong with it.
+        problem: PropertyProblem,
+    },
+}
+
+/// What is wrong with one property of a `requestedSchema`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PropertyProblem {
+    /// The property schema is not an object.
+    #[error("the schema must be an object")]
+    NotObject,
+    /// `type` is missing or names no primitive kind (objects and `null` included).
+    #[error("`type` must be string, number, integer, boolean or array")]
+    Kind,
+    /// A keyword this kind does not allow (nesting keywords such as `properties` included).
+    #[error("keyword `{0}` is not allowed here")]
+    Keyword(String),
+    /// A keyword's value has the wrong JSON type or range.
+    #[error("keyword `{0}` has the wrong type")]
+    KeywordType(&'static str),
+    /// `format` is not one of email, uri, date, date-time.
+    #[error("format `{0}` is not one of email, uri, date, date-time")]
+    Format(String),
+    /// Both `enum` and `oneOf`: a single-select enum uses one form.
+    #[error("`enum` and `oneOf` cannot be combined")]
+    EnumAndOneOf,
+    /// `enum`, `oneOf` or `items.anyOf` is empty, repeats a value or has a malformed option.
+    #[error("the options must be a non-empty list of distinct strings or {{const, title}} pairs")]
+    Options,
+    /// `enumNames` does not give one string per `enum` value.
+    #[error("`enumNames` must give one string per `enum` value")]
+    EnumNames,
+    /// An array whose `items` are not a string enum (arrays of objects included).
+    #[error("`items` must be `{{type: \"string\", enum}}` or `{{anyOf: [{{const, title}}]}}`")]
+    Items,
+    /// A lower bound above its upper bound.
+    #[error("`{0}` exceeds its upper bound")]
+    Range(&'static str),
+    /// `default` does not fit the property.
+    #[error("`default` does not fit the property")]
+    Default,
+}
+
+/// Keywords every property kind may carry.
+const ANNOTATIONS: [&str; 3] = ["type", "title", "description"];
+
+/// Checks an elicitation `requestedSchema` against I19: a root `{type: "object", properties,
+/// required?, $schema?}` whose properties are each one of string (`minLength`, `maxLength`,
+/// `format`, `default`), number or integer (`minimum`, `maximum`, `default`), boolean
+/// (`default`), single-select enum (`enum` with optional legacy `enumNames`, or `oneOf` of
+/// `{const, title}`), or multi-select enum (array whose `items` are `{type: "string", enum}`
+/// or `{anyOf: [{const, title}]}`, plus `minItems`/`maxItems`); each kind may also carry
+/// `title` and `description`. Anything else is refused, so no client meets a form it cannot
+/// render.
+pub(crate) fn check_flat_schema(schema: &Value) -> Result<(), FlatSchemaError> {
+    let root = schema
+        .as_object()
+        .filter(|m| m.get("type").and_then(Value::as_str) == Some("object"))
+        .ok_or(FlatSchemaError::RootType)?;
+    if let Some(key) = root
+        .keys()
+        .find(|k| !["$schema", "type", "properties", "required"].contains(&k.as_str()))
+    {
+        return Err(FlatSchemaError::RootKeyword(key.clone()));
+    }
+    if root.get("$schema").is_some_and(|s| !s.is_string()) {
+        return Err(FlatSchemaError::SchemaUri);
+    }
+    let props = root
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or(FlatSchemaError::RootProperties)?;
+    if let Some(required) = root.get("required") {
+        let names = required.as_array().ok_or(FlatSchemaError::Required)?;
+        for name in names {
+            let name = name.as_str().ok_or(FlatSchemaError::Required)?;
+            if !props.contains_key(name) {
+                return Err(FlatSchemaError::RequiredUnknown(name.to_owned()));
+            }
+        }
+    }
+    for (name, prop) in props {
+        check_primitive(prop).map_err(|problem| FlatSchemaError::Property {
+            name: name.clone(),
+            problem,
+        })?;
+    }
+    Ok(())
+}
+
+fn check_primitive(prop: &Value) -> Result<(), PropertyProblem> {
+    let map = prop.as_object().ok_or(PropertyProblem::NotObject)?;
+    for key in ["title", "description"] {
+        if map.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(PropertyProblem::KeywordType(key));
+        }
+    }
+    let only = |allowed: &[&str]| match map
+        .keys()
+        .find(|k| !ANNOTATIONS.contains(&k.as_str()) && !allowed.contains(&k.as_str()))
+    {
+        Some(key) => Err(PropertyProblem::Keyword(key.clone())),
+        None => Ok(()),
+    };
+    match map.get("type").and_then(Value::as_str) {
+        Some("string") if map.contains_key("enum") || map.contains_key("oneOf") => {
+            only(&["enum", "enumNames", "oneOf", "default"])?;
+            let values = match (map.get("enum"), map.get("oneOf")) {
+                (Some(_), Some(_)) => return Err(PropertyProblem::EnumAndOneOf),
+                (Some(values), None) => {
+                    let values = string_options(values)?;
+                    if let Some(names) = map.get("enumNames") {
+                        let names = names.as_array().ok_or(PropertyProblem::EnumNames)?;
+                        if names.len() != values.len() || !names.iter().all(Value::is_string) {
+                            return Err(PropertyProblem::EnumNames);
+                        }
+                    }
+                    values
+                }
+                (None, Some(options)) => {
+                    if map.contains_key("enumNames") {
+                        return Err(PropertyProblem::Keyword("enumNames".to_owned()));
+                    }
+                    titled_options(options)?
+                }
+                (None, None) => Vec::new(),
+            };
+            match map.get("default") {
+                None => Ok(()),
+                Some(Value::String(d)) if values.contains(&d.as_str()) => Ok(()),
+                Some(_) => Err(PropertyProblem::Default),
+            }
+        }
+        Some("string") => {
+            only(&["minLength", "maxLength", "format", "default"])?;
+            let min = length(map, "minLength")?;
+            let max = length(map, "maxLength")?;
+            if let (Some(min), Some(max)) = (min, max) {
+                if min > max {
+                    return Err(PropertyProblem::Range("minLength"));
+                }
+            }
+            match map.get("format") {
+                None => {}
+                Some(Value::String(f))
+                    if ["email", "uri", "date", "date-time"].contains(&f.as_str()) => {}
+                Some(Value::String(f)) => return Err(PropertyProblem::Format(f.clone())),
+                Some(_) => return Err(PropertyProblem::KeywordType("format")),
+            }
+            match map.get("default") {
+                None | Some(Value::String(_)) => Ok(()),
+                Some(_) => Err(PropertyProblem::Default),
+            }
+        }
+        Some(kind @ ("number" | "integer")) => {
+            only(&["minimum", "maximum", "default"])?;
+            let bound = |key: &'static str| match map.get(key) {
+                None => Ok(None),
+                Some(Value::Number(n)) => Ok(n.as_f64()),
+                Some(_) => Err(PropertyProblem::KeywordType(key)),
+            };
+            if let (Some(min), Some(max)) = (bound("minimum")?, bound("maximum")?) {
+                if min > max {
+                    return Err(PropertyProblem::Range("minimum"));
+                }
+            }
+            match map.get("default") {
+                None => Ok(()),
+                Some(Value::Number(n)) if kind == "number" || n.is_i64() || n.is_u64() => Ok(()),
+                Some(_) => Err(PropertyProblem::Default),
+            }
+        }
+        Some("boolean") => {
+            only(&["default"])?;
+            match map.get("default") {
+                None | Some(Value::Bool(_)) => Ok(()),
+                Some(_) => Err(PropertyProblem::Default),
+            }
+        }
+        Some("array") => {
+            only(&["items", "minItems", "maxItems", "default"])?;
+            let items = map
+                .get("items")
+                .and_then(Value::as_object)
+                .ok_or(PropertyProblem::Items)?;
+            let values = match (items.get("type"), items.get("enum"), items.get("anyOf")) {
+                (Some(Value::String(t)), Some(values), None)
+                    if t == "string" && items.len() == 2 =>
+                {
+                    string_options(values)?
+                }
+                (None, None, Some(options)) if items.len() == 1 => titled_options(options)?,
+                _ => return Err(PropertyProblem::Items),
+            };
+            let min = length(map, "minItems")?;
+            let max = length(map, "maxItems")?;
+            if let (Some(min), Some(max)) = (min, max) {
+                if min > max {
+                    return Err(PropertyProblem::Range("minItems"));
+                }
+            }
+            match map.get("default") {
+                None => Ok(()),
+                Some(Value::Array(chosen))
+                    if chosen
+                        .iter()
+                        .all(|c| c.as_str().is_some_and(|c| values.contains(&c))) =>
+                {
+                    Ok(())
+                }
+                Some(_) => Err(PropertyProblem::Default),
+            }
+        }
+        _ => Err(PropertyProblem::Kind),
+    }
+}
+
+/// A non-negative integer keyword (`minLength`, `maxItems`, …), when present.
+fn length(map: &Map<String, Value>, key: &'static str) -> Result<Option<u64>, PropertyProblem> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or(PropertyProblem::KeywordType(key)),
+    }
+}
+
+/// `enum` values: a non-empty array of distinct strings.
+fn string_options(values: &Value) -> Result<Vec<&str>, PropertyProblem> {
+    let values = values.as_array().ok_or(PropertyProblem::Options)?;
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        let v = v.as_str().ok_or(PropertyProblem::Options)?;
+        if out.contains(&v) {
+            return Err(PropertyProblem::Options);
+        }
+        out.push(v);
+    }
+    if out.is_empty() {
+        return Err(PropertyProblem::Options);
+    }
+    Ok(out)
+}
+
+/// `oneOf` / `anyOf` options: a non-empty array of `{const, title}` string pairs with distinct
+/// values.
+fn titled_options(options: &Value) -> Result<Vec<&str>, PropertyProblem> {
+    let options = options.as_array().ok_or(PropertyProblem::Options)?;
+    let mut out = Vec::with_capacity(options.len());
+    for option in options {
+        let option = option.as_object().ok_or(PropertyProblem::Options)?;
+        let (Some(Value::String(value)), Some(Value::String(_)), 2) =
+            (option.get("const"), option.get("title"), option.len())
+        else {
+            return Err(PropertyProblem::Options);
+        };
+        if out.contains(&value.as_str()) {
+            return Err(PropertyProblem::Options);
+        }
+        out.push(value.as_str());
+    }
+    if out.is_empty() {
+        return Err(PropertyProblem::Options);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod flat_schema_tests {
+    //! I19: one accept and at least one refusal per rule of the flat `requestedSchema`.
+
+    use super::{check_flat_schema, FlatSchemaError, PropertyProblem};
+    use serde_json::{json, Value};
+
+    /// A root holding one property `p`.
+    fn one(prop: Value) -> Value {
+        json!({"type": "object", "properties": {"p": prop}})
+    }
+
+    fn accepts(prop: Value) {
+        let schema = one(prop);
+        assert_eq!(check_flat_schema(&schema), Ok(()), "{schema}");
+    }
+
+    fn refuses(prop: Value, problem: PropertyProblem) {
+        let schema = one(prop);
+        assert_eq!(
+            check_flat_schema(&schema),
+            Err(FlatSchemaError::Property {
+                name: "p".to_owned(),
+                problem
+            }),
+            "{schema}"
+        );
+    }
+
+    fn keyword(k: &str) -> PropertyProblem {
+        PropertyProblem::Keyword(k.to_owned())
+    }
+
+    #[test]
+    fn i19_root_is_an_object_with_properties_and_optional_required_and_schema() {
+        let ok = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "required": ["a"],
+        });
+        assert_eq!(check_flat_schema(&ok), Ok(()));
+        assert_eq!(
+            check_flat_schema(&json!({"type": "object", "properties": {}})),
+            Ok(())
+        );
+        for bad in [
+            json!({"properties": {}}),
+            json!({"type": "string", "properties": {}}),
+            json!(["type", "object"]),
+            json!(null),
+        ] {
+            assert_eq!(
+                check_flat_schema(&bad),
+                Err(FlatSchemaError::RootType),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            check_flat_schema(&json!({"type": "object"})),
+            Err(FlatSchemaError::RootProperties)
+        );
+        assert_eq!(
+            check_flat_schema(&json!({"type": "object", "properties": []})),
+            Err(FlatSchemaError::RootProperties)
+        );
+        assert_eq!(
+            check_flat_schema(
+                &json!({"type": "object", "properties": {}, "additionalProperties": false})
+            ),
+            Err(FlatSchemaError::RootKeyword(
+                "additionalProperties".to_owned()
+            ))
+        );
+        assert_eq!(
+            check_flat_schema(&json!({"$schema": 7, "type": "object", "properties": {}})),
+            Err(FlatSchemaError::SchemaUri)
+        );
+    }
+
+    #[test]
+    fn i19_required_lists_property_names() {
+        for bad in [json!("a"), json!([1]), json!([null])] {
+            let schema =
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": bad});
+            assert_eq!(
+                check_flat_schema(&schema),
+                Err(FlatSchemaError::Required),
+                "{schema}"
+            );
+        }
+        let schema =
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]});
+        assert_eq!(
+            check_flat_schema(&schema),
+            Err(FlatSchemaError::RequiredUnknown("b".to_owned()))
+        );
+    }
+
+    #[test]
+    fn i19_every_kind_may_carry_title_and_description_as_strings() {
+        accepts(json!({"type": "boolean", "title": "OK?", "description": "Tick to agree."}));
+        refuses(
+            json!({"type": "boolean", "title": 1}),
+            PropertyProblem::KeywordType("title"),
+        );
+        refuses(
+            json!({"type": "string", "description": ["x"]}),
+            PropertyProblem::KeywordType("description"),
+        );
+    }
+
+    #[test]
+    fn i19_string_with_lengths_format_and_default() {
+        accepts(json!({"type": "string"}));
+        accepts(json!({"type": "string", "minLength": 0, "maxLength": 0}));
+        accepts(json!({"type": "string", "minLength": 1, "maxLength": 64, "default": "x"}));
+        for format in ["email", "uri", "date", "date-time"] {
+            accepts(json!({"type": "string", "format": format}));
+        }
+        refuses(
+            json!({"type": "string", "format": "ipv4"}),
+            PropertyProblem::Format("ipv4".to_owned()),
+        );
+        refuses(
+            json!({"type": "string", "format": 1}),
+            PropertyProblem::KeywordType("format"),
+        );
+        refuses(
+            json!({"type": "string", "minLength": -1}),
+            PropertyProblem::KeywordType("minLength"),
+        );
+        refuses(
+            json!({"type": "string", "maxLength": "5"}),
+            PropertyProblem::KeywordType("maxLength"),
+        );
+        refuses(
+            json!({"type": "string", "minLength": 1.5}),
+            PropertyProblem::KeywordType("minLength"),
+        );
+        refuses(
+            json!({"type": "string", "minLength": 3, "maxLength": 2}),
+            PropertyProblem::Range("minLength"),
+        );
+        refuses(
+            json!({"type": "string", "default": 1}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "string", "pattern": "^a"}),
+            keyword("pattern"),
+        );
+        refuses(json!({"type": "string", "minimum": 1}), keyword("minimum"));
+    }
+
+    #[test]
+    fn i19_number_and_integer_with_bounds_and_default() {
+        accepts(json!({"type": "number", "minimum": -1.5, "maximum": 2.5, "default": 0.5}));
+        accepts(json!({"type": "integer", "minimum": 1, "maximum": 1, "default": 1}));
+        refuses(
+            json!({"type": "integer", "default": 1.5}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "number", "default": "1"}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "number", "minimum": "0"}),
+            PropertyProblem::KeywordType("minimum"),
+        );
+        refuses(
+            json!({"type": "integer", "maximum": null}),
+            PropertyProblem::KeywordType("maximum"),
+        );
+        refuses(
+            json!({"type": "number", "minimum": 2, "maximum": 1}),
+            PropertyProblem::Range("minimum"),
+        );
+        refuses(
+            json!({"type": "number", "multipleOf": 2}),
+            keyword("multipleOf"),
+        );
+        refuses(
+            json!({"type": "integer", "exclusiveMinimum": 0}),
+            keyword("exclusiveMinimum"),
+        );
+    }
+
+    #[test]
+    fn i19_boolean_with_default() {
+        accepts(json!({"type": "boolean", "default": false}));
+        refuses(
+            json!({"type": "boolean", "default": "false"}),
+            PropertyProblem::Default,
+        );
+        refuses(json!({"type": "boolean", "const": true}), keyword("const"));
+    }
+
+    #[test]
+    fn i19_single_select_enum_untitled_titled_and_legacy() {
+        accepts(json!({"type": "string", "enum": ["a", "b"], "default": "b"}));
+        accepts(json!({"type": "string", "oneOf": [{"const": "a", "title": "A"}], "default": "a"}));
+        accepts(json!({"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]}));
+        refuses(
+            json!({"type": "string", "enum": ["a"], "oneOf": [{"const": "a", "title": "A"}]}),
+            PropertyProblem::EnumAndOneOf,
+        );
+        for options in [json!([]), json!(["a", "a"]), json!([1]), json!("a")] {
+            refuses(
+                json!({"type": "string", "enum": options}),
+                PropertyProblem::Options,
+            );
+        }
+        for options in [
+            json!([]),
+            json!([{"const": "a"}]),
+            json!([{"const": "a", "title": 1}]),
+            json!([{"const": "a", "title": "A", "extra": 1}]),
+            json!([{"const": "a", "title": "A"}, {"const": "a", "title": "B"}]),
+        ] {
+            refuses(
+                json!({"type": "string", "oneOf": options}),
+                PropertyProblem::Options,
+            );
+        }
+        refuses(
+            json!({"type": "string", "enum": ["a", "b"], "enumNames": ["A"]}),
+            PropertyProblem::EnumNames,
+        );
+        refuses(
+            json!({"type": "string", "enum": ["a"], "enumNames": [1]}),
+            PropertyProblem::EnumNames,
+        );
+        refuses(
+            json!({"type": "string", "oneOf": [{"const": "a", "title": "A"}], "enumNames": ["A"]}),
+            keyword("enumNames"),
+        );
+        refuses(
+            json!({"type": "string", "enum": ["a"], "default": "z"}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "string", "enum": ["a"], "format": "email"}),
+            keyword("format"),
+        );
+        // An enum of another type is no single-select enum.
+        refuses(json!({"type": "number", "enum": [1, 2]}), keyword("enum"));
+    }
+
+    #[test]
+    fn i19_multi_select_enum_untitled_and_titled() {
+        accepts(json!({
+            "type": "array",
+            "items": {"type": "string", "enum": ["a", "b", "c"]},
+            "minItems": 1, "maxItems": 2, "default": ["a"],
+        }));
+        accepts(json!({
+            "type": "array",
+            "items": {"anyOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
+        }));
+        refuses(
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "minItems": 2, "maxItems": 1}),
+            PropertyProblem::Range("minItems"),
+        );
+        refuses(
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "maxItems": -1}),
+            PropertyProblem::KeywordType("maxItems"),
+        );
+        refuses(
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "default": ["z"]}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "default": "a"}),
+            PropertyProblem::Default,
+        );
+        refuses(
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}, "uniqueItems": true}),
+            keyword("uniqueItems"),
+        );
+        // Free strings, objects, nested arrays, a missing `items`: not a multi-select enum.
+        for items in [
+            json!({"type": "string"}),
+            json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            json!({"type": "array", "items": {"type": "string", "enum": ["a"]}}),
+            json!({"type": "number", "enum": [1]}),
+            json!({"type": "string", "enum": ["a"], "title": "x"}),
+            json!({"anyOf": [{"const": "a", "title": "A"}], "type": "string"}),
+            json!(["a"]),
+        ] {
+            refuses(
+                json!({"type": "array", "items": items}),
+                PropertyProblem::Items,
+            );
+        }
+        refuses(json!({"type": "array"}), PropertyProblem::Items);
+        refuses(
+            json!({"type": "array", "items": {"anyOf": []}}),
+            PropertyProblem::Options,
+        );
+    }
+
+    #[test]
+    fn i19_nested_objects_and_non_primitive_kinds_are_refused() {
+        for prop in [
+            json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            json!({"type": "null"}),
+            json!({"type": ["string", "null"]}),
+            json!({"properties": {"x": {"type": "string"}}}),
+            json!({"$ref": "#/$defs/x"}),
+            json!({}),
+        ] {
+            refuses(prop, PropertyProblem::Kind);
+        }
+        refuses(json!(true), PropertyProblem::NotObject);
+        refuses(json!("string"), PropertyProblem::NotObject);
+        // Nesting keywords on a primitive kind are refused as keywords.
+        refuses(
+            json!({"type": "string", "properties": {}}),
+            keyword("properties"),
+        );
+        refuses(
+            json!({"type": "boolean", "items": {"type": "string"}}),
+            keyword("items"),
+        );
+    }
+
+    #[test]
+    fn i19_the_failing_property_is_named() {
+        let schema = json!({"type": "object", "properties": {
+            "fine": {"type": "string"},
+            "nested": {"type": "object", "properties": {}},
+        }});
+        let err = check_flat_schema(&schema).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "property `nested`: `type` must be string, number, integer, boolean or array"
+        );
+    }
+}

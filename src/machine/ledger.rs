@@ -267,8 +267,9 @@ pub struct Resume {
     pub answer: Option<Vec<u8>>,
 }
 
-/// Why an input was refused. All but [`Rejection::Misuse`] reach the client as the
-/// `state_rejected` failure (or a JSON-RPC error outside `tools/call`, O50).
+/// Why an input was refused. All but [`Rejection::Misuse`] reach the client as `state_rejected`:
+/// a tool failure inside compact `call_tool` (O50), the JSON-RPC error -32602 on a direct
+/// `tools/call`, `resources/read` and `prompts/get` (X21).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rejection {
     /// The token names another chain than the record it was looked up with.

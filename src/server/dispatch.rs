@@ -6,7 +6,6 @@
 //! the one [`Cause`] table; every result gets `resultType` (A5) and `serverInfo` (B6), and the
 //! cacheable ones `ttlMs`/`cacheScope` (H1).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -21,8 +20,7 @@ use super::publication::ResultParts;
 use super::{mrtr, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
 use crate::codec::{encode, EgressLimits};
 use crate::core::{
-    Caller, CancelToken, ClientCapabilities, CompletionRef, CoreError, Invocation, LogLevel,
-    Registry,
+    Caller, CancelToken, ClientCapabilities, CompletionRef, CoreError, Invocation, Registry,
 };
 use crate::machine::subscriptions::{Filter, ServerSupport, SubscriptionId};
 use crate::wire::jsonrpc::{Message, Notification, Request, RequestId};
@@ -554,158 +552,21 @@ fn answer_to_reply(server: &Server, id: &RequestId, answer: Answer) -> Option<Re
 /// request).
 pub(crate) type Params<'a> = BTreeMap<String, &'a RawValue>;
 
-/// What the request's `_meta` declares.
-struct RequestMeta {
-    caps: Value,
-    progress_token: Option<String>,
-    /// The requested `logLevel` (L2, L4), if any.
-    log_level: Option<LogLevel>,
-}
-
 fn parse_params(request: &Request) -> Result<Params<'_>, Answer> {
     let Some(raw) = request.params.as_deref() else {
-        return Err(missing_meta());
+        let e = meta::RequestMetaError::Missing;
+        return Err(Answer::error(e.cause(), e.to_string()));
     };
     serde_json::from_str::<Params<'_>>(raw.get())
         .map_err(|_| Answer::error(Cause::InvalidParams, "params must be an object"))
 }
 
-fn missing_meta() -> Answer {
-    Answer::error(
-        Cause::MissingMeta,
-        format!(
-            "params._meta must carry {} and {}",
-            meta::PROTOCOL_VERSION,
-            meta::CLIENT_CAPABILITIES
-        ),
-    )
-}
-
-/// `_meta` member by member: keys unescaped only when they need it, values as their exact
-/// text. Only the members the checks need are parsed further (`clientInfo` never is).
-struct MetaMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'a> MetaMembers<'a> {
-    /// `None` when `raw` is not an object.
-    fn parse(raw: &'a RawValue) -> Option<Self> {
-        struct Key<'a>(Cow<'a, str>);
-        impl<'de> serde::Deserialize<'de> for Key<'de> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl<'de> serde::de::Visitor<'de> for V {
-                    type Value = Key<'de>;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("a member name")
-                    }
-                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                        Ok(Key(Cow::Borrowed(v)))
-                    }
-                    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                        Ok(Key(Cow::Owned(v.to_owned())))
-                    }
-                }
-                d.deserialize_str(V)
-            }
-        }
-        struct Members;
-        impl<'de> serde::de::Visitor<'de> for Members {
-            type Value = MetaMembers<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<MetaMembers<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some((Key(k), v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
-                    members.push((k, v));
-                }
-                Ok(MetaMembers(members))
-            }
-        }
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        serde::Deserializer::deserialize_map(&mut de, Members).ok()
-    }
-
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
-        // The codec refused repeated names (O3); the last one would win like in a map.
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-}
-
-/// A JSON string's value (`None` for any other JSON type); unescaped only when it has escapes.
-fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if !text.starts_with('"') {
-        return None;
-    }
-    if !text.contains('\\') {
-        return text.get(1..text.len() - 1).map(Cow::Borrowed);
-    }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
-}
-
-/// B1–B5, B9, B12, B14, L3: everything is read from this request only.
-fn check_meta(params: &Params<'_>) -> Result<RequestMeta, Answer> {
-    let Some(raw) = params.get("_meta") else {
-        return Err(missing_meta());
-    };
-    let Some(members) = MetaMembers::parse(raw) else {
-        return Err(missing_meta());
-    };
-    let Some(version) = members.get(meta::PROTOCOL_VERSION).and_then(json_str) else {
-        return Err(missing_meta());
-    };
-    if version != PROTOCOL_VERSION {
-        return Err(Answer::Error {
-            cause: Cause::UnsupportedVersion,
-            message: "Unsupported protocol version".to_owned(),
-            data: Some(json!({ "supported": [PROTOCOL_VERSION], "requested": version })),
-        });
-    }
-    let caps = match members.get(meta::CLIENT_CAPABILITIES) {
-        Some(caps) if caps.get().starts_with('{') => {
-            serde_json::from_str::<Value>(caps.get()).map_err(|_| missing_meta())?
-        }
-        _ => return Err(missing_meta()),
-    };
-    if let Some(e) = members
-        .0
-        .iter()
-        .find_map(|(k, _)| meta::check_meta_key(k).err())
-    {
-        return Err(Answer::error(Cause::InvalidParams, e.to_string()));
-    }
-    // Trace keys are rare: only a request that carries one has them read as values.
-    let trace: Map<String, Value> = [meta::TRACEPARENT, meta::TRACESTATE, meta::BAGGAGE]
-        .into_iter()
-        .filter_map(|key| {
-            let raw = members.get(key)?;
-            Some((
-                key.to_owned(),
-                serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            ))
-        })
-        .collect();
-    if let Err(e) = meta::check_trace_values(&trace) {
-        return Err(Answer::error(Cause::InvalidParams, e.to_string()));
-    }
-    let log_level = match members.get(meta::LOG_LEVEL) {
-        None => None,
-        Some(level) => match json_str(level).as_deref().and_then(LogLevel::parse) {
-            Some(l) => Some(l),
-            None => return Err(Answer::error(Cause::InvalidParams, "Unrecognised logLevel")),
-        },
-    };
-    // The token is echoed byte for byte (J-section).
-    let progress_token = members
-        .get(meta::PROGRESS_TOKEN)
-        .map(|t| t.get().to_owned());
-    Ok(RequestMeta {
-        caps,
-        log_level,
-        progress_token,
+/// B1–B5, B9, B12, B14, L3 (the rules: [`meta::read_request_meta`]).
+fn check_meta<'p>(params: &Params<'p>) -> Result<meta::RequestMeta<'p>, Answer> {
+    meta::read_request_meta(params.get("_meta").copied()).map_err(|e| Answer::Error {
+        cause: e.cause(),
+        message: e.to_string(),
+        data: e.data(),
     })
 }
 
@@ -752,7 +613,7 @@ async fn handle(
         Err(answer) => return answer_to_reply(server, &request.id, answer),
     };
     let progress = Progress::new(
-        request_meta.progress_token.as_deref(),
+        request_meta.progress_token.map(RawValue::get),
         Arc::clone(&outbox),
         client_cancel.clone(),
     );
@@ -765,7 +626,7 @@ async fn handle(
         caller,
         registry,
         epoch,
-        caps: ClientCapabilities::from_value(request_meta.caps),
+        caps: ClientCapabilities::from_value(request_meta.capabilities),
         progress: progress.clone(),
         log: log.clone(),
         cancel: handler_cancel,
@@ -1026,103 +887,6 @@ impl Drop for ProgressEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn meta_of(meta: &str) -> Result<RequestMeta, Answer> {
-        let text = format!("{{\"_meta\":{meta}}}");
-        let params: Params<'_> = serde_json::from_str(&text).expect("params");
-        check_meta(&params)
-    }
-
-    #[test]
-    fn b1_meta_is_read_once_and_the_progress_token_keeps_its_exact_bytes() {
-        let base = format!(
-            "\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":{{\"x\":1}}",
-            meta::PROTOCOL_VERSION,
-            meta::CLIENT_CAPABILITIES
-        );
-        let none = meta_of(&format!("{{{base}}}")).ok().expect("valid");
-        assert_eq!(none.progress_token, None);
-        assert_eq!(none.caps, json!({ "x": 1 }));
-        for token in ["1.0", "1e2", r#""a\u0062""#, "18446744073709551617"] {
-            let m = meta_of(&format!("{{{base},\"{}\":{token}}}", meta::PROGRESS_TOKEN))
-                .ok()
-                .expect("valid");
-            assert_eq!(m.progress_token.as_deref(), Some(token));
-        }
-        // Still refused: capabilities not an object, a bad key.
-        assert!(meta_of(&format!(
-            "{{\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":1}}",
-            meta::PROTOCOL_VERSION,
-            meta::CLIENT_CAPABILITIES
-        ))
-        .is_err());
-        assert!(meta_of(&format!("{{{base},\"-bad\":1}}")).is_err());
-    }
-
-    #[test]
-    fn b1_b9_meta_members_are_read_with_escapes_and_only_as_far_as_needed() {
-        // An escaped version and an escaped key read as their values.
-        let escaped = format!(
-            "{{\"io.modelcontextprotocol/protocol\\u0056ersion\":\"{}\",\"{}\":{{}},\"{}\":{{\"n\":1e400}}}}",
-            PROTOCOL_VERSION.replace('-', "\\u002d"),
-            meta::CLIENT_CAPABILITIES,
-            meta::CLIENT_INFO
-        );
-        let m = meta_of(&escaped)
-            .ok()
-            .expect("escaped members are the same members");
-        assert_eq!(m.caps, json!({}));
-        assert_eq!(m.log_level, None);
-        let base = format!(
-            "\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":{{}}",
-            meta::PROTOCOL_VERSION,
-            meta::CLIENT_CAPABILITIES
-        );
-        let refused = |extra: &str| match meta_of(&format!("{{{base},{extra}}}")) {
-            Err(Answer::Error { cause, .. }) => cause,
-            _ => panic!("accepted: {extra}"),
-        };
-        assert_eq!(refused(r#""traceparent":7"#), Cause::InvalidParams);
-        assert_eq!(
-            refused(r#""traceparent":"00-0-0-00""#),
-            Cause::InvalidParams
-        );
-        assert_eq!(
-            refused(r#""io.modelcontextprotocol/logLevel":"loud""#),
-            Cause::InvalidParams
-        );
-        assert_eq!(refused(r#""bad key":1"#), Cause::InvalidParams);
-        let m = meta_of(&format!(
-            "{{{base},\"io.modelcontextprotocol/logLevel\":\"debug\",\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}}"
-        ))
-        .ok()
-        .expect("valid");
-        assert_eq!(m.log_level, Some(LogLevel::Debug));
-        // Wrong types of the two required members are "missing" (B1).
-        for bad in [
-            format!(
-                "{{\"{}\":1,\"{}\":{{}}}}",
-                meta::PROTOCOL_VERSION,
-                meta::CLIENT_CAPABILITIES
-            ),
-            format!(
-                "{{\"{}\":\"{PROTOCOL_VERSION}\",\"{}\":[]}}",
-                meta::PROTOCOL_VERSION,
-                meta::CLIENT_CAPABILITIES
-            ),
-        ] {
-            assert!(
-                matches!(
-                    meta_of(&bad),
-                    Err(Answer::Error {
-                        cause: Cause::MissingMeta,
-                        ..
-                    })
-                ),
-                "{bad}"
-            );
-        }
-    }
 
     /// The former `with_identity`: insert into the map and serialise it whole.
     fn with_identity_reference(mut body: Members, result_type: &str, info: &RawValue) -> String {

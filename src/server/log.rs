@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::dispatch::encode_notification;
 use super::Outbox;
@@ -63,14 +63,8 @@ impl LogSink for RequestLog {
             }
             return;
         }
-        let mut params = Map::new();
-        params.insert("level".into(), Value::String(level.as_str().to_owned()));
-        if let Some(logger) = logger {
-            params.insert("logger".into(), Value::String(logger.to_owned()));
-        }
-        params.insert("data".into(), data.clone());
-        let params = Value::Object(params).to_string();
-        match encode_notification("notifications/message", &params) {
+        let params = crate::wire::logging::message_params(level, logger, data);
+        match encode_notification(crate::wire::methods::MESSAGE, &params) {
             Some(line) => {
                 if !self.outbox.notify(line) {
                     self.gone.cancel();

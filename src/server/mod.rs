@@ -53,7 +53,7 @@ pub use crate::wire::errors::Cause;
 pub use outbox::{Outbox, Reply};
 
 /// The only protocol revision this server speaks (B14).
-pub const PROTOCOL_VERSION: &str = "2026-07-28";
+pub const PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Requests one stdio connection serves at once; further lines wait until a slot frees (C-section).
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -474,14 +474,10 @@ impl Server {
     /// `None` for any other notification and for malformed ones (ignored silently, J10).
     #[must_use]
     pub fn cancelled_request(notification: &Notification) -> Option<String> {
-        if notification.method != "notifications/cancelled" {
+        if notification.method != crate::wire::methods::CANCELLED {
             return None;
         }
-        let params = notification.params.as_deref()?;
-        let map: HashMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
-        let id = map.get("requestId")?;
-        crate::wire::jsonrpc::RequestId::from_raw(id.clone())
-            .ok()
+        crate::wire::progress::cancelled_request(notification.params.as_deref())
             .map(|id| id.token().to_owned())
     }
 

@@ -8,8 +8,11 @@
 //!   chain collected (keyed as the handler asked for them), the same prompt again when answers
 //!   are missing (X5, O53), recovery-only dispatch for a completed chain (O53), or rejection
 //!   (`state_rejected`: tampered, foreign, other request, old epoch, expired).
+//! * Answers without a state answer nothing this server asked (every prompt it issues is
+//!   sealed): the handler runs as a first invocation without them (X5).
 //! * Failures of the answer or the state are tool failures on `tools/call` and JSON-RPC errors
-//!   on `resources/read` and `prompts/get` (O50).
+//!   on `resources/read` and `prompts/get` (O50), except that a rejected state on a
+//!   direct-mode `tools/call` is the JSON-RPC error -32602 as well (X21).
 //!
 //! [`LedgerStore`]: crate::core::store::LedgerStore
 
@@ -20,7 +23,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::dispatch::{encode_complete, within, Answer, Ctx, Expired, Params};
-use super::Cause;
+use super::{Cause, PublishMode};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal,
 };
@@ -138,21 +141,28 @@ pub(crate) async fn get_prompt(
     .await
 }
 
-/// A failure of the continuation itself, reported per method (O50).
+/// A failure of the continuation itself, reported per method (O50): a tool failure on
+/// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
+/// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
+/// protocol error there); compact `call_tool` keeps it inside its failure envelope.
 pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
-    match method {
+    let as_error = match method {
         Method::ToolsCall => {
-            Answer::ToolResult(super::tools::failure_result(&ctx.server, code, message))
+            code == FailureCode::StateRejected && ctx.server.inner().mode == PublishMode::Direct
         }
-        Method::ResourcesRead | Method::PromptsGet => Answer::Error {
-            cause: if code == FailureCode::StateRejected {
-                Cause::InvalidParams
-            } else {
-                Cause::Internal
-            },
-            message: message.to_owned(),
-            data: Some(json!({ "reason": code.as_str(), "retryable": false })),
+        Method::ResourcesRead | Method::PromptsGet => true,
+    };
+    if !as_error {
+        return Answer::ToolResult(super::tools::failure_result(&ctx.server, code, message));
+    }
+    Answer::Error {
+        cause: if code == FailureCode::StateRejected {
+            Cause::InvalidParams
+        } else {
+            Cause::Internal
         },
+        message: message.to_owned(),
+        data: Some(json!({ "reason": code.as_str(), "retryable": false })),
     }
 }
 
@@ -211,9 +221,12 @@ where
         request: request_digest(method, target, args),
     };
     let Some(token) = token else {
-        // No chain yet: the first invocation (answers without state go to the handler as is).
-        let inv = ctx.invocation().with_input_responses(responses.clone());
-        return match ctx.invoke(handler(inv, &responses)).await {
+        // No chain yet: the first invocation. Every prompt this server issues is sealed, so
+        // answers without a state answer nothing it asked: they are unrecognised entries (X5)
+        // and the handler runs without them (and asks again if it needs them). Otherwise a
+        // client could skip a confirmation by sending its "accept" up front.
+        let none = BTreeMap::new();
+        return match ctx.invoke(handler(ctx.invocation(), &none)).await {
             Ok(HandlerOut::Complete(answer)) => answer,
             Err(answer) => answer,
             Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,

@@ -51,22 +51,13 @@ impl Progress {
     fn apply(&self, effect: PacerEffect) {
         match effect {
             PacerEffect::Deliver(n) => {
-                let mut params = format!(
-                    r#"{{"progressToken":{},"progress":{}"#,
+                let params = crate::wire::progress::progress_params(
                     n.token.as_json(),
-                    n.progress.as_json()
+                    n.progress.as_json(),
+                    n.total.as_ref().map(|t| t.as_json()),
+                    n.message.as_deref(),
                 );
-                if let Some(total) = &n.total {
-                    params.push_str(&format!(r#","total":{}"#, total.as_json()));
-                }
-                if let Some(message) = &n.message {
-                    params.push_str(&format!(
-                        r#","message":{}"#,
-                        serde_json::Value::String(message.clone())
-                    ));
-                }
-                params.push('}');
-                if let Some(line) = encode_notification("notifications/progress", &params) {
+                if let Some(line) = encode_notification(crate::wire::methods::PROGRESS, &params) {
                     if !self.outbox.notify(line) {
                         self.gone.cancel();
                     }

@@ -13,7 +13,14 @@
 //! A prefix whose second label is `modelcontextprotocol` or `mcp` belongs to MCP (B10):
 //! `io.modelcontextprotocol/`, `dev.mcp/`, `com.mcp.tools/` — but not `com.example.mcp/`.
 
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use super::errors::Cause;
+use super::logging::LogLevel;
+use super::PROTOCOL_REVISION;
 
 /// The protocol revision a request speaks (B1, required in every request).
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -330,9 +337,412 @@ fn is_token(key: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
+// ---------------------------------------------------------------------------------------------
+// A request's `_meta`: read by servers, written by clients (B1–B5, B9–B14, L3)
+
+/// `_meta` member by member: keys unescaped only when they need it, values as their exact
+/// text. Only the members the checks need are parsed further (`clientInfo` never is).
+pub(crate) struct MetaMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> MetaMembers<'a> {
+    /// `None` when `raw` is not an object.
+    pub(crate) fn parse(raw: &'a RawValue) -> Option<Self> {
+        struct Key<'a>(Cow<'a, str>);
+        impl<'de> serde::Deserialize<'de> for Key<'de> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> serde::de::Visitor<'de> for V {
+                    type Value = Key<'de>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Borrowed(v)))
+                    }
+                    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                        Ok(Key(Cow::Owned(v.to_owned())))
+                    }
+                }
+                d.deserialize_str(V)
+            }
+        }
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = MetaMembers<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MetaMembers<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some((Key(k), v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    members.push((k, v));
+                }
+                Ok(MetaMembers(members))
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        serde::Deserializer::deserialize_map(&mut de, Members).ok()
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        // The codec refused repeated names (O3); the last one would win like in a map.
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+/// A JSON string's value (`None` for any other JSON type); unescaped only when it has escapes.
+pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    if !text.contains('\\') {
+        return text.get(1..text.len() - 1).map(Cow::Borrowed);
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+/// What a request's own `_meta` declares (B1–B5: nothing is remembered between requests).
+#[derive(Debug, Clone)]
+pub struct RequestMeta<'a> {
+    /// `clientCapabilities`, a JSON object.
+    pub capabilities: Value,
+    /// `progressToken` as its exact JSON text, echoed byte for byte (J-section).
+    pub progress_token: Option<&'a RawValue>,
+    /// The requested `logLevel` (L2, L4), if any.
+    pub log_level: Option<LogLevel>,
+}
+
+/// Why a request's `_meta` is refused, each with its row of the cause table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestMetaError {
+    /// `params` is not an object.
+    #[error("params must be an object")]
+    ParamsNotObject,
+    /// `_meta`, its `protocolVersion` (a string) or its `clientCapabilities` (an object) is
+    /// missing or of the wrong type (B1): -32602, HTTP 400.
+    #[error("params._meta must carry {PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}")]
+    Missing,
+    /// The requested revision is not served (B3): -32022 with the supported versions.
+    #[error("Unsupported protocol version")]
+    UnsupportedVersion {
+        /// The version the request asked for.
+        requested: String,
+    },
+    /// A `_meta` key breaks the key syntax (B9).
+    #[error(transparent)]
+    Key(#[from] MetaKeyError),
+    /// A trace key's value breaks W3C Trace Context or Baggage (B12).
+    #[error(transparent)]
+    Trace(#[from] TraceValueError),
+    /// `logLevel` is not one of the RFC 5424 names (L3).
+    #[error("Unrecognised logLevel")]
+    LogLevel,
+}
+
+impl RequestMetaError {
+    /// The row of the cause table this refusal is answered with.
+    #[must_use]
+    pub fn cause(&self) -> Cause {
+        match self {
+            RequestMetaError::Missing => Cause::MissingMeta,
+            RequestMetaError::UnsupportedVersion { .. } => Cause::UnsupportedVersion,
+            RequestMetaError::ParamsNotObject
+            | RequestMetaError::Key(_)
+            | RequestMetaError::Trace(_)
+            | RequestMetaError::LogLevel => Cause::InvalidParams,
+        }
+    }
+
+    /// The error's `data`: the supported and requested versions for an unsupported revision
+    /// (B3, B22), nothing otherwise.
+    #[must_use]
+    pub fn data(&self) -> Option<Value> {
+        match self {
+            RequestMetaError::UnsupportedVersion { requested } => Some(serde_json::json!({
+                "supported": [PROTOCOL_REVISION],
+                "requested": requested,
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// Reads a request's `params._meta` (its exact text, `None` when absent): the protocol version
+/// must be [`PROTOCOL_REVISION`], the capabilities an object, every key valid, trace values
+/// valid and `logLevel` known. Members are read as borrowed texts; `clientInfo` is never parsed
+/// and trace keys only when present.
+///
+/// # Errors
+/// [`RequestMetaError`], whose [`cause`](RequestMetaError::cause) gives code and status.
+pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, RequestMetaError> {
+    let raw = raw.ok_or(RequestMetaError::Missing)?;
+    let members = MetaMembers::parse(raw).ok_or(RequestMetaError::Missing)?;
+    let version = members
+        .get(PROTOCOL_VERSION)
+        .and_then(json_str)
+        .ok_or(RequestMetaError::Missing)?;
+    if version != PROTOCOL_REVISION {
+        return Err(RequestMetaError::UnsupportedVersion {
+            requested: version.into_owned(),
+        });
+    }
+    let capabilities = match members.get(CLIENT_CAPABILITIES) {
+        Some(caps) if caps.get().starts_with('{') => {
+            serde_json::from_str::<Value>(caps.get()).map_err(|_| RequestMetaError::Missing)?
+        }
+        _ => return Err(RequestMetaError::Missing),
+    };
+    if let Some(e) = members.0.iter().find_map(|(k, _)| check_meta_key(k).err()) {
+        return Err(e.into());
+    }
+    // Trace keys are rare: only a request that carries one has them read as values.
+    let trace: Map<String, Value> = [TRACEPARENT, TRACESTATE, BAGGAGE]
+        .into_iter()
+        .filter_map(|key| {
+            let raw = members.get(key)?;
+            Some((
+                key.to_owned(),
+                serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            ))
+        })
+        .collect();
+    check_trace_values(&trace)?;
+    let log_level = match members.get(LOG_LEVEL) {
+        None => None,
+        Some(level) => Some(
+            json_str(level)
+                .as_deref()
+                .and_then(LogLevel::parse)
+                .ok_or(RequestMetaError::LogLevel)?,
+        ),
+    };
+    Ok(RequestMeta {
+        capabilities,
+        progress_token: members.get(PROGRESS_TOKEN),
+        log_level,
+    })
+}
+
+/// What a client puts into one request's `_meta` (B1, B2, B11–B13, O73): the capabilities this
+/// call supports, its identity, and optional progress, logging and application keys.
+#[derive(Debug, Clone, Default)]
+pub struct OutgoingMeta<'a> {
+    /// `clientCapabilities` (must be a JSON object).
+    pub capabilities: Option<&'a Value>,
+    /// `clientInfo` (`{name, version, …}`).
+    pub client_info: Option<&'a Value>,
+    /// `progressToken`, as the JSON value to send (a string or an integer).
+    pub progress_token: Option<&'a Value>,
+    /// `logLevel`.
+    pub log_level: Option<LogLevel>,
+    /// Application keys; none may be reserved or in an MCP namespace (B10, B12).
+    pub extra: &'a [(&'a str, Value)],
+}
+
+impl OutgoingMeta<'_> {
+    /// The `_meta` object as JSON text, `protocolVersion` first.
+    ///
+    /// # Errors
+    /// [`RequestMetaError::Key`] when an application key is invalid, reserved or in an MCP
+    /// namespace; [`RequestMetaError::Missing`] when the capabilities are not an object.
+    pub fn write(&self) -> Result<String, RequestMetaError> {
+        let caps = match self.capabilities {
+            None => Value::Object(Map::new()),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => return Err(RequestMetaError::Missing),
+        };
+        let mut out = String::with_capacity(128);
+        out.push_str(&format!(
+            "{{{}:{},{}:{}",
+            Value::from(PROTOCOL_VERSION),
+            Value::from(PROTOCOL_REVISION),
+            Value::from(CLIENT_CAPABILITIES),
+            caps
+        ));
+        let mut member = |key: &str, value: &Value| {
+            out.push_str(&format!(",{}:{}", Value::from(key), value));
+        };
+        if let Some(info) = self.client_info {
+            member(CLIENT_INFO, info);
+        }
+        if let Some(token) = self.progress_token {
+            member(PROGRESS_TOKEN, token);
+        }
+        if let Some(level) = self.log_level {
+            member(LOG_LEVEL, &Value::from(level.as_str()));
+        }
+        for (key, value) in self.extra {
+            check_caller_key(key)?;
+            member(key, value);
+        }
+        out.push('}');
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta_of(meta: &str) -> Result<(Value, Option<String>, Option<LogLevel>), RequestMetaError> {
+        let raw = RawValue::from_string(meta.to_owned()).expect("JSON");
+        read_request_meta(Some(&raw)).map(|m| {
+            (
+                m.capabilities,
+                m.progress_token.map(|t| t.get().to_owned()),
+                m.log_level,
+            )
+        })
+    }
+
+    #[test]
+    fn b1_meta_is_read_once_and_the_progress_token_keeps_its_exact_bytes() {
+        let base = format!(
+            "\"{}\":\"{PROTOCOL_REVISION}\",\"{}\":{{\"x\":1}}",
+            PROTOCOL_VERSION, CLIENT_CAPABILITIES
+        );
+        let none = meta_of(&format!("{{{base}}}")).expect("valid");
+        assert_eq!(none.1, None);
+        assert_eq!(none.0, serde_json::json!({ "x": 1 }));
+        for token in ["1.0", "1e2", r#""a\u0062""#, "18446744073709551617"] {
+            let m = meta_of(&format!("{{{base},\"{}\":{token}}}", PROGRESS_TOKEN)).expect("valid");
+            assert_eq!(m.1.as_deref(), Some(token));
+        }
+        // Still refused: capabilities not an object, a bad key.
+        assert!(meta_of(&format!(
+            "{{\"{}\":\"{PROTOCOL_REVISION}\",\"{}\":1}}",
+            PROTOCOL_VERSION, CLIENT_CAPABILITIES
+        ))
+        .is_err());
+        assert!(meta_of(&format!("{{{base},\"-bad\":1}}")).is_err());
+    }
+
+    #[test]
+    fn b1_b9_meta_members_are_read_with_escapes_and_only_as_far_as_needed() {
+        // An escaped version and an escaped key read as their values.
+        let escaped = format!(
+            "{{\"io.modelcontextprotocol/protocol\\u0056ersion\":\"{}\",\"{}\":{{}},\"{}\":{{\"n\":1e400}}}}",
+            PROTOCOL_REVISION.replace('-', "\\u002d"),
+            CLIENT_CAPABILITIES,
+            CLIENT_INFO
+        );
+        let m = meta_of(&escaped).expect("escaped members are the same members");
+        assert_eq!(m.0, serde_json::json!({}));
+        assert_eq!(m.2, None);
+        let base = format!(
+            "\"{}\":\"{PROTOCOL_REVISION}\",\"{}\":{{}}",
+            PROTOCOL_VERSION, CLIENT_CAPABILITIES
+        );
+        let refused = |extra: &str| match meta_of(&format!("{{{base},{extra}}}")) {
+            Err(e) => e.cause(),
+            Ok(_) => panic!("accepted: {extra}"),
+        };
+        assert_eq!(refused(r#""traceparent":7"#), Cause::InvalidParams);
+        assert_eq!(
+            refused(r#""traceparent":"00-0-0-00""#),
+            Cause::InvalidParams
+        );
+        assert_eq!(
+            refused(r#""io.modelcontextprotocol/logLevel":"loud""#),
+            Cause::InvalidParams
+        );
+        assert_eq!(refused(r#""bad key":1"#), Cause::InvalidParams);
+        let m = meta_of(&format!(
+            "{{{base},\"io.modelcontextprotocol/logLevel\":\"debug\",\"traceparent\":\"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\"}}"
+        ))
+        .expect("valid");
+        assert_eq!(m.2, Some(LogLevel::Debug));
+        // Wrong types of the two required members are "missing" (B1).
+        for bad in [
+            format!(
+                "{{\"{}\":1,\"{}\":{{}}}}",
+                PROTOCOL_VERSION, CLIENT_CAPABILITIES
+            ),
+            format!(
+                "{{\"{}\":\"{PROTOCOL_REVISION}\",\"{}\":[]}}",
+                PROTOCOL_VERSION, CLIENT_CAPABILITIES
+            ),
+        ] {
+            assert_eq!(
+                meta_of(&bad).err(),
+                Some(RequestMetaError::Missing),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn b3_unsupported_version_names_both_versions() {
+        let e = meta_of(&format!(
+            "{{\"{PROTOCOL_VERSION}\":\"2025-11-25\",\"{CLIENT_CAPABILITIES}\":{{}}}}"
+        ))
+        .unwrap_err();
+        assert_eq!(e.cause(), Cause::UnsupportedVersion);
+        assert_eq!(
+            e.data(),
+            Some(serde_json::json!({"supported": ["2026-07-28"], "requested": "2025-11-25"}))
+        );
+    }
+
+    #[test]
+    fn b1_b2_b11_o73_outgoing_meta_reads_back_and_refuses_reserved_caller_keys() {
+        let caps = serde_json::json!({"elicitation": {"form": {}}});
+        let info = serde_json::json!({"name": "c", "version": "1"});
+        let token = serde_json::json!("p-1");
+        let extra = [("com.example/trace", serde_json::json!({"n": 1}))];
+        let text = OutgoingMeta {
+            capabilities: Some(&caps),
+            client_info: Some(&info),
+            progress_token: Some(&token),
+            log_level: Some(LogLevel::Notice),
+            extra: &extra,
+        }
+        .write()
+        .expect("valid");
+        assert_eq!(
+            text,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":"p-1","io.modelcontextprotocol/logLevel":"notice","com.example/trace":{"n":1}}"#
+        );
+        let (read_caps, read_token, level) = meta_of(&text).expect("the server accepts it");
+        assert_eq!(read_caps, caps);
+        assert_eq!(read_token.as_deref(), Some(r#""p-1""#));
+        assert_eq!(level, Some(LogLevel::Notice));
+        // Nothing declared: an empty capabilities object, never an absent one (B1).
+        assert_eq!(
+            OutgoingMeta::default().write().unwrap(),
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#
+        );
+        for key in [
+            "io.modelcontextprotocol/clientInfo",
+            "progressToken",
+            "dev.mcp/x",
+            "io.modelcontextprotocol/other",
+            "bad key",
+        ] {
+            let extra = [(key, Value::Null)];
+            let out = OutgoingMeta {
+                extra: &extra,
+                ..OutgoingMeta::default()
+            }
+            .write();
+            assert!(
+                matches!(out, Err(RequestMetaError::Key(_))),
+                "{key}: {out:?}"
+            );
+        }
+        let not_object = serde_json::json!([]);
+        let out = OutgoingMeta {
+            capabilities: Some(&not_object),
+            ..OutgoingMeta::default()
+        }
+        .write();
+        assert_eq!(out, Err(RequestMetaError::Missing));
+    }
     use serde_json::json;
 
     #[test]

@@ -9,9 +9,14 @@ pub mod headers;
 pub mod jsonrpc;
 pub mod limits;
 pub mod listen;
+pub mod logging;
 pub mod meta;
 pub mod methods;
 pub mod pin;
+pub mod progress;
 pub mod result;
 
 pub use crate::generated::*;
+
+/// The protocol revision this crate speaks, on both roles (B14).
+pub const PROTOCOL_REVISION: &str = "2026-07-28";
