@@ -448,3 +448,31 @@ fn d15_d30_each_violation_is_refused() {
         Ok(())
     );
 }
+
+proptest::proptest! {
+    /// D18–D21, D27: any tool name and any string, integer and boolean argument survive the
+    /// round trip (client encoding, server decoding and comparison), and the encoded values
+    /// are always safe header text.
+    #[test]
+    fn d18_d21_round_trip_for_any_values(
+        name in "\\PC{0,24}",
+        region in proptest::option::of("\\PC{0,32}|[ \\t\\r\\n]{0,3}|=\\?base64\\?.{0,8}\\?="),
+        count in proptest::option::of(-9_007_199_254_740_991_i64..=9_007_199_254_740_991),
+        dry in proptest::option::of(proptest::bool::ANY),
+    ) {
+        let a = annotations();
+        let mut arguments = serde_json::Map::new();
+        if let Some(r) = &region { arguments.insert("region".into(), json!(r)); }
+        if let Some(c) = count { arguments.insert("count".into(), json!(c)); }
+        if let Some(d) = dry { arguments.insert("dry".into(), json!(d)); }
+        let params = with_meta(json!({"name": name, "arguments": arguments}));
+        let headers = compute("tools/call", &params, &a);
+        for (n, v) in &headers {
+            proptest::prop_assert!(
+                v.bytes().all(|b| (0x20..=0x7e).contains(&b)) && v.trim() == v,
+                "{n}: {v:?}"
+            );
+        }
+        proptest::prop_assert_eq!(check(&headers, "tools/call", &params, Some(&a)), Ok(()));
+    }
+}
