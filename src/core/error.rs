@@ -5,21 +5,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// JSON-RPC error codes the core produces (plain constants until the wire module owns them).
-pub mod codes {
-    /// Invalid params: unknown or hidden tool/prompt/resource, bad cursor, bad arguments.
-    pub const INVALID_PARAMS: i32 = -32602;
-    /// Internal error: an unexpected failure whose private cause is never serialised.
-    pub const INTERNAL_ERROR: i32 = -32603;
-    /// Processing needs a client capability the request did not declare.
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
-}
+use crate::wire::errors::Cause;
+use crate::wire::jsonrpc::ErrorCode;
 
 /// A protocol-level error of the core; the server turns it into a JSON-RPC error object.
 ///
 /// Unknown and hidden names deliberately produce the same variant with the same text, so a
 /// caller cannot tell them apart (O23).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CoreError {
     /// The tool does not exist or is hidden from this caller (E11, O23).
     #[error("Unknown tool: {name}")]
@@ -86,22 +80,34 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    /// The JSON-RPC error code.
+    /// The row of the cause table this error is answered with (code and HTTP status); every
+    /// variant is listed, so a new one cannot fall through to a default.
     #[must_use]
-    pub fn code(&self) -> i32 {
+    pub fn cause(&self) -> Cause {
         match self {
             CoreError::UnknownTool { .. }
             | CoreError::UnknownPrompt { .. }
-            | CoreError::UnknownResource { .. }
-            | CoreError::InvalidCursor
-            | CoreError::InvalidParams { .. } => codes::INVALID_PARAMS,
-            CoreError::MissingCapability { .. } => codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            | CoreError::UnknownResource { .. } => Cause::UnknownTarget,
+            CoreError::InvalidCursor | CoreError::InvalidParams { .. } => Cause::InvalidParams,
+            CoreError::MissingCapability { .. } => Cause::MissingCapability,
             CoreError::Internal { .. }
             | CoreError::ResourceTooLarge { .. }
             | CoreError::ReadTimedOut { .. }
             | CoreError::PromptTimedOut { .. }
-            | CoreError::Cancelled => codes::INTERNAL_ERROR,
+            | CoreError::Cancelled => Cause::Internal,
         }
+    }
+
+    /// The JSON-RPC error code (of [`CoreError::cause`]).
+    #[must_use]
+    pub fn code(&self) -> i32 {
+        let code = self
+            .cause()
+            .code()
+            .unwrap_or(ErrorCode::InternalError)
+            .code();
+        // Every code of the table is a small negative number.
+        i32::try_from(code).unwrap_or(-32603)
     }
 
     /// The `error.data` member, when the code defines one.
@@ -300,6 +306,7 @@ pub fn failure_envelope_schema() -> Value {
 /// What a tool handler may return instead of a result: a tool failure or a protocol error
 /// (for example the -32021 produced by asking for input the client cannot give).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolError {
     /// Reported to the model as `isError: true`.
     #[error("tool failure: {}", .0.message)]
@@ -323,6 +330,7 @@ impl From<CoreError> for ToolError {
 
 /// A registration error; the registry refuses to build and names the offending item.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BuildError {
     /// Two items share a name (or URI).
     #[error("duplicate {kind} `{name}`")]

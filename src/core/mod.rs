@@ -95,8 +95,7 @@ mod tool;
 pub use caller::{Caller, CancelToken, Clock, SystemClock};
 pub use cursor::{CursorKey, ListKind};
 pub use error::{
-    codes, failure_envelope_schema, BuildError, CoreError, Diagnostic, FailureCode, ToolError,
-    ToolFailure,
+    failure_envelope_schema, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure,
 };
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,

@@ -34,6 +34,7 @@ pub struct PromptReply {
 
 /// Why a prompt handler failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PromptError {
     /// The arguments are unusable (-32602); the message is shown to the client.
     #[error("invalid arguments: {0}")]

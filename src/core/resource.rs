@@ -71,6 +71,7 @@ impl ReadReply {
 
 /// Why a read handler failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ResourceError {
     /// No such resource: reported exactly like an unknown URI (-32602 with `data.uri`).
     #[error("not found")]

@@ -65,16 +65,8 @@ impl Answer {
     }
 
     pub(crate) fn from_core(e: &CoreError) -> Answer {
-        let cause = match e {
-            CoreError::UnknownTool { .. }
-            | CoreError::UnknownPrompt { .. }
-            | CoreError::UnknownResource { .. } => Cause::UnknownTarget,
-            CoreError::InvalidCursor | CoreError::InvalidParams { .. } => Cause::InvalidParams,
-            CoreError::MissingCapability { .. } => Cause::MissingCapability,
-            _ => Cause::Internal,
-        };
         Answer::Error {
-            cause,
+            cause: e.cause(),
             message: e.to_string(),
             data: e.data(),
         }
