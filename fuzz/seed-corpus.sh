@@ -17,7 +17,7 @@ if [ ! -d "$examples" ]; then
   echo "seed-corpus: no examples at $examples (set EXAMPLES_DIR)" >&2
   exit 1
 fi
-for target in stdio_line http_body egress_preflight; do
+for target in stdio_line http_body egress_preflight client_response; do
   dir="$here/corpus/$target"
   mkdir -p "$dir"
   find "$examples" -name '*.json' -print0 | while IFS= read -r -d '' f; do

@@ -45,6 +45,23 @@ fn root() -> PathBuf {
 }
 
 async fn run_driver(program: &PathBuf, script: &PathBuf, url: &str, extra: &[&str]) -> Vec<Value> {
+    let (ok, lines, stderr) = run_driver_raw(program, script, url, extra).await;
+    assert!(
+        ok,
+        "{} {:?} failed:\n{lines:?}\n{stderr}",
+        script.display(),
+        extra,
+    );
+    lines
+}
+
+/// Runs a driver and returns (exit success, its JSON lines, its stderr).
+async fn run_driver_raw(
+    program: &PathBuf,
+    script: &PathBuf,
+    url: &str,
+    extra: &[&str],
+) -> (bool, Vec<Value>, String) {
     assert!(
         program.exists(),
         "peer missing: {} (run .ci/install-peers)",
@@ -64,14 +81,89 @@ async fn run_driver(program: &PathBuf, script: &PathBuf, url: &str, extra: &[&st
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}")))
         .collect();
-    assert!(
+    (
         out.status.success(),
-        "{} {:?} failed:\n{stdout}\n{}",
-        script.display(),
-        extra,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    lines
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether the peers are installed; a skip notice locally, a failure under `CI=true`.
+fn peers_present(peers: &[PathBuf], what: &str) -> bool {
+    if let Some(missing) = peers.iter().find(|p| !p.exists()) {
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !in_ci,
+            "peer missing under CI=true: {} (run .ci/install-peers)",
+            missing.display()
+        );
+        eprintln!(
+            "SKIP {what}: {} missing (run .ci/install-peers)",
+            missing.display()
+        );
+        return false;
+    }
+    true
+}
+
+/// B22, D31: the TS SDK v2 client in its default negotiation (`legacy`: it opens with
+/// `initialize`, no `MCP-Protocol-Version`) gets the -32601 answer with the supported versions,
+/// not a header mismatch, and reports the error with the version to speak.
+#[test]
+fn b22_ts_client_default_legacy_negotiation_sees_supported_version() {
+    let node = root().join(".interop/node/bin/node");
+    if !peers_present(
+        &[node.clone(), root().join("interop/node/node_modules")],
+        "b22 ts legacy interop",
+    ) {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let registry = RegistryBuilder::new()
+            .tool(ToolDef::typed(
+                "echo",
+                |_i: Invocation, i: EchoIn| async move { Ok(EchoOut { text: i.text }) },
+            ))
+            .build()
+            .unwrap();
+        let server = Server::new(registry, ServerOptions::new().mode("direct")).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let host = tokio::spawn(serve(
+            listener,
+            McpHttp::new(server.clone(), HttpConfig::default()),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let ts = root().join("interop/node/ts_client.mjs");
+        let (ok, lines, stderr) = run_driver_raw(&node, &ts, &url, &["--era", "legacy"]).await;
+        assert!(!ok, "a legacy-only client cannot connect: {lines:?}");
+        let connect = lines
+            .iter()
+            .find(|l| l["step"] == "connect")
+            .unwrap_or_else(|| panic!("connect step: {lines:?}\n{stderr}"));
+        assert_eq!(connect["ok"], false, "{connect}");
+        let message = connect["error"]["message"].as_str().unwrap_or_default();
+        eprintln!("ts client reports: {}", connect["error"]);
+        // As the SDK 2.4.0 reports it: an HTTP error carrying our body, status 404.
+        assert!(!message.contains("Header mismatch"), "{connect}");
+        assert!(
+            message.contains(r#""code":-32601"#)
+                && message.contains(r#""data":{"supported":["2026-07-28"]}"#),
+            "{connect}"
+        );
+        assert_eq!(connect["error"]["data"]["status"], 404, "{connect}");
+        server.shutdown(Duration::from_secs(2)).await;
+        let _ = stop.send(());
+        host.await.unwrap().unwrap();
+    });
 }
 
 #[test]

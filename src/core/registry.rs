@@ -24,10 +24,9 @@ use crate::core::resource::{
     check_uri, match_template, parse_template, timeout_in_range, Part, ReadHandler, ReadReply,
     ResourceDef, ResourceError, TemplateDef,
 };
-use crate::core::schema::{
-    check_mcp_headers, check_named_payload, check_object_root, CompiledSchema,
-};
+use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
 use crate::core::tool::{SchemaSource, ToolDef, ToolReply};
+use crate::wire::headers::{param_headers, ParamHeader};
 
 /// Items per list page (O21: at most 20 tools per page).
 pub const DEFAULT_PAGE_SIZE: usize = 20;
@@ -45,6 +44,9 @@ struct CompiledTool {
     input: CompiledSchema,
     output: Option<CompiledSchema>,
     descriptor: Tool,
+    /// The input schema's `x-mcp-header` annotations, parsed once at registration so the HTTP
+    /// host checks each call without re-reading the schema (D28).
+    param_headers: Arc<[ParamHeader]>,
 }
 
 struct CompiledTemplate {
@@ -361,7 +363,7 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
         name: name.clone(),
         reason,
     })?;
-    check_mcp_headers(input.value()).map_err(|v| BuildError::McpHeader {
+    let param_headers = param_headers(input.value()).map_err(|v| BuildError::McpHeader {
         tool: name.clone(),
         property: v.property,
         reason: v.reason,
@@ -401,6 +403,7 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
         input,
         output,
         descriptor,
+        param_headers: param_headers.into(),
     })
 }
 
@@ -597,6 +600,26 @@ impl Registry {
     /// [`CoreError::UnknownTool`] for unknown and hidden tools alike.
     pub fn tool(&self, caller: &Caller, name: &str) -> Result<Tool, CoreError> {
         self.tool_ref(caller, name).cloned()
+    }
+
+    /// The `x-mcp-header` annotations of a tool the caller sees, parsed when it was registered
+    /// (empty when it has none); what the HTTP host checks a `tools/call`'s headers against.
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownTool`] for an unknown or hidden tool.
+    pub fn param_headers(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Arc<[ParamHeader]>, CoreError> {
+        self.inner
+            .tools
+            .get(name)
+            .filter(|_| self.inner.policy.tool(caller, name).is_visible())
+            .map(|t| t.param_headers.clone())
+            .ok_or_else(|| CoreError::UnknownTool {
+                name: name.to_owned(),
+            })
     }
 
     /// As [`Registry::tool`], borrowed (the per-call path needs no copy).

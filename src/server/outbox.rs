@@ -8,7 +8,7 @@
 
 /// One final message: a JSON-RPC response (result or error), already encoded as one compact
 /// line and checked by the egress guard, plus the HTTP status its cause maps to
-/// ([`crate::server::status::Cause::http_status`]; 200 for results). stdio ignores `status`.
+/// ([`crate::wire::errors::Cause::http_status`]; 200 for results). stdio ignores `status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     /// The encoded JSON-RPC response, without a trailing newline.

@@ -46,11 +46,15 @@ pub enum Cause {
     UnsupportedMediaType,
     /// Shutdown has begun and the request was not admitted (O5, Q6): -32603, 503.
     ShuttingDown,
+    /// The HTTP request body stalled past the host's read time-out: -32600, 408.
+    BodyTimeout,
+    /// The HTTP host is at its connection limit and refused a new connection: -32603, 503.
+    Overloaded,
 }
 
 impl Cause {
     /// Every cause, for exhaustive table tests.
-    pub const ALL: [Cause; 17] = [
+    pub const ALL: [Cause; 19] = [
         Cause::Parse,
         Cause::InvalidRequest,
         Cause::MethodNotFound,
@@ -68,6 +72,8 @@ impl Cause {
         Cause::NotAcceptable,
         Cause::UnsupportedMediaType,
         Cause::ShuttingDown,
+        Cause::BodyTimeout,
+        Cause::Overloaded,
     ];
 
     /// The JSON-RPC code this cause is reported with, if it is reported with a JSON-RPC body.
@@ -77,7 +83,8 @@ impl Cause {
             Cause::InvalidRequest
             | Cause::BodyTooLarge
             | Cause::NotAcceptable
-            | Cause::UnsupportedMediaType => ErrorCode::InvalidRequest,
+            | Cause::UnsupportedMediaType
+            | Cause::BodyTimeout => ErrorCode::InvalidRequest,
             Cause::MethodNotFound => ErrorCode::MethodNotFound,
             Cause::MissingMeta | Cause::InvalidParams | Cause::UnknownTarget => {
                 ErrorCode::InvalidParams
@@ -85,7 +92,7 @@ impl Cause {
             Cause::UnsupportedVersion => ErrorCode::UnsupportedProtocolVersion,
             Cause::MissingCapability => ErrorCode::MissingRequiredClientCapability,
             Cause::HeaderMismatch => ErrorCode::HeaderMismatch,
-            Cause::Internal | Cause::ShuttingDown => ErrorCode::InternalError,
+            Cause::Internal | Cause::ShuttingDown | Cause::Overloaded => ErrorCode::InternalError,
             Cause::OriginRejected | Cause::HostRejected | Cause::MethodNotAllowed => return None,
         })
     }
@@ -106,7 +113,8 @@ impl Cause {
             Cause::MethodNotAllowed => 405,
             Cause::NotAcceptable => 406,
             Cause::UnsupportedMediaType => 415,
-            Cause::ShuttingDown => 503,
+            Cause::ShuttingDown | Cause::Overloaded => 503,
+            Cause::BodyTimeout => 408,
         }
     }
 
@@ -144,7 +152,7 @@ mod tests {
     /// D6, D26, D31, D32, D34, D37; A14; O36).
     #[test]
     fn cause_table_every_row() {
-        let rows: [(Cause, Option<i64>, u16); 17] = [
+        let rows: [(Cause, Option<i64>, u16); 19] = [
             (Cause::Parse, Some(-32700), 400),
             (Cause::InvalidRequest, Some(-32600), 400),
             (Cause::MethodNotFound, Some(-32601), 404),
@@ -162,6 +170,8 @@ mod tests {
             (Cause::NotAcceptable, Some(-32600), 406),
             (Cause::UnsupportedMediaType, Some(-32600), 415),
             (Cause::ShuttingDown, Some(-32603), 503),
+            (Cause::BodyTimeout, Some(-32600), 408),
+            (Cause::Overloaded, Some(-32603), 503),
         ];
         assert_eq!(rows.len(), Cause::ALL.len());
         for (cause, code, status) in rows {

@@ -5,6 +5,7 @@
 //! detail that only this module and tests look through.
 
 pub mod errors;
+pub mod headers;
 pub mod jsonrpc;
 pub mod limits;
 pub mod listen;
