@@ -332,8 +332,9 @@ impl Shared {
     /// A fresh id: never one that is still pending (A3).
     fn fresh_id(&self, state: &State) -> RequestId {
         loop {
-            let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let id = RequestId::integer(i64::try_from(n).unwrap_or(i64::MAX));
+            // Wraps within the non-negative i64 range, so ids stay distinct integers.
+            let n = self.next_id.fetch_add(1, Ordering::Relaxed) % i64::MAX.unsigned_abs();
+            let id = RequestId::integer(i64::try_from(n).unwrap_or(0));
             if !state.pending.contains_key(id.token()) && !state.listens.contains_key(id.token()) {
                 return id;
             }
