@@ -1362,3 +1362,59 @@ async fn k7_listen_remembers_violations_up_to_the_bound() {
             .all(|v| *v == Violation::OutsideFilter));
     }
 }
+
+#[tokio::test]
+async fn j1_progress_reaches_the_call_sink_and_nothing_after_the_reply() {
+    use strict_mcp::client::{Progress, ProgressSink};
+    let (client, _server) = own_client().await;
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = {
+        let seen = Arc::clone(&seen);
+        ProgressSink(Arc::new(move |p| seen.lock().unwrap().push(p)))
+    };
+    let options = CallOptions {
+        on_progress: Some(sink),
+        ..CallOptions::default()
+    };
+    client
+        .call("test_tool_with_progress", None, &options)
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let steps: Vec<f64> = seen.iter().map(|p| p.progress.parse().unwrap()).collect();
+    assert_eq!(steps, vec![0.0, 50.0, 100.0]);
+    assert!(seen
+        .iter()
+        .all(|p| p.total.as_deref().map(str::parse::<f64>) == Some(Ok(100.0))));
+
+    // A fake sending progress after its reply: the late one is not delivered.
+    let fake = modern(|r, _| {
+        let token = params_of(r)["_meta"]["progressToken"].to_string();
+        let progress = |n: u32| {
+            Act::Line(format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":{n}}}}}"#
+            ))
+        };
+        vec![progress(1), ok(r, &tools_page(&[], None)), progress(2)]
+    });
+    let client = connect(&fake).await;
+    let count = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let count = Arc::clone(&count);
+        ProgressSink(Arc::new(move |p: Progress| {
+            count.lock().unwrap().push(p.progress)
+        }))
+    };
+    let options = CallOptions {
+        on_progress: Some(sink),
+        ..CallOptions::default()
+    };
+    client.list_tools(&options).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(*count.lock().unwrap(), vec!["1".to_owned()]);
+    let sent = fake.sent_requests().pop().unwrap();
+    assert_eq!(
+        params_of(&sent)["_meta"]["progressToken"],
+        json!("progress-1")
+    );
+}

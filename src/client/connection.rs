@@ -34,6 +34,27 @@ pub const MAX_DEADLINE: Duration = Duration::from_secs(600);
 /// overflowed (reported, never silently dropped).
 pub const LISTEN_QUEUE_MESSAGES: usize = 256;
 
+/// One `notifications/progress` for a call, numbers as the exact texts the server sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// `progress`.
+    pub progress: String,
+    /// `total`, if given.
+    pub total: Option<String>,
+    /// `message`, if given.
+    pub message: Option<String>,
+}
+
+/// Receives a call's progress notifications until its reply arrives.
+#[derive(Clone)]
+pub struct ProgressSink(pub Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
+    }
+}
+
 /// Per-call settings: deadline, the capabilities this call supports, and `_meta` extras.
 #[derive(Debug, Clone, Default)]
 pub struct CallOptions {
@@ -43,8 +64,11 @@ pub struct CallOptions {
     pub capabilities: Option<Value>,
     /// Opt this request into `notifications/message` at this level (L1, O75).
     pub log_level: Option<LogLevel>,
-    /// `progressToken`, if the caller wants progress.
+    /// `progressToken`, if the caller wants progress; with `on_progress` and no token the
+    /// client picks a fresh one.
     pub progress_token: Option<Value>,
+    /// Where this call's progress goes; nothing after the reply is delivered.
+    pub on_progress: Option<ProgressSink>,
     /// Application `_meta` keys; reserved keys and MCP namespaces are refused (B10, O73).
     pub meta: Vec<(String, Value)>,
 }
@@ -111,6 +135,8 @@ pub(crate) enum ListenMsg {
 
 struct Pending {
     reply: oneshot::Sender<Reply>,
+    /// The call's progress key: its sink is dropped the moment the reply is routed.
+    progress: Option<String>,
 }
 
 pub(crate) struct ListenSlot {
@@ -121,6 +147,8 @@ pub(crate) struct ListenSlot {
 #[derive(Default)]
 struct State {
     pending: HashMap<String, Pending>,
+    /// Progress sinks by the exact JSON text of their token.
+    progress: HashMap<String, ProgressSink>,
     listens: HashMap<String, ListenSlot>,
     dead: Option<TransportError>,
 }
@@ -129,6 +157,7 @@ pub(crate) struct Shared {
     pub(crate) transport: Arc<dyn Transport>,
     options: ClientOptions,
     next_id: AtomicU64,
+    next_token: AtomicU64,
     state: Mutex<State>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
     pub(crate) output_schemas: Mutex<HashMap<String, OutputSchema>>,
@@ -183,6 +212,7 @@ impl Client {
             transport: Arc::clone(&transport),
             options,
             next_id: AtomicU64::new(1),
+            next_token: AtomicU64::new(1),
             state: Mutex::new(State::default()),
             reader: Mutex::new(None),
             output_schemas: Mutex::new(HashMap::new()),
@@ -387,22 +417,39 @@ impl Shared {
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
         let deadline = self.deadline_of(options)?;
-        let params = self.params(params, options)?;
+        let mut options = std::borrow::Cow::Borrowed(options);
+        if options.on_progress.is_some() && options.progress_token.is_none() {
+            let n = self.next_token.fetch_add(1, Ordering::Relaxed);
+            options.to_mut().progress_token = Some(Value::String(format!("progress-{n}")));
+        }
+        let params = self.params(params, &options)?;
         let (tx, rx) = oneshot::channel();
+        let progress_key = match (&options.on_progress, &options.progress_token) {
+            (Some(sink), Some(token)) => Some((token.to_string(), sink.clone())),
+            _ => None,
+        };
         let id = {
             let mut state = lock(&self.state);
             if let Some(dead) = &state.dead {
                 return Err(ClientError::Transport(dead.clone()));
             }
             let id = self.fresh_id(&state);
-            state
-                .pending
-                .insert(id.token().to_owned(), Pending { reply: tx });
+            state.pending.insert(
+                id.token().to_owned(),
+                Pending {
+                    reply: tx,
+                    progress: progress_key.as_ref().map(|(key, _)| key.clone()),
+                },
+            );
+            if let Some((key, sink)) = &progress_key {
+                state.progress.insert(key.clone(), sink.clone());
+            }
             id
         };
         let mut guard = InFlight {
             shared: self,
             id: id.clone(),
+            progress: progress_key.map(|(key, _)| key),
             sent: false,
             done: false,
         };
@@ -538,12 +585,17 @@ impl Shared {
 struct InFlight<'a> {
     shared: &'a Arc<Shared>,
     id: RequestId,
+    /// The progress sink's key, removed however the request ends.
+    progress: Option<String>,
     sent: bool,
     done: bool,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        if let Some(key) = self.progress.take() {
+            lock(&self.shared.state).progress.remove(&key);
+        }
         if self.done {
             return;
         }
@@ -599,6 +651,9 @@ impl Shared {
         let token = id.token().to_owned();
         let mut state = lock(&self.state);
         if let Some(p) = state.pending.remove(&token) {
+            if let Some(key) = &p.progress {
+                state.progress.remove(key);
+            }
             drop(state);
             let _ = p.reply.send(Reply::Response(response));
             return;
@@ -612,6 +667,10 @@ impl Shared {
     }
 
     fn route_notification(&self, n: Notification) {
+        if n.method == methods::PROGRESS {
+            self.route_progress(&n);
+            return;
+        }
         let key = match n.method.as_str() {
             methods::CANCELLED => crate::wire::progress::cancelled_request(n.params.as_deref())
                 .map(|id| id.token().to_owned()),
@@ -628,6 +687,31 @@ impl Shared {
         };
         if full {
             state.listens.remove(&key);
+        }
+    }
+}
+
+impl Shared {
+    /// Hands a progress notification to its call's sink; malformed or unknown ones are
+    /// diagnostics only (never answered, A12).
+    fn route_progress(&self, n: &Notification) {
+        let Some(params) = n.params.as_deref() else {
+            return;
+        };
+        let Ok(p) = crate::wire::progress::read_progress(params) else {
+            tracing::debug!("ignoring malformed progress");
+            return;
+        };
+        let key = serde_json::from_str::<Value>(p.token.get())
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        let sink = lock(&self.state).progress.get(&key).cloned();
+        if let Some(sink) = sink {
+            (sink.0)(Progress {
+                progress: p.progress.get().to_owned(),
+                total: p.total.map(|t| t.get().to_owned()),
+                message: p.message,
+            });
         }
     }
 }

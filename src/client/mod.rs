@@ -18,8 +18,8 @@ pub mod stdio;
 pub mod transport;
 
 pub use connection::{
-    CallOptions, Client, ClientOptions, Discovery, DEFAULT_DEADLINE, LISTEN_QUEUE_MESSAGES,
-    MAX_DEADLINE,
+    CallOptions, Client, ClientOptions, Discovery, Progress, ProgressSink, DEFAULT_DEADLINE,
+    LISTEN_QUEUE_MESSAGES, MAX_DEADLINE,
 };
 pub use error::{
     ClientError, ConnectError, InputRequired, InvalidResult, PaginationError, RpcError,
