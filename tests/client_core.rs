@@ -1095,6 +1095,17 @@ async fn o83_cancelling_after_the_wire_sends_the_raw_id_and_before_it_sends_noth
         1,
         "no cancel for an unsent request"
     );
+
+    // The deadline covers a send that never completes: no hang, no cancel.
+    let options = CallOptions::default().deadline(Duration::from_millis(100));
+    match client.call("blocked", None, &options).await {
+        Err(ClientError::Deadline { deadline, .. }) => {
+            assert_eq!(deadline, Duration::from_millis(100));
+        }
+        other => panic!("{other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(fake.cancellations().len(), 1, "still no cancel");
 }
 
 #[tokio::test]
@@ -1416,5 +1427,22 @@ async fn j1_progress_reaches_the_call_sink_and_nothing_after_the_reply() {
     assert_eq!(
         params_of(&sent)["_meta"]["progressToken"],
         json!("progress-1")
+    );
+}
+
+#[tokio::test]
+async fn k3_o86_a_listen_never_acknowledged_hits_the_deadline_and_is_cancelled() {
+    let fake = modern(|_, _| vec![]);
+    let client = connect(&fake).await;
+    let options = CallOptions::default().deadline(Duration::from_millis(100));
+    match client.listen(tools_filter(), &options).await {
+        Err(ListenError::Deadline) => {}
+        other => panic!("{other:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let id = fake.sent_requests().pop().unwrap().id.token().to_owned();
+    assert_eq!(
+        fake.cancellations(),
+        vec![format!(r#"{{"requestId":{id}}}"#)]
     );
 }

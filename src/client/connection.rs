@@ -458,7 +458,16 @@ impl Shared {
             method: method.to_owned(),
             params: Some(params),
         });
-        match self.transport.send(&message).await {
+        // The deadline covers the send too: a blocked pipe must not hang the caller.
+        let until = tokio::time::Instant::now() + deadline;
+        let timed_out = || ClientError::Deadline {
+            method: method.to_owned(),
+            deadline,
+        };
+        let Ok(sent) = tokio::time::timeout_at(until, self.transport.send(&message)).await else {
+            return Err(timed_out());
+        };
+        match sent {
             Ok(()) => guard.sent = true,
             Err(e) => {
                 guard.done = true;
@@ -470,16 +479,11 @@ impl Shared {
                 return Err(ClientError::Transport(e));
             }
         }
-        let reply = match tokio::time::timeout(deadline, rx).await {
+        let reply = match tokio::time::timeout_at(until, rx).await {
             Ok(Ok(reply)) => reply,
             // The sender went away without a reply: only `die` does that, after recording why.
             Ok(Err(_)) => Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
-            Err(_) => {
-                return Err(ClientError::Deadline {
-                    method: method.to_owned(),
-                    deadline,
-                })
-            }
+            Err(_) => return Err(timed_out()),
         };
         guard.done = true;
         match reply {
@@ -538,13 +542,20 @@ impl Shared {
             method: methods::LISTEN.to_owned(),
             params: Some(params),
         });
+        // Dropped before the send finished (the deadline passed): forget the slot silently,
+        // the request never reached the wire.
+        let mut unsent = UnsentListen {
+            shared: self,
+            id: Some(id.clone()),
+        };
         if let Err(e) = self.transport.send(&message).await {
-            lock(&self.state).listens.remove(id.token());
+            drop(unsent);
             if e.is_fatal() {
                 self.die(e.clone());
             }
             return Err(ClientError::Transport(e));
         }
+        unsent.id = None;
         Ok((id, rx, overflowed))
     }
 
@@ -576,6 +587,20 @@ impl Shared {
             });
             let _ = transport.send(&message).await;
         });
+    }
+}
+
+/// A listen slot whose request has not reached the wire yet.
+struct UnsentListen<'a> {
+    shared: &'a Arc<Shared>,
+    id: Option<RequestId>,
+}
+
+impl Drop for UnsentListen<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            lock(&self.shared.state).listens.remove(id.token());
+        }
     }
 }
 

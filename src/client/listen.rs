@@ -81,14 +81,16 @@ impl Client {
         let notifications: Value =
             serde_json::from_str(&filter.to_json()).unwrap_or(Value::Object(Map::new()));
         params.insert("notifications".into(), notifications);
-        let (id, rx, overflowed) = self
-            .shared
-            .open_listen(params, options)
-            .await
-            .map_err(|e| match e {
-                ClientError::Transport(t) => ListenError::Transport(t),
-                other => ListenError::Request(other),
-            })?;
+        // One deadline for sending the request and receiving the acknowledgement.
+        let until = tokio::time::Instant::now() + deadline;
+        let (id, rx, overflowed) =
+            tokio::time::timeout_at(until, self.shared.open_listen(params, options))
+                .await
+                .map_err(|_| ListenError::Deadline)?
+                .map_err(|e| match e {
+                    ClientError::Transport(t) => ListenError::Transport(t),
+                    other => ListenError::Request(other),
+                })?;
         let mut stream = ListenStream {
             shared: Arc::clone(&self.shared),
             machine: ClientListen::new(SubscriptionId(id.token().to_owned()), filter),
@@ -100,7 +102,7 @@ impl Client {
             rejected: Vec::new(),
             done: false,
         };
-        match tokio::time::timeout(deadline, stream.step()).await {
+        match tokio::time::timeout_at(until, stream.step()).await {
             Err(_) => Err(ListenError::Deadline),
             Ok(Err(e)) => Err(e),
             Ok(Ok(Step::Acknowledged)) => Ok(stream),
