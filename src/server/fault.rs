@@ -3,7 +3,7 @@
 //!
 //! Compiled only under `cfg(test)` or the `fault-injection` feature (which `cargo test` turns on
 //! for the integration tests); in every other build [`point`] is an empty inline function.
-//! Points are armed process-wide, so tests that arm one hold [`exclusive`] while they run.
+//! Points are armed process-wide, so tests that arm one hold `exclusive()` while they run.
 
 /// Where the server can be made to panic (the names a test arms).
 pub mod points {
