@@ -2,6 +2,7 @@
 //!
 //! - [`digest`]: stable snapshot digests for hosts that cache or compare what a server
 //!   published (runtime-free).
+//! - `http`: the Streamable HTTP transport, one POST per message (feature `http`).
 //! - [`stdio`]: the child-process transport, line-framed through [`crate::codec`] (Unix).
 //! - [`transport`]: the message-level seam every transport implements.
 //! - [`Client`] ([`connection`], [`methods`], [`listen`]): discovery, requests with fresh
@@ -11,6 +12,8 @@
 pub mod connection;
 pub mod digest;
 pub mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod listen;
 pub mod methods;
 #[cfg(all(unix, feature = "stdio"))]

@@ -1,0 +1,561 @@
+//! The strict client over its Streamable HTTP transport, against our own host on loopback and
+//! against raw loopback servers that misbehave on purpose (D2–D21, D46, D47). Nothing here dials
+//! anything but 127.0.0.1.
+#![forbid(unsafe_code)]
+#![cfg(all(feature = "http", feature = "client", feature = "server"))]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use strict_mcp::client::http::{Decorator, DecoratorError, HttpTransport};
+use strict_mcp::client::{
+    CallOptions, Client, ClientError, ClientOptions, ConnectError, Inbound, Progress, ProgressSink,
+    RoundInput, RpcErrorKind, ToolOutcome, Transport, TransportError,
+};
+use strict_mcp::codec::ReplyTo;
+use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+use strict_mcp::server::{Server, ServerOptions};
+use strict_mcp::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
+use strict_mcp::wire::limits::MAX_CLIENT_INGRESS_FRAME_BYTES;
+
+const PV: &str = "2026-07-28";
+
+#[derive(Deserialize, JsonSchema)]
+struct RegionIn {
+    /// Where to run; mirrored into `Mcp-Param-Region`.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+#[derive(Serialize, JsonSchema)]
+struct TextOut {
+    /// The text.
+    text: String,
+}
+
+/// Raised when the `wait` tool's handler is dropped (its request was cancelled).
+struct StopOnDrop(Arc<AtomicBool>);
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Our own host on a loopback port; returns the endpoint URL and the `wait` tool's flag.
+async fn own_host(stream_after: Option<Duration>) -> (String, Arc<AtomicBool>) {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stopped);
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "region",
+            |_i: Invocation, i: RegionIn| async move { Ok(TextOut { text: i.region }) },
+        ))
+        .tool(ToolDef::typed(
+            "progress",
+            |inv: Invocation, _i: Empty| async move {
+                inv.report_progress(1.0, Some(2.0), Some("half"));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(TextOut {
+                    text: "done".into(),
+                })
+            },
+        ))
+        .tool(ToolDef::typed("wait", move |inv: Invocation, _i: Empty| {
+            let guard = StopOnDrop(Arc::clone(&flag));
+            async move {
+                let _guard = guard;
+                inv.cancel_token().cancelled().await;
+                Ok(TextOut {
+                    text: "cancelled".into(),
+                })
+            }
+        }))
+        .build()
+        .expect("registry");
+    let server = Server::new(registry, ServerOptions::new().mode("direct")).expect("server");
+    let config = HttpConfig {
+        stream_after,
+        ..HttpConfig::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(serve(
+        listener,
+        McpHttp::new(server, config),
+        std::future::pending(),
+    ));
+    (format!("http://{addr}/mcp"), stopped)
+}
+
+async fn connect(url: &str, decorator: Option<Decorator>) -> (Client, Arc<HttpTransport>) {
+    let transport = Arc::new(HttpTransport::new(url, decorator).expect("transport"));
+    let client = Client::connect(transport.clone(), ClientOptions::default())
+        .await
+        .expect("connect");
+    (client, transport)
+}
+
+fn args(v: Value) -> Option<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+fn text_of(outcome: ToolOutcome) -> Value {
+    match outcome {
+        ToolOutcome::Success(r) => {
+            serde_json::to_value(&r).expect("json")["structuredContent"]["value"]["text"].clone()
+        }
+        other => panic!("expected a success, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn d2_d19_discover_list_and_call_with_mcp_param_headers() {
+    let (url, _) = own_host(None).await;
+    let (client, transport) = connect(&url, None).await;
+    assert_eq!(
+        client.discovery().result.supported_versions,
+        vec![PV.to_owned()]
+    );
+    // Without the annotations from tools/list, Mcp-Param-Region is missing: the host refuses.
+    let err = client
+        .call_tool(
+            "region",
+            args(json!({"region": "eu-west"})),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .expect_err("no Mcp-Param-Region yet");
+    match err {
+        ClientError::Rpc(e) => {
+            assert_eq!(e.kind, RpcErrorKind::HeaderMismatch);
+            assert_eq!(e.code, -32020);
+        }
+        other => panic!("expected -32020, got {other:?}"),
+    }
+    let tools = client
+        .list_tools(&CallOptions::default())
+        .await
+        .expect("list");
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["progress", "region", "wait"]);
+    let kept = transport.annotations("region");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].header_name(), "Mcp-Param-Region");
+    let outcome = client
+        .call_tool(
+            "region",
+            args(json!({"region": "eu-west"})),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .expect("call");
+    assert_eq!(text_of(outcome), json!("eu-west"));
+    // Non-ASCII goes through the base64 sentinel and the host still matches it (D21).
+    let outcome = client
+        .call_tool(
+            "region",
+            args(json!({"region": "zürich"})),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .expect("call");
+    assert_eq!(text_of(outcome), json!("zürich"));
+}
+
+#[tokio::test]
+async fn d5_d11_progress_token_gets_a_request_scoped_sse_stream() {
+    let (url, _) = own_host(None).await;
+    let (client, _) = connect(&url, None).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink_seen = Arc::clone(&seen);
+    let options = CallOptions {
+        on_progress: Some(ProgressSink(Arc::new(move |p: Progress| {
+            sink_seen.lock().unwrap().push(p)
+        }))),
+        ..CallOptions::default()
+    };
+    let outcome = client
+        .call_tool("progress", args(json!({})), RoundInput::first(), &options)
+        .await
+        .expect("call");
+    assert_eq!(text_of(outcome), json!("done"));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![Progress {
+            progress: "1.0".into(),
+            total: Some("2.0".into()),
+            message: Some("half".into()),
+        }]
+    );
+}
+
+#[tokio::test]
+async fn d13_deadline_on_a_json_call_closes_the_connection_and_the_handler_stops() {
+    let (url, stopped) = own_host(None).await;
+    let (client, _) = connect(&url, None).await;
+    let err = client
+        .call_tool(
+            "wait",
+            args(json!({})),
+            RoundInput::first(),
+            &CallOptions::default().deadline(Duration::from_millis(300)),
+        )
+        .await
+        .expect_err("deadline");
+    assert!(matches!(err, ClientError::Deadline { .. }), "{err:?}");
+    wait_for(&stopped).await;
+}
+
+#[tokio::test]
+async fn d13_cancelling_a_streamed_call_closes_its_sse_stream_not_a_post() {
+    let (url, stopped) = own_host(Some(Duration::from_millis(50))).await;
+    let (client, _) = connect(&url, None).await;
+    let err = client
+        .call_tool(
+            "wait",
+            args(json!({})),
+            RoundInput::first(),
+            &CallOptions::default().deadline(Duration::from_millis(500)),
+        )
+        .await
+        .expect_err("deadline");
+    assert!(matches!(err, ClientError::Deadline { .. }), "{err:?}");
+    wait_for(&stopped).await;
+}
+
+async fn wait_for(flag: &AtomicBool) {
+    for _ in 0..200 {
+        if flag.load(Ordering::SeqCst) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the handler was not cancelled");
+}
+
+fn meta_params(rest: &str) -> Option<Box<RawValue>> {
+    Some(
+        RawValue::from_string(format!(
+            r#"{{{rest}"_meta":{{"io.modelcontextprotocol/protocolVersion":"{PV}"}}}}"#
+        ))
+        .expect("raw"),
+    )
+}
+
+fn call_request(id: i64) -> Message {
+    Message::Request(Request {
+        id: RequestId::integer(id),
+        method: "tools/call".into(),
+        params: meta_params(r#""name":"x","#),
+    })
+}
+
+#[tokio::test]
+async fn d7_a_notification_is_posted_and_acknowledged_202() {
+    let (url, _) = own_host(None).await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    let note = Message::Notification(Notification {
+        method: "notifications/roots/list_changed".into(),
+        params: meta_params(""),
+    });
+    transport.send(&note).await.expect("202");
+}
+
+#[tokio::test]
+async fn d46_a_decorator_setting_mcp_method_is_refused_with_a_typed_error() {
+    let (url, _) = own_host(None).await;
+    let decorator: Decorator = Arc::new(|_method, d| d.insert("Mcp-Method", "tools/call"));
+    let transport = Arc::new(HttpTransport::new(&url, Some(decorator)).expect("transport"));
+    let err = Client::connect(transport, ClientOptions::default())
+        .await
+        .expect_err("refused");
+    let ConnectError::Discover(inner) = err else {
+        panic!("expected a discovery failure, got {err:?}");
+    };
+    match *inner {
+        ClientError::Transport(TransportError::Refused(text)) => assert_eq!(
+            text,
+            DecoratorError::Reserved("mcp-method".into()).to_string()
+        ),
+        other => panic!("expected a refused message, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw loopback servers
+
+/// A loopback server answering each request with `answer(head, body)` written raw, then
+/// closing the connection; the request heads it saw are kept.
+async fn raw_server(
+    answer: impl Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&heads);
+    let answer = Arc::new(answer);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let answer = Arc::clone(&answer);
+            let kept = Arc::clone(&kept);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let end = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while buf.len() < end + length {
+                    match socket.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let reply = answer(&head, &buf[end..end + length]);
+                kept.lock().unwrap().push(head);
+                let _ = socket.write_all(&reply).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (format!("http://{addr}/mcp"), heads)
+}
+
+fn http(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A success response for id 1 of exactly `len` bytes.
+fn response_of_len(len: usize) -> Vec<u8> {
+    let shell = r#"{"jsonrpc":"2.0","id":1,"result":{"x":""}}"#;
+    let pad = len - shell.len();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"x":"{}"}}}}"#,
+        "a".repeat(pad)
+    )
+    .into_bytes()
+}
+
+#[tokio::test]
+async fn d3_d15_d16_d46_wire_headers_are_exact_and_decorations_added() {
+    let (url, heads) = raw_server(|_, _| {
+        http(
+            "200 OK",
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        )
+    })
+    .await;
+    let decorator: Decorator = Arc::new(|method, d| {
+        assert_eq!(method, "tools/call");
+        d.insert("Authorization", "Bearer s3cret")?;
+        d.insert(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )
+    });
+    let transport = HttpTransport::new(&url, Some(decorator)).expect("transport");
+    transport.send(&call_request(1)).await.expect("sent");
+    let Inbound::Message(Message::Response(Response::Success(s))) =
+        transport.recv().await.expect("recv")
+    else {
+        panic!("expected the success");
+    };
+    assert_eq!(s.result.get(), "{}");
+    let head = heads.lock().unwrap()[0].to_ascii_lowercase();
+    assert!(head.starts_with("post /mcp http/1.1\r\n"), "{head}");
+    for line in [
+        "accept: application/json, text/event-stream\r\n",
+        "content-type: application/json\r\n",
+        "mcp-protocol-version: 2026-07-28\r\n",
+        "mcp-method: tools/call\r\n",
+        "mcp-name: x\r\n",
+        "authorization: bearer s3cret\r\n",
+        "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n",
+    ] {
+        assert_eq!(head.matches(line).count(), 1, "{line:?} in {head}");
+    }
+}
+
+#[tokio::test]
+async fn d47_a_json_body_at_the_bound_is_read_one_past_is_refused() {
+    let (url, _) = raw_server(|head, _| {
+        let len = if head.contains("mcp-name: at") {
+            MAX_CLIENT_INGRESS_FRAME_BYTES
+        } else {
+            MAX_CLIENT_INGRESS_FRAME_BYTES + 1
+        };
+        http("200 OK", "application/json", &response_of_len(len))
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    let at = Message::Request(Request {
+        id: RequestId::integer(1),
+        method: "tools/call".into(),
+        params: meta_params(r#""name":"at","#),
+    });
+    transport.send(&at).await.expect("at the bound");
+    assert!(matches!(
+        transport.recv().await,
+        Ok(Inbound::Message(Message::Response(Response::Success(_))))
+    ));
+    let err = transport.send(&call_request(1)).await.expect_err("past");
+    assert_eq!(
+        refused(err),
+        format!("the response exceeds the {MAX_CLIENT_INGRESS_FRAME_BYTES}-byte limit")
+    );
+}
+
+fn refused(err: TransportError) -> String {
+    match err {
+        TransportError::Refused(text) => text,
+        other => panic!("expected a refused message, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn d47_a_server_closing_mid_json_body_is_truncated() {
+    let (url, _) = raw_server(|_, _| {
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\""
+            .to_vec()
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    let err = transport.send(&call_request(1)).await.expect_err("cut");
+    assert_eq!(refused(err), "the response ended before it was complete");
+}
+
+#[tokio::test]
+async fn d14_an_sse_stream_closed_before_the_response_fails_that_request() {
+    let (url, _) = raw_server(|_, _| {
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n: keep-alive\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":1}}\n\ndata: {\"jsonrpc\""
+            .to_vec()
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    transport
+        .send(&call_request(7))
+        .await
+        .expect("stream opened");
+    let Ok(Inbound::Message(Message::Notification(n))) = transport.recv().await else {
+        panic!("expected the notification first");
+    };
+    assert_eq!(n.method, "notifications/message");
+    let Ok(Inbound::Rejected(rejection)) = transport.recv().await else {
+        panic!("expected the request to fail");
+    };
+    assert_eq!(rejection.reply_to, ReplyTo::Id(RequestId::integer(7)));
+}
+
+#[tokio::test]
+async fn d5_status_without_json_rpc_body_bad_type_and_error_bodies() {
+    let (url, _) = raw_server(|head, _| {
+        if head.contains("mcp-name: plain") {
+            http("500 Internal Server Error", "text/plain", b"oops")
+        } else if head.contains("mcp-name: html") {
+            http("200 OK", "text/html", b"<p>")
+        } else {
+            http(
+                "400 Bad Request",
+                "application/json",
+                br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch"}}"#,
+            )
+        }
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    let named = |name: &str| {
+        Message::Request(Request {
+            id: RequestId::integer(1),
+            method: "tools/call".into(),
+            params: meta_params(&format!(r#""name":"{name}","#)),
+        })
+    };
+    let err = transport.send(&named("plain")).await.expect_err("500");
+    assert_eq!(
+        refused(err),
+        "the server answered HTTP 500 without a JSON-RPC body"
+    );
+    let err = transport.send(&named("html")).await.expect_err("html");
+    assert_eq!(
+        refused(err),
+        "the server answered with an unexpected content type"
+    );
+    transport.send(&named("err")).await.expect("error body");
+    let Ok(Inbound::Message(Message::Response(Response::Error(e)))) = transport.recv().await else {
+        panic!("expected the error response");
+    };
+    assert_eq!(e.error.code, -32020);
+}
+
+#[tokio::test]
+async fn d47_redirects_are_not_followed_and_secrets_stay_out_of_errors() {
+    let (target, heads_target) = raw_server(|_, _| http("200 OK", "application/json", b"{}")).await;
+    let location = target.clone();
+    let (url, heads) = raw_server(move |_, _| {
+        format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+        )
+        .into_bytes()
+    })
+    .await;
+    let decorator: Decorator = Arc::new(|_, d| {
+        d.insert("Authorization", "Bearer s3cret")?;
+        d.insert("Cookie", "sid=s3cret")
+    });
+    let transport = HttpTransport::new(&url, Some(decorator)).expect("transport");
+    let err = transport
+        .send(&call_request(1))
+        .await
+        .expect_err("redirect");
+    let text = refused(err);
+    assert_eq!(
+        text,
+        "the server answered a redirect (307), which is not followed"
+    );
+    assert!(!text.contains("s3cret"));
+    assert_eq!(heads.lock().unwrap().len(), 1);
+    assert!(heads_target.lock().unwrap().is_empty());
+}
