@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use strict_mcp::client::http::{Decorator, DecoratorError, HttpTransport};
+use strict_mcp::client::http::{Decorator, DecoratorError, HttpTransport, MAX_REDIRECT_HOPS};
 use strict_mcp::client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, Inbound, Progress, ProgressSink,
     RoundInput, RpcErrorKind, ToolOutcome, Transport, TransportError,
@@ -303,6 +303,9 @@ async fn d46_a_decorator_setting_mcp_method_is_refused_with_a_typed_error() {
 // ---------------------------------------------------------------------------------------------
 // Raw loopback servers
 
+/// An SSE comment that tells [`raw_server`] to hold the stream open.
+const HOLD: &[u8] = b": hold\n\n";
+
 /// A loopback server answering each request with `answer(head, body)` written raw, then
 /// closing the connection; the request heads it saw are kept.
 async fn raw_server(
@@ -350,6 +353,12 @@ async fn raw_server(
                 let reply = answer(&head, &buf[end..end + length]);
                 kept.lock().unwrap().push(head);
                 let _ = socket.write_all(&reply).await;
+                if reply.ends_with(HOLD) {
+                    // Keep the stream open until the client closes it, and record that it did.
+                    while matches!(socket.read(&mut chunk).await, Ok(n) if n > 0) {}
+                    kept.lock().unwrap().push("CLOSED".to_owned());
+                    return;
+                }
                 let _ = socket.shutdown().await;
             });
         }
@@ -558,4 +567,141 @@ async fn d47_redirects_are_not_followed_and_secrets_stay_out_of_errors() {
     assert!(!text.contains("s3cret"));
     assert_eq!(heads.lock().unwrap().len(), 1);
     assert!(heads_target.lock().unwrap().is_empty());
+}
+
+/// A server whose `/hop/N` redirects (307) to `/hop/N+1` until `N == last`, which answers.
+async fn hop_server(last: usize) -> String {
+    let (url, _) = raw_server(move |head, _| {
+        let n: usize = head
+            .strip_prefix("POST /hop/")
+            .and_then(|r| r.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("hop path");
+        if n == last {
+            http(
+                "200 OK",
+                "application/json",
+                br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            )
+        } else {
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: /hop/{}\r\ncontent-length: 0\r\n\r\n",
+                n + 1
+            )
+            .into_bytes()
+        }
+    })
+    .await;
+    url.replace("/mcp", "/hop/0")
+}
+
+#[tokio::test]
+async fn d47_same_origin_307_chain_at_the_hop_bound_is_followed_one_past_is_refused() {
+    let at = hop_server(MAX_REDIRECT_HOPS).await;
+    let transport = HttpTransport::new(&at, None)
+        .expect("transport")
+        .follow_redirects(usize::MAX);
+    transport.send(&call_request(1)).await.expect("followed");
+    assert!(matches!(
+        transport.recv().await,
+        Ok(Inbound::Message(Message::Response(Response::Success(_))))
+    ));
+    let past = hop_server(MAX_REDIRECT_HOPS + 1).await;
+    let transport = HttpTransport::new(&past, None)
+        .expect("transport")
+        .follow_redirects(usize::MAX);
+    let err = transport
+        .send(&call_request(1))
+        .await
+        .expect_err("too many");
+    assert_eq!(
+        refused(err),
+        format!("more than {MAX_REDIRECT_HOPS} redirects")
+    );
+}
+
+#[tokio::test]
+async fn d47_cross_origin_and_method_changing_redirects_are_never_followed() {
+    let (target, heads_target) = raw_server(|_, _| http("200 OK", "application/json", b"{}")).await;
+    let location = target.clone();
+    let (cross, _) = raw_server(move |_, _| {
+        format!(
+            "HTTP/1.1 308 Permanent Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+        )
+        .into_bytes()
+    })
+    .await;
+    let transport = HttpTransport::new(&cross, None)
+        .expect("transport")
+        .follow_redirects(MAX_REDIRECT_HOPS);
+    let err = transport.send(&call_request(1)).await.expect_err("cross");
+    assert_eq!(
+        refused(err),
+        "the server redirected to another origin, which is not followed"
+    );
+    assert!(heads_target.lock().unwrap().is_empty());
+    let (found, heads) = raw_server(|_, _| {
+        b"HTTP/1.1 302 Found\r\nlocation: /mcp\r\ncontent-length: 0\r\n\r\n".to_vec()
+    })
+    .await;
+    let transport = HttpTransport::new(&found, None)
+        .expect("transport")
+        .follow_redirects(MAX_REDIRECT_HOPS);
+    let err = transport.send(&call_request(1)).await.expect_err("302");
+    assert_eq!(
+        refused(err),
+        "the server answered a redirect (302), which is not followed"
+    );
+    assert_eq!(heads.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn d13_a_cancelled_streamed_call_closes_its_stream_and_posts_nothing() {
+    let discover = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "resultType": "complete",
+            "supportedVersions": [PV],
+            "capabilities": {},
+        },
+    })
+    .to_string();
+    let (url, heads) = raw_server(move |head, _| {
+        if head.contains("mcp-method: server/discover") {
+            http("200 OK", "application/json", discover.as_bytes())
+        } else {
+            let mut out = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n".to_vec();
+            out.extend_from_slice(HOLD);
+            out
+        }
+    })
+    .await;
+    let transport = Arc::new(HttpTransport::new(&url, None).expect("transport"));
+    let client = Client::connect(transport, ClientOptions::default())
+        .await
+        .expect("connect");
+    let err = client
+        .call_tool(
+            "slow",
+            args(json!({})),
+            RoundInput::first(),
+            &CallOptions::default().deadline(Duration::from_millis(200)),
+        )
+        .await
+        .expect_err("deadline");
+    assert!(matches!(err, ClientError::Deadline { .. }), "{err:?}");
+    for _ in 0..200 {
+        if heads.lock().unwrap().len() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Give a stray cancellation POST time to arrive before checking there was none.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 3, "{heads:?}");
+    assert!(heads[0].contains("mcp-method: server/discover"));
+    assert!(heads[1].contains("mcp-method: tools/call"));
+    assert_eq!(heads[2], "CLOSED");
 }

@@ -12,7 +12,9 @@
 //!   stream is never resumed (D14).
 //! - A [`Decorator`] adds auth or trace headers but can never set the protocol headers,
 //!   `Host`, the content headers or anything the transport owns (D46).
-//! - Redirects are never followed (D47): a `3xx` answer is [`HttpError::Redirect`].
+//! - Redirects are not followed by default (D47): a `3xx` answer is [`HttpError::Redirect`].
+//!   [`HttpTransport::follow_redirects`] opts into `307`/`308` to the same origin only (the
+//!   method and body are kept), at most [`MAX_REDIRECT_HOPS`] hops.
 //! - Diagnostics never carry header values (no `Authorization` or `Cookie`), nor bodies.
 //! - The `x-mcp-header` annotations (D19, D22) are read by this transport from the
 //!   `tools/list` results it carries, since the core hands the transport messages only.
@@ -23,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION};
 use hyper::{Method as HttpMethod, Request as HttpRequest, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
@@ -49,6 +51,11 @@ pub const MAX_SSE_LINE_BYTES: usize = MAX_CLIENT_INGRESS_FRAME_BYTES + 16;
 /// Threat: a server flooding notifications faster than the core routes them; the streams
 /// wait (backpressure) instead of buffering without bound.
 pub const INBOUND_QUEUE_MESSAGES: usize = 256;
+
+/// Most `307`/`308` hops one message may follow when redirects are enabled.
+///
+/// Threat: a redirect loop (or a long chain) holding a request and its connection forever.
+pub const MAX_REDIRECT_HOPS: usize = 5;
 
 /// Header names a [`Decorator`] may never set (D46), besides every `mcp-*` name: the
 /// transport owns the target, the body's framing and what it accepts.
@@ -93,6 +100,15 @@ pub enum HttpError {
     Redirect {
         /// The `3xx` status.
         status: u16,
+    },
+    /// A redirect to another origin (scheme, host or port) or to an unreadable location.
+    #[error("the server redirected to another origin, which is not followed")]
+    CrossOriginRedirect,
+    /// More redirects than the transport follows.
+    #[error("more than {limit} redirects")]
+    TooManyRedirects {
+        /// The hops followed before giving up.
+        limit: usize,
     },
     /// The server answered a status with no JSON-RPC body to explain it.
     #[error("the server answered HTTP {status} without a JSON-RPC body")]
@@ -185,6 +201,8 @@ pub struct HttpTransport {
     client: HyperClient<HttpConnector, Full<Bytes>>,
     url: Uri,
     decorator: Option<Decorator>,
+    /// Same-origin `307`/`308` hops followed per message (0: none).
+    max_redirects: usize,
     tx: mpsc::Sender<Inner>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Inner>>,
     closed: watch::Sender<bool>,
@@ -222,12 +240,21 @@ impl HttpTransport {
             client,
             url,
             decorator,
+            max_redirects: 0,
             tx,
             rx: tokio::sync::Mutex::new(rx),
             closed: watch::channel(false).0,
             streams: Arc::new(Mutex::new(HashMap::new())),
             annotations: Arc::new(Mutex::new(HashMap::new())),
         })
+    }
+
+    /// Follows up to `hops` (at most [`MAX_REDIRECT_HOPS`]) `307`/`308` redirects that stay on
+    /// the base URL's origin; other redirects stay errors.
+    #[must_use]
+    pub fn follow_redirects(mut self, hops: usize) -> HttpTransport {
+        self.max_redirects = hops.min(MAX_REDIRECT_HOPS);
+        self
     }
 
     /// The `x-mcp-header` annotations this transport mirrors for `tool` (from `tools/list`).
@@ -240,7 +267,7 @@ impl HttpTransport {
     }
 
     /// Builds the POST for `message`: body, protocol headers, then the decorations.
-    fn build(&self, message: &Message) -> Result<HttpRequest<Full<Bytes>>, HttpError> {
+    fn build(&self, message: &Message, url: &Uri) -> Result<HttpRequest<Full<Bytes>>, HttpError> {
         let body = codec::encode(message, &EgressLimits::CLIENT)
             .map_err(|e| HttpError::Encode(e.to_string()))?;
         let (method, params) = match message {
@@ -265,7 +292,7 @@ impl HttpTransport {
         }
         let mut request = HttpRequest::builder()
             .method(HttpMethod::POST)
-            .uri(self.url.clone())
+            .uri(url.clone())
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| HttpError::Exchange(e.to_string()))?;
         let map = request.headers_mut();
@@ -291,18 +318,34 @@ impl HttpTransport {
     /// Posts `message` and reads its answer; JSON answers are read here, SSE answers by a
     /// spawned stream reader registered under the request's id.
     async fn exchange(&self, message: &Message) -> Result<(), HttpError> {
-        let request = self.build(message)?;
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| HttpError::Exchange(exchange_text(&e)))?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(HttpError::Redirect {
-                status: status.as_u16(),
-            });
-        }
+        let mut url = self.url.clone();
+        let mut hops = 0;
+        let (response, status) = loop {
+            let request = self.build(message, &url)?;
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| HttpError::Exchange(exchange_text(&e)))?;
+            let status = response.status();
+            if !status.is_redirection() {
+                break (response, status);
+            }
+            let keeps_method = matches!(
+                status,
+                StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+            );
+            if self.max_redirects == 0 || !keeps_method {
+                return Err(HttpError::Redirect {
+                    status: status.as_u16(),
+                });
+            }
+            if hops == self.max_redirects {
+                return Err(HttpError::TooManyRedirects { limit: hops });
+            }
+            url = same_origin(&url, response.headers().get(LOCATION))?;
+            hops += 1;
+        };
         let kind = media_kind(response.headers());
         let Message::Request(sent) = message else {
             // A notification: 202 with no body is the only success (D7).
@@ -374,6 +417,38 @@ impl HttpTransport {
             task.abort();
         }
     }
+}
+
+/// Where a redirect from `from` to `location` leads, when it stays on the same origin
+/// (scheme, host, port; D47): an absolute-path reference or an absolute URL of that origin.
+fn same_origin(from: &Uri, location: Option<&HeaderValue>) -> Result<Uri, HttpError> {
+    let location = location
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<Uri>().ok())
+        .ok_or(HttpError::CrossOriginRedirect)?;
+    let port = |u: &Uri| u.port_u16().unwrap_or(80);
+    let same = match (location.scheme_str(), location.host()) {
+        (None, None) => location.path().starts_with('/'),
+        (Some(scheme), Some(host)) => {
+            scheme == "http"
+                && from.host().is_some_and(|h| h.eq_ignore_ascii_case(host))
+                && port(from) == port(&location)
+        }
+        _ => false,
+    };
+    if !same {
+        return Err(HttpError::CrossOriginRedirect);
+    }
+    let path = location
+        .path_and_query()
+        .map_or("/", hyper::http::uri::PathAndQuery::as_str);
+    let authority = from.authority().ok_or(HttpError::CrossOriginRedirect)?;
+    Uri::builder()
+        .scheme("http")
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .map_err(|_| HttpError::CrossOriginRedirect)
 }
 
 /// Which response kind a `Content-Type` names.
