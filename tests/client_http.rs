@@ -705,3 +705,43 @@ async fn d13_a_cancelled_streamed_call_closes_its_stream_and_posts_nothing() {
     assert!(heads[1].contains("mcp-method: tools/call"));
     assert_eq!(heads[2], "CLOSED");
 }
+
+#[tokio::test]
+async fn d5_a_null_id_error_on_a_requests_exchange_answers_that_request() {
+    let (url, _) = raw_server(|_, _| {
+        http(
+            "503 Service Unavailable",
+            "application/json",
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"busy"}}"#,
+        )
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    transport.send(&call_request(9)).await.expect("error body");
+    let Ok(Inbound::Message(Message::Response(Response::Error(e)))) = transport.recv().await else {
+        panic!("expected the error response");
+    };
+    assert_eq!(e.id, Some(RequestId::integer(9)));
+    assert_eq!(e.error.code, -32603);
+    assert_eq!(e.error.message, "busy");
+}
+
+#[tokio::test]
+async fn close_ends_recv_and_refuses_later_sends() {
+    let transport = Arc::new(HttpTransport::new("http://127.0.0.1:9/mcp", None).expect("t"));
+    let reader = tokio::spawn({
+        let t = Arc::clone(&transport);
+        async move { t.recv().await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    transport.close().await;
+    let got = tokio::time::timeout(Duration::from_secs(2), reader)
+        .await
+        .expect("recv ended")
+        .expect("join");
+    assert!(matches!(got, Err(TransportError::Closed)), "{got:?}");
+    assert!(matches!(
+        transport.send(&call_request(1)).await,
+        Err(TransportError::Closed)
+    ));
+}

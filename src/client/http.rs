@@ -362,6 +362,7 @@ impl HttpTransport {
                 let decoded = codec::decode(&body, &IngressLimits::CLIENT);
                 match decoded {
                     Ok(Message::Response(r)) if r.id().is_none_or(|id| id == &sent.id) => {
+                        let r = attribute(r, &sent.id);
                         observe(&self.annotations, &sent.method, &r);
                         // A JSON-RPC error with any status is the core's to judge.
                         self.deliver(Ok(Inbound::Message(Message::Response(r))))
@@ -449,6 +450,18 @@ fn same_origin(from: &Uri, location: Option<&HeaderValue>) -> Result<Uri, HttpEr
         .path_and_query(path)
         .build()
         .map_err(|_| HttpError::CrossOriginRedirect)
+}
+
+/// A `"id": null` error on a request's own exchange answers that request: HTTP pairs the
+/// answer with the POST, and the core would otherwise drop it and wait for the deadline.
+fn attribute(r: Response, id: &RequestId) -> Response {
+    match r {
+        Response::Error(mut e) if e.id.is_none() => {
+            e.id = Some(id.clone());
+            Response::Error(e)
+        }
+        other => other,
+    }
 }
 
 /// Which response kind a `Content-Type` names.
@@ -572,6 +585,7 @@ async fn read_sse(
             match codec::decode(&data, &IngressLimits::CLIENT) {
                 Ok(Message::Response(r)) => {
                     let answers = r.id().is_none_or(|rid| rid == id);
+                    let r = if answers { attribute(r, id) } else { r };
                     if answers {
                         observe(annotations, method, &r);
                     }
