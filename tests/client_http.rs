@@ -745,3 +745,64 @@ async fn close_ends_recv_and_refuses_later_sends() {
         Err(TransportError::Closed)
     ));
 }
+
+#[tokio::test]
+async fn d2_sequential_posts_reuse_one_keep_alive_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    // One request: its head, then its Content-Length body.
+                    let (end, length) = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..i]).to_ascii_lowercase();
+                            let length = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            break (i + 4, length);
+                        }
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    while buf.len() < end + length {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..end + length);
+                    let body = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+                    let mut out = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    out.extend_from_slice(body);
+                    if socket.write_all(&out).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let transport = HttpTransport::new(&format!("http://{addr}/mcp"), None).expect("transport");
+    for _ in 0..3 {
+        transport.send(&call_request(1)).await.expect("sent");
+        assert!(matches!(
+            transport.recv().await,
+            Ok(Inbound::Message(Message::Response(Response::Success(_))))
+        ));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
