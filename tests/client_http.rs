@@ -55,6 +55,12 @@ impl Drop for StopOnDrop {
 
 /// Our own host on a loopback port; returns the endpoint URL and the `wait` tool's flag.
 async fn own_host(stream_after: Option<Duration>) -> (String, Arc<AtomicBool>) {
+    let (url, stopped, _) = own_host_server(stream_after).await;
+    (url, stopped)
+}
+
+/// As [`own_host`], also returning the protocol server.
+async fn own_host_server(stream_after: Option<Duration>) -> (String, Arc<AtomicBool>, Server) {
     let stopped = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stopped);
     let registry = RegistryBuilder::new()
@@ -85,6 +91,7 @@ async fn own_host(stream_after: Option<Duration>) -> (String, Arc<AtomicBool>) {
         .build()
         .expect("registry");
     let server = Server::new(registry, ServerOptions::new().mode("direct")).expect("server");
+    let handle = server.clone();
     let config = HttpConfig {
         stream_after,
         ..HttpConfig::default()
@@ -96,7 +103,7 @@ async fn own_host(stream_after: Option<Duration>) -> (String, Arc<AtomicBool>) {
         McpHttp::new(server, config),
         std::future::pending(),
     ));
-    (format!("http://{addr}/mcp"), stopped)
+    (format!("http://{addr}/mcp"), stopped, handle)
 }
 
 async fn connect(url: &str, decorator: Option<Decorator>) -> (Client, Arc<HttpTransport>) {
@@ -805,4 +812,42 @@ async fn d2_sequential_posts_reuse_one_keep_alive_connection() {
         ));
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn d5_d13_listen_stream_over_http_delivers_changes_and_closes_on_drop() {
+    use strict_mcp::machine::subscriptions::{Change, Filter};
+    let (url, _, server) = own_host_server(None).await;
+    let (client, _) = connect(&url, None).await;
+    let filter = Filter {
+        tools_list_changed: true,
+        ..Filter::default()
+    };
+    let mut stream = client
+        .listen(filter.clone(), &CallOptions::default())
+        .await
+        .expect("acknowledged");
+    assert_eq!(stream.effective_filter(), &filter);
+    assert_eq!(server.status().listen_streams, 1);
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "region",
+            |_i: Invocation, i: RegionIn| async move { Ok(TextOut { text: i.region }) },
+        ))
+        .build()
+        .expect("registry");
+    server.replace_registry(registry);
+    let change = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .expect("in time")
+        .expect("change");
+    assert_eq!(change, Some(Change::ToolsListChanged));
+    drop(stream);
+    for _ in 0..200 {
+        if server.status().listen_streams == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the listen stream was not closed");
 }
