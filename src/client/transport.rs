@@ -75,8 +75,9 @@ pub trait Transport: Send + Sync + 'static {
     fn close(&self) -> BoxFuture<'_, ()>;
 
     /// Whether cancelling a request that reached the wire is announced with
-    /// `notifications/cancelled` (stdio and in-process: yes; HTTP closes the response stream
-    /// instead).
+    /// `notifications/cancelled`. Every transport here says yes: stdio and in-process send it;
+    /// the HTTP transport takes that notice and closes the request's response stream instead
+    /// of posting it (D13).
     fn announces_cancellation(&self) -> bool {
         true
     }
