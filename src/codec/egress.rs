@@ -12,7 +12,7 @@ use std::io;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::error::{EgressBound, EgressError};
+use super::error::{EgressBound, EgressError, Rejection, ReplyTo};
 use crate::wire::errors::Cause;
 use crate::wire::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, Message, RequestId, Response};
 use crate::wire::limits;
@@ -209,6 +209,25 @@ pub fn encode_error(
                 body: Some(body),
             }
         }
+    }
+}
+
+impl Rejection {
+    /// The encoded error reply a server sends for a rejected frame (through
+    /// [`encode_error`]), or `None` for notifications (A11).
+    pub fn encode_reply(&self, limits: &EgressLimits) -> Option<ErrorReply> {
+        let id = match &self.reply_to {
+            ReplyTo::Id(id) => Some(id),
+            ReplyTo::NullId => None,
+            ReplyTo::Nobody => return None,
+        };
+        Some(encode_error(
+            id,
+            self.cause(),
+            &self.error.to_string(),
+            None,
+            limits,
+        ))
     }
 }
 

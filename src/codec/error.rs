@@ -187,23 +187,6 @@ impl Rejection {
         }
     }
 
-    /// The encoded error reply a server sends (through [`super::egress::encode_error`]), or
-    /// `None` for notifications (A11).
-    pub fn encode_reply(&self, limits: &super::EgressLimits) -> Option<super::egress::ErrorReply> {
-        let id = match &self.reply_to {
-            ReplyTo::Id(id) => Some(id),
-            ReplyTo::NullId => None,
-            ReplyTo::Nobody => return None,
-        };
-        Some(super::egress::encode_error(
-            id,
-            self.cause(),
-            &self.error.to_string(),
-            None,
-            limits,
-        ))
-    }
-
     /// The error response a server sends, or `None` for notifications (A11).
     pub fn to_response(&self) -> Option<ErrorResponse> {
         let id = match &self.reply_to {

@@ -274,35 +274,6 @@ impl ToolFailure {
     }
 }
 
-/// The JSON Schema (2020-12) of the failure envelope `{"failure": {...}}`, derived from
-/// [`ToolFailure`]: the publication layer references it next to an application's output
-/// schema (O17, O25), and every envelope the core produces validates against it.
-///
-/// ```
-/// use strict_mcp::core::{failure_envelope_schema, FailureCode, ToolFailure};
-/// use strict_mcp::core::schema::CompiledSchema;
-/// let schema = CompiledSchema::compile_value(&failure_envelope_schema()).unwrap();
-/// let envelope = ToolFailure::new(FailureCode::StateRejected, "expired").envelope();
-/// assert!(schema.validate_value(&envelope).is_ok());
-/// assert!(schema.validate_value(&serde_json::json!({"failure": {"code": "nope"}})).is_err());
-/// ```
-#[must_use]
-pub fn failure_envelope_schema() -> Value {
-    let mut inner =
-        crate::core::schema::derive_schema::<ToolFailure>(crate::core::schema::Side::Output);
-    if let Value::Object(map) = &mut inner {
-        map.remove("$schema");
-        map.remove("title");
-    }
-    json!({
-        "$schema": crate::core::schema::DRAFT_2020_12,
-        "type": "object",
-        "properties": { "failure": inner },
-        "required": ["failure"],
-        "additionalProperties": false,
-    })
-}
-
 /// What a tool handler may return instead of a result: a tool failure or a protocol error
 /// (for example the -32021 produced by asking for input the client cannot give).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -94,9 +94,7 @@ mod tool;
 
 pub use caller::{Caller, CancelToken, Clock, SystemClock};
 pub use cursor::{CursorKey, ListKind};
-pub use error::{
-    failure_envelope_schema, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure,
-};
+pub use error::{BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
     Invocation, LogLevel, LogSink, Outcome, Presentation, ProgressSink, MCP_APP_MIME_TYPE,
@@ -111,4 +109,5 @@ pub use registry::{
 pub use resource::{
     timeout_in_range, ReadReply, ResourceDef, ResourceError, TemplateDef, MAX_TIMEOUT, MIN_TIMEOUT,
 };
+pub use schema::failure_envelope_schema;
 pub use tool::{DynamicOutput, ToolDef, ToolReply};

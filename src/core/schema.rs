@@ -27,7 +27,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
-use crate::core::error::Diagnostic;
+use crate::core::error::{Diagnostic, ToolFailure};
 
 /// Maximum nesting of arrays/objects in a validated instance (the codec uses the same bound).
 pub const MAX_INSTANCE_DEPTH: usize = 64;
@@ -1175,6 +1175,34 @@ fn titled_options(options: &Value) -> Result<Vec<&str>, PropertyProblem> {
         return Err(PropertyProblem::Options);
     }
     Ok(out)
+}
+
+/// The JSON Schema (2020-12) of the failure envelope `{"failure": {...}}`, derived from
+/// [`ToolFailure`]: the publication layer references it next to an application's output
+/// schema (O17, O25), and every envelope the core produces validates against it.
+///
+/// ```
+/// use strict_mcp::core::{failure_envelope_schema, FailureCode, ToolFailure};
+/// use strict_mcp::core::schema::CompiledSchema;
+/// let schema = CompiledSchema::compile_value(&failure_envelope_schema()).unwrap();
+/// let envelope = ToolFailure::new(FailureCode::StateRejected, "expired").envelope();
+/// assert!(schema.validate_value(&envelope).is_ok());
+/// assert!(schema.validate_value(&serde_json::json!({"failure": {"code": "nope"}})).is_err());
+/// ```
+#[must_use]
+pub fn failure_envelope_schema() -> Value {
+    let mut inner = derive_schema::<ToolFailure>(Side::Output);
+    if let Value::Object(map) = &mut inner {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    serde_json::json!({
+        "$schema": DRAFT_2020_12,
+        "type": "object",
+        "properties": { "failure": inner },
+        "required": ["failure"],
+        "additionalProperties": false,
+    })
 }
 
 #[cfg(test)]
