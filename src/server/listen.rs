@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 
-use super::dispatch::{encode_notification, encode_result};
+use super::encode::{encode_notification, encode_result};
 use super::{lock, Outbox, Reply};
 use crate::core::CancelToken;
 use crate::machine::subscriptions::{

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::dispatch::encode_notification;
+use super::encode::encode_notification;
 use super::Outbox;
 use crate::core::{CancelToken, LogLevel, LogSink};
 

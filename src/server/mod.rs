@@ -20,6 +20,7 @@
 //! (a restart or a second instance rejects it as `state_rejected`).
 
 mod dispatch;
+mod encode;
 pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::dispatch::encode_notification;
+use super::encode::encode_notification;
 use super::{lock, Outbox};
 use crate::core::{CancelToken, Clock, ProgressSink, SystemClock};
 use crate::machine::pacer::{Number, Pacer, PacerEffect, PacerEvent, ProgressProblem, Update};
