@@ -5,8 +5,10 @@
 #![cfg(unix)]
 #![forbid(unsafe_code)]
 
-use std::sync::{Arc, Mutex, OnceLock};
+mod support;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::example_binary;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::stdio::{CommandSpec, StdioTransport, TransportError as StdioError};
@@ -14,43 +16,6 @@ use strict_mcp::client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, RoundInput, ToolOutcome,
     TransportError,
 };
-
-/// The example binary, built once per test run so a stale binary is never tested.
-fn example_binary(name: &str) -> std::path::PathBuf {
-    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let path = profile_dir.join("examples").join(name);
-    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !built.iter().any(|b| b == name) {
-        let mut cargo = std::process::Command::new(env!("CARGO"));
-        cargo.args([
-            "build",
-            "--quiet",
-            "--manifest-path",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
-            "--example",
-            name,
-        ]);
-        if let Some(target_dir) = profile_dir.parent() {
-            cargo.arg("--target-dir").arg(target_dir);
-        }
-        if profile_dir.file_name().is_some_and(|p| p == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo build");
-        assert!(status.success(), "cargo build --example {name} failed");
-        built.push(name.to_owned());
-    }
-    assert!(path.exists(), "{} missing after the build", path.display());
-    path
-}
 
 async fn conformance_client() -> (Client, Arc<StdioTransport>) {
     let spec = CommandSpec::new(example_binary("conformance_server"));

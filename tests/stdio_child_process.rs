@@ -12,9 +12,10 @@
 //!
 //! Test names cite requirement ids of `REQUIREMENTS.md`.
 
+mod support;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use support::example_binary;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
@@ -37,44 +38,6 @@ fn info_meta() -> String {
 
 // ---------------------------------------------------------------------------------------------
 // The child process
-
-/// The example binary, built once per test run so a stale binary is never tested.
-fn example_binary(name: &str) -> std::path::PathBuf {
-    static BUILT: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let path = profile_dir.join("examples").join(name);
-    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
-    let mut built = built
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !built.iter().any(|b| b == name) {
-        let mut cargo = std::process::Command::new(env!("CARGO"));
-        cargo.args([
-            "build",
-            "--quiet",
-            "--manifest-path",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
-            "--example",
-            name,
-        ]);
-        // Build where this test binary was built, however that target dir was chosen.
-        if let Some(target_dir) = profile_dir.parent() {
-            cargo.arg("--target-dir").arg(target_dir);
-        }
-        if profile_dir.file_name().is_some_and(|p| p == "release") {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("run cargo build");
-        assert!(status.success(), "cargo build --example {name} failed");
-        built.push(name.to_owned());
-    }
-    assert!(path.exists(), "{} missing after the build", path.display());
-    path
-}
 
 struct Child {
     process: tokio::process::Child,

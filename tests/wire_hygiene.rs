@@ -23,10 +23,12 @@
 #[path = "../examples/conformance/fixtures.rs"]
 mod fixtures;
 
+mod support;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use support::example_binary;
 
 use serde_json::{json, Value};
 use strict_mcp::core::Caller;
@@ -243,39 +245,6 @@ fn fixture_server(mode: &str) -> Peer {
     Peer::Local(
         Server::new(fixtures::registry(), ServerOptions::new().mode(mode)).expect("server builds"),
     )
-}
-
-/// The example binary, built once into the target dir this test runs from.
-fn example_binary(name: &str) -> std::path::PathBuf {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_owned();
-    BUILT.get_or_init(|| {
-        let mut cargo = std::process::Command::new(env!("CARGO"));
-        cargo.args([
-            "build",
-            "--quiet",
-            "--manifest-path",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"),
-            "--example",
-            name,
-        ]);
-        if let Some(target_dir) = profile_dir.parent() {
-            cargo.arg("--target-dir").arg(target_dir);
-        }
-        if profile_dir.file_name().is_some_and(|p| p == "release") {
-            cargo.arg("--release");
-        }
-        assert!(
-            cargo.status().expect("run cargo build").success(),
-            "cargo build --example {name} failed"
-        );
-    });
-    profile_dir.join("examples").join(name)
 }
 
 fn matrix_server(mode: &str) -> Peer {
