@@ -5,10 +5,10 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "http", feature = "fault-injection"))]
 
+mod support;
 use std::time::Duration;
+use support::{EchoIn, EchoOut};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::fault;
@@ -16,18 +16,6 @@ use strict_mcp::server::http::{fault_points, serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoIn {
-    /// Text to echo.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct EchoOut {
-    /// The same text.
-    text: String,
-}
 
 fn call_request() -> Vec<u8> {
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {

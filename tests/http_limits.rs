@@ -5,11 +5,11 @@
 #![forbid(unsafe_code)]
 #![cfg(feature = "http")]
 
+mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use support::{EchoIn, EchoOut};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::http::{
@@ -24,18 +24,6 @@ const PV: &str = "2026-07-28";
 
 /// How long the `slow` tool takes: past the short time-outs the tests configure.
 const SLOW_CALL: Duration = Duration::from_millis(900);
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoIn {
-    /// Text to echo.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct EchoOut {
-    /// The same text.
-    text: String,
-}
 
 struct Host {
     addr: SocketAddr,

@@ -4,9 +4,11 @@
 #![forbid(unsafe_code)]
 #![cfg(feature = "http")]
 
+mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{EchoIn, EchoOut};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -15,7 +17,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -30,18 +32,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const PV: &str = "2026-07-28";
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoIn {
-    /// Text to echo.
-    text: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct EchoOut {
-    /// The same text.
-    text: String,
-}
 
 #[derive(Deserialize, JsonSchema)]
 struct RegionIn {

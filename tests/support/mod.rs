@@ -41,3 +41,17 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
     assert!(path.exists(), "{} missing after the build", path.display());
     path
 }
+
+/// The echo tool's input, shared by the HTTP tests.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct EchoIn {
+    /// Text to echo.
+    pub text: String,
+}
+
+/// The echo tool's output, shared by the HTTP tests.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct EchoOut {
+    /// The same text.
+    pub text: String,
+}
