@@ -26,7 +26,11 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::stdio::{CommandSpec, StdioTransport};
-use strict_mcp::client::{CallOptions, Client, ClientOptions, RoundInput, ToolOutcome};
+use strict_mcp::client::{
+    CallOptions, Client, ClientError, ClientOptions, RoundInput, RpcError, RpcErrorKind,
+    ToolOutcome,
+};
+use strict_mcp::wire::jsonrpc::ErrorCode;
 use strict_mcp::wire::listen::{Change, Filter};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdout};
@@ -80,6 +84,23 @@ enum State {
     SealedWithPrefix(&'static str),
 }
 
+/// How a peer answers `tools/call` of a tool it does not serve.
+enum UnknownTool {
+    /// JSON-RPC -32602 with this message (server/tools.mdx "Error Handling": an unknown tool
+    /// is a protocol error).
+    InvalidParams(&'static str),
+    /// A complete result with `isError: true` and this text: a divergence from the spec.
+    ToolFailed(&'static str),
+}
+
+/// What a listen stream sees when its HTTP server shuts down (SIGTERM).
+enum AtShutdown {
+    /// The closing result `{resultType: "complete", _meta: {subscriptionId}}`, then the end.
+    ClosingResult,
+    /// Nothing: the server keeps the stream open and waits for the client to hang up.
+    StaysOpen,
+}
+
 /// What one peer serves, exactly.
 struct Expect {
     interpreter: PathBuf,
@@ -94,6 +115,16 @@ struct Expect {
     structured_result: bool,
     /// `prompts/get`'s `description`, when the peer sends one.
     prompt_description: Option<&'static str>,
+    unknown_tool: UnknownTool,
+    /// The text of the `fail` tool's `isError` result.
+    fail_text: &'static str,
+    /// The error message for `resources/read` of an unknown URI (always -32602).
+    unknown_resource_message: &'static str,
+    /// The code and message for `prompts/get` of an unknown prompt.
+    unknown_prompt: (i64, &'static str),
+    /// The `-32021` message when `confirm_echo` runs without the elicitation capability.
+    missing_capability_message: &'static str,
+    at_shutdown: AtShutdown,
 }
 
 impl Peer {
@@ -108,6 +139,13 @@ impl Peer {
                 request_state: State::Exact("confirm_echo/round-1"),
                 structured_result: false,
                 prompt_description: None,
+                unknown_tool: UnknownTool::InvalidParams("Tool nope not found"),
+                fail_text: "boom",
+                unknown_resource_message: "Resource not found: strict://interop/missing",
+                unknown_prompt: (-32602, "Prompt nope not found"),
+                missing_capability_message: "Cannot request input 'confirm' (elicitation/create): \
+                    the request's client capabilities do not declare the required capability",
+                at_shutdown: AtShutdown::ClosingResult,
             },
             Peer::Py => Expect {
                 interpreter: root().join(".interop/venv/bin/python"),
@@ -118,6 +156,13 @@ impl Peer {
                 request_state: State::SealedWithPrefix("v1."),
                 structured_result: true,
                 prompt_description: Some("Greet someone by name."),
+                unknown_tool: UnknownTool::ToolFailed("Unknown tool: nope"),
+                fail_text: "Error executing tool fail: boom",
+                unknown_resource_message: "Unknown resource: strict://interop/missing",
+                unknown_prompt: (-32603, "Internal server error"),
+                missing_capability_message: "Client did not declare the form elicitation \
+                    capability required by resolver '__main__:ask_confirm'",
+                at_shutdown: AtShutdown::StaysOpen,
             },
         }
     }
@@ -198,13 +243,24 @@ impl HttpServer {
         )
     }
 
+    /// Asks the server to shut down (SIGTERM), as an operator would.
+    fn terminate(&self) {
+        let pid = self.child.id().expect("the server is running");
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM {pid}: {status}");
+    }
+
+    /// Kills the server (if it still runs) and reaps it.
     async fn stop(mut self) {
-        self.child.start_kill().expect("signal the server");
-        let status = tokio::time::timeout(REAP_DEADLINE, self.child.wait())
+        // Already gone after a graceful shutdown: nothing to signal.
+        let _ = self.child.start_kill();
+        tokio::time::timeout(REAP_DEADLINE, self.child.wait())
             .await
             .expect("the server exits after SIGKILL")
             .expect("reap the server");
-        assert!(!status.success(), "killed, not exited: {status}");
     }
 }
 
@@ -268,14 +324,19 @@ fn assert_text_result(expect: &Expect, result: &Value, text: &str) {
     assert_eq!(result["content"], text_content(text), "{result}");
     assert_eq!(result["resultType"], "complete", "{result}");
     if expect.structured_result {
-        assert_eq!(result["structuredContent"], json!({"result": text}), "{result}");
+        assert_eq!(
+            result["structuredContent"],
+            json!({"result": text}),
+            "{result}"
+        );
     } else {
         assert!(result.get("structuredContent").is_none(), "{result}");
     }
 }
 
-/// The walk: every step asserts exact values; the first divergence fails with its evidence.
-async fn walk(peer: Peer, wire: Wire) {
+/// The peer's expectations and a connected client, or `None` (after a skip notice) when the
+/// peer is not installed locally; under `CI=true` a missing peer fails.
+async fn start(peer: Peer, wire: Wire) -> Option<(Expect, Client, Connection)> {
     let expect = peer.expect();
     if let Err(why) = peer.present(&expect).await {
         assert!(
@@ -283,14 +344,38 @@ async fn walk(peer: Peer, wire: Wire) {
             "{peer:?} peer missing under CI=true: {why} (run .ci/install-peers)"
         );
         eprintln!("SKIP {peer:?} over {wire:?}: {why} (run .ci/install-peers)");
-        return;
+        return None;
     }
     let (client, connection) = connect(&expect, wire).await;
+    Some((expect, client, connection))
+}
+
+/// Closes the client and ends the server: the stdio child's whole process group is gone, the
+/// HTTP child is killed and reaped.
+async fn finish(client: Client, connection: Connection) {
+    client.close().await;
+    match connection {
+        Connection::Stdio(transport) => {
+            let report = transport.close().await;
+            assert!(report.group_ended, "{report:?}");
+        }
+        Connection::Http(server) => server.stop().await,
+    }
+}
+
+/// The walk: every step asserts exact values; the first divergence fails with its evidence.
+async fn walk(peer: Peer, wire: Wire) {
+    let Some((expect, client, connection)) = start(peer, wire).await else {
+        return;
+    };
     let opts = CallOptions::default().deadline(CALL_DEADLINE);
 
     // O71, O72, B16–B19: discovery.
     let discovery = client.discovery();
-    assert_eq!(discovery.result.supported_versions, vec![REVISION.to_owned()]);
+    assert_eq!(
+        discovery.result.supported_versions,
+        vec![REVISION.to_owned()]
+    );
     let info = discovery.server_info.as_ref().expect("serverInfo in _meta");
     assert_eq!(
         (info.name.as_str(), info.version.as_str()),
@@ -304,7 +389,11 @@ async fn walk(peer: Peer, wire: Wire) {
     // E-section, O86: tools/list.
     let tools = client.list_tools(&opts).await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["echo", "confirm_echo", "touch"], "{tools:?}");
+    assert_eq!(
+        names,
+        ["echo", "confirm_echo", "touch", "fail"],
+        "{tools:?}"
+    );
     let echo = to_json(&tools[0]);
     assert_eq!(echo["inputSchema"]["type"], "object", "{echo}");
     assert_eq!(echo["inputSchema"]["properties"]["text"]["type"], "string");
@@ -329,14 +418,23 @@ async fn walk(peer: Peer, wire: Wire) {
         .capabilities(json!({"elicitation": {"form": {}}}));
     let arguments = Some(object(json!({"text": "hi"})));
     let first = client
-        .call_tool("confirm_echo", arguments.clone(), RoundInput::first(), &elicit)
+        .call_tool(
+            "confirm_echo",
+            arguments.clone(),
+            RoundInput::first(),
+            &elicit,
+        )
         .await
         .expect("confirm_echo round 1");
     let ToolOutcome::InputRequired(asked) = first else {
         panic!("expected input_required, got {first:?}");
     };
     let requests = to_json(&asked.result.input_requests);
-    let keys: Vec<&String> = requests.as_object().expect("inputRequests").keys().collect();
+    let keys: Vec<&String> = requests
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .collect();
     assert_eq!(keys, [expect.mrtr_key], "{requests}");
     let request = &requests[expect.mrtr_key];
     assert_eq!(request["method"], "elicitation/create", "{request}");
@@ -344,7 +442,10 @@ async fn walk(peer: Peer, wire: Wire) {
     assert_eq!(request["params"]["message"], "Echo \"hi\"?", "{request}");
     let schema = &request["params"]["requestedSchema"];
     assert_eq!(schema["type"], "object", "{schema}");
-    assert_eq!(schema["properties"]["confirm"]["type"], "boolean", "{schema}");
+    assert_eq!(
+        schema["properties"]["confirm"]["type"], "boolean",
+        "{schema}"
+    );
     assert_eq!(schema["required"], json!(["confirm"]), "{schema}");
     let state = asked.result.request_state.clone().expect("a requestState");
     match expect.request_state {
@@ -449,39 +550,222 @@ async fn walk(peer: Peer, wire: Wire) {
     );
     assert!(stream.violations().is_empty(), "{:?}", stream.violations());
     drop(stream);
+    finish(client, connection).await;
+}
 
-    client.close().await;
-    match connection {
-        Connection::Stdio(transport) => {
-            let report = transport.close().await;
-            assert!(report.group_ended, "{report:?}");
-        }
-        Connection::Http(server) => server.stop().await,
+/// The rpc error a failed call ended with.
+fn rpc_error(outcome: Result<impl std::fmt::Debug, ClientError>) -> RpcError {
+    match outcome {
+        Err(ClientError::Rpc(e)) => e,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
     }
 }
 
-async fn bounded(peer: Peer, wire: Wire) {
-    tokio::time::timeout(SCENARIO_DEADLINE, walk(peer, wire))
+/// The error paths (O85: each outcome class stays apart), exact per peer: an unknown tool, a
+/// tool's own failure, an unknown resource, an unknown prompt, and an input round the request's
+/// capabilities do not allow.
+async fn error_walk(peer: Peer, wire: Wire) {
+    let Some((expect, client, connection)) = start(peer, wire).await else {
+        return;
+    };
+    let opts = CallOptions::default().deadline(CALL_DEADLINE);
+    client.list_tools(&opts).await.expect("tools/list");
+
+    // E11: an unknown tool is a protocol error (-32602).
+    let unknown = client
+        .call_tool("nope", Some(Map::new()), RoundInput::first(), &opts)
+        .await;
+    match expect.unknown_tool {
+        UnknownTool::InvalidParams(message) => {
+            let e = rpc_error(unknown);
+            assert_eq!(
+                (e.kind, e.code, e.message.as_str(), &e.data),
+                (
+                    RpcErrorKind::Standard(ErrorCode::InvalidParams),
+                    -32602,
+                    message,
+                    &None
+                )
+            );
+        }
+        // Documents a divergence of the peer (server/tools.mdx, "Error Handling": an unknown
+        // tool is a protocol error): it answers a tool execution error, which the client can
+        // only report as the tool's own failure.
+        UnknownTool::ToolFailed(text) => match unknown {
+            Ok(ToolOutcome::Failed(failed)) => {
+                let result = to_json(&failed.result);
+                assert_eq!(result["content"], text_content(text), "{result}");
+                assert_eq!(result["isError"], true, "{result}");
+            }
+            other => panic!("expected the peer's isError answer, got {other:?}"),
+        },
+    }
+
+    // O80, O85: the tool's own failure is `Failed`, and its `isError` result is not checked
+    // against the output schema (the Python peer declares one and sends no structuredContent).
+    let failed = client
+        .call_tool("fail", Some(Map::new()), RoundInput::first(), &opts)
         .await
-        .unwrap_or_else(|_| panic!("{peer:?} over {wire:?} took longer than {SCENARIO_DEADLINE:?}"));
+        .expect("tools/call fail");
+    let ToolOutcome::Failed(failed) = failed else {
+        panic!("expected the tool's failure, got {failed:?}");
+    };
+    assert_eq!(failed.tool, "fail");
+    let result = to_json(&failed.result);
+    assert_eq!(
+        result["content"],
+        text_content(expect.fail_text),
+        "{result}"
+    );
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    let convenience = client.call("fail", Some(Map::new()), &opts).await;
+    assert!(
+        matches!(&convenience, Err(ClientError::ToolFailed(f)) if f.tool == "fail"),
+        "{convenience:?}"
+    );
+
+    // F5: an unknown resource is -32602 with the URI in `data`.
+    let missing = "strict://interop/missing";
+    let e = rpc_error(client.read_resource(missing, &opts).await);
+    assert_eq!(
+        (e.kind, e.code, e.message.as_str(), e.data),
+        (
+            RpcErrorKind::Standard(ErrorCode::InvalidParams),
+            -32602,
+            expect.unknown_resource_message,
+            Some(json!({"uri": missing}))
+        )
+    );
+
+    // G5: an unknown prompt should be -32602. The Python peer answers -32603 (documents its
+    // divergence: server/prompts.mdx, "Error Handling").
+    let e = rpc_error(client.get_prompt("nope", Some(Map::new()), &opts).await);
+    let (code, message) = expect.unknown_prompt;
+    assert_eq!(
+        (e.kind, e.code, e.message.as_str(), &e.data),
+        (RpcErrorKind::from_code(code), code, message, &None)
+    );
+
+    // B5: the input round needs form elicitation, which this request did not declare: -32021
+    // with the missing capability (HTTP 400, read from the body all the same).
+    let e = rpc_error(
+        client
+            .call_tool(
+                "confirm_echo",
+                Some(object(json!({"text": "hi"}))),
+                RoundInput::first(),
+                &opts,
+            )
+            .await,
+    );
+    assert_eq!(
+        (e.kind, e.code, e.message.as_str(), e.data),
+        (
+            RpcErrorKind::MissingRequiredClientCapability,
+            -32021,
+            expect.missing_capability_message,
+            Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}}))
+        )
+    );
+
+    finish(client, connection).await;
+}
+
+/// How long a stream is watched for a closing result the Python peer never sends.
+const SHUTDOWN_WATCH: Duration = Duration::from_secs(3);
+
+/// K10 over HTTP: the server shuts down (SIGTERM) while a listen stream is open.
+async fn shutdown_walk(peer: Peer) {
+    let Some((expect, client, connection)) = start(peer, Wire::Http).await else {
+        return;
+    };
+    let Connection::Http(server) = connection else {
+        unreachable!("an HTTP walk");
+    };
+    let opts = CallOptions::default().deadline(CALL_DEADLINE);
+    let filter = Filter {
+        resource_subscriptions: Some(BTreeSet::from([RESOURCE_URI.to_owned()])),
+        ..Filter::default()
+    };
+    let mut stream = client.listen(filter, &opts).await.expect("acknowledged");
+    server.terminate();
+    match expect.at_shutdown {
+        AtShutdown::ClosingResult => {
+            let end = tokio::time::timeout(CALL_DEADLINE, stream.next())
+                .await
+                .expect("the stream ends within the deadline");
+            assert_eq!(end.expect("a graceful end"), None);
+            assert!(stream.violations().is_empty(), "{:?}", stream.violations());
+        }
+        // Documents a divergence of the peer (basic/patterns/subscriptions.mdx: a server
+        // ending a subscription SHOULD send the listen result): its shutdown waits for the
+        // client to hang up and never sends the closing result.
+        AtShutdown::StaysOpen => {
+            let watched = tokio::time::timeout(SHUTDOWN_WATCH, stream.next()).await;
+            assert!(watched.is_err(), "the stream ended: {watched:?}");
+        }
+    }
+    drop(stream);
+    client.close().await;
+    server.stop().await;
+}
+
+async fn bounded(what: &str, walk: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(SCENARIO_DEADLINE, walk)
+        .await
+        .unwrap_or_else(|_| panic!("{what} took longer than {SCENARIO_DEADLINE:?}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o71_o86_ts_sdk_server_over_stdio() {
-    bounded(Peer::Ts, Wire::Stdio).await;
+    bounded("ts over stdio", walk(Peer::Ts, Wire::Stdio)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o85_ts_sdk_server_error_paths_over_stdio() {
+    bounded("ts errors over stdio", error_walk(Peer::Ts, Wire::Stdio)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o71_o86_ts_sdk_server_over_http() {
-    bounded(Peer::Ts, Wire::Http).await;
+    bounded("ts over http", walk(Peer::Ts, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o85_ts_sdk_server_error_paths_over_http() {
+    bounded("ts errors over http", error_walk(Peer::Ts, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k10_ts_sdk_server_shutdown_with_an_open_listen_stream() {
+    bounded("ts shutdown", shutdown_walk(Peer::Ts)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o71_o86_python_sdk_server_over_stdio() {
-    bounded(Peer::Py, Wire::Stdio).await;
+    bounded("python over stdio", walk(Peer::Py, Wire::Stdio)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o85_python_sdk_server_error_paths_over_stdio() {
+    bounded(
+        "python errors over stdio",
+        error_walk(Peer::Py, Wire::Stdio),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o71_o86_python_sdk_server_over_http() {
-    bounded(Peer::Py, Wire::Http).await;
+    bounded("python over http", walk(Peer::Py, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o85_python_sdk_server_error_paths_over_http() {
+    bounded("python errors over http", error_walk(Peer::Py, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k10_python_sdk_server_shutdown_with_an_open_listen_stream() {
+    bounded("python shutdown", shutdown_walk(Peer::Py)).await;
 }

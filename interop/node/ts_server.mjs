@@ -13,6 +13,7 @@
 //   confirm_echo   {text}  -> round 1: input_required, inputRequests.confirm = form elicitation
 //                             {confirm: boolean}, requestState "confirm_echo/round-1";
 //                             round 2: "confirmed: <text>" (confirm true) or "declined"
+//   fail           {}      -> throws Error("boom"): the SDK answers an isError result
 //   touch          {}      -> announces notifications/resources/updated for the resource
 //                             (to every listen stream subscribed to it), then "touched"
 // Resource: strict://interop/greeting (text/plain) "hello from the ts server"
@@ -87,6 +88,14 @@ function buildServer() {
         async () => {
             await announceUpdated(server);
             return { content: [{ type: 'text', text: 'touched' }] };
+        }
+    );
+
+    server.registerTool(
+        'fail',
+        { description: 'Always fails: its error is the tool result.', inputSchema: z.object({}) },
+        async () => {
+            throw new Error('boom');
         }
     );
 
@@ -177,9 +186,10 @@ function serveHttp(port) {
         const addr = srv.address();
         process.stdout.write(JSON.stringify({ listening: `http://127.0.0.1:${addr.port}/mcp` }) + '\n');
     });
+    // Shutdown: the handler ends every listen stream with its closing result first; the
+    // server then stops once those responses have been written.
     const stop = () => {
         handler.close().finally(() => srv.close(() => process.exit(0)));
-        srv.closeAllConnections?.();
         setTimeout(() => process.exit(0), 1000).unref();
     };
     process.on('SIGTERM', stop);

@@ -15,6 +15,7 @@ Tools:
                             ``Elicit``): round 1 answers input_required with one form
                             elicitation {confirm: boolean} and a sealed requestState;
                             round 2 answers "confirmed: <text>" (confirm true) or "declined"
+    fail          {}     -> raises ToolError("boom"): the SDK answers an isError result
     touch         {}     -> publishes notifications/resources/updated for the resource, then
                             "touched"
 Resource: strict://interop/greeting (text/plain) "hello from the py server"
@@ -33,6 +34,7 @@ from pydantic import BaseModel
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.server.mcpserver.exceptions import ToolError
 
 RESOURCE_URI = "strict://interop/greeting"
 RESOURCE_TEXT = "hello from the py server"
@@ -70,6 +72,12 @@ async def touch(ctx: Context) -> str:
     """Announce an update of the greeting resource to listen streams subscribed to it."""
     await ctx.notify_resource_updated(RESOURCE_URI)
     return "touched"
+
+
+@mcp.tool()
+def fail() -> str:
+    """Always fails: its error is the tool result."""
+    raise ToolError("boom")
 
 
 @mcp.resource(RESOURCE_URI, name="greeting", title="Greeting", description="A fixed greeting.", mime_type="text/plain")
