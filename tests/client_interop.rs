@@ -20,15 +20,15 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::stdio::{CommandSpec, StdioTransport};
 use strict_mcp::client::{
-    CallOptions, Client, ClientError, ClientOptions, RoundInput, RpcError, RpcErrorKind,
-    ToolOutcome,
+    CallOptions, Client, ClientError, ClientOptions, Progress, ProgressSink, RoundInput, RpcError,
+    RpcErrorKind, ToolOutcome,
 };
 use strict_mcp::wire::jsonrpc::ErrorCode;
 use strict_mcp::wire::listen::{Change, Filter};
@@ -74,6 +74,8 @@ enum Peer {
 enum Wire {
     Stdio,
     Http,
+    /// HTTP with every response as an SSE stream (the TS server's `--sse`).
+    HttpSse,
 }
 
 /// How a peer's `requestState` looks.
@@ -209,10 +211,11 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    async fn start(expect: &Expect) -> (HttpServer, String) {
+    async fn start(expect: &Expect, extra: &[&str]) -> (HttpServer, String) {
         let mut child = tokio::process::Command::new(&expect.interpreter)
             .arg(&expect.script)
             .args(["--http", "0"])
+            .args(extra)
             .current_dir(root())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -291,8 +294,12 @@ async fn connect(expect: &Expect, wire: Wire) -> (Client, Connection) {
                 });
             (client, Connection::Stdio(transport))
         }
-        Wire::Http => {
-            let (server, url) = HttpServer::start(expect).await;
+        Wire::Http | Wire::HttpSse => {
+            let extra: &[&str] = match wire {
+                Wire::HttpSse => &["--sse"],
+                _ => &[],
+            };
+            let (server, url) = HttpServer::start(expect, extra).await;
             let transport = Arc::new(HttpTransport::new(&url, None).expect("an HTTP transport"));
             let client = Client::connect(transport, options)
                 .await
@@ -391,7 +398,7 @@ async fn walk(peer: Peer, wire: Wire) {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["echo", "confirm_echo", "touch", "fail"],
+        ["echo", "confirm_echo", "touch", "count", "fail"],
         "{tools:?}"
     );
     let echo = to_json(&tools[0]);
@@ -410,6 +417,35 @@ async fn walk(peer: Peer, wire: Wire) {
         .await
         .expect("tools/call echo");
     assert_text_result(&expect, &to_json(&echoed), "hello, strict");
+
+    // J1–J5, J7: progress reaches this call's sink, numbers as the exact texts sent, every
+    // notification before the reply.
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = {
+        let seen = Arc::clone(&seen);
+        ProgressSink(Arc::new(move |p| {
+            seen.lock().unwrap_or_else(PoisonError::into_inner).push(p);
+        }))
+    };
+    let with_progress = CallOptions {
+        deadline: Some(CALL_DEADLINE),
+        on_progress: Some(sink),
+        ..CallOptions::default()
+    };
+    let counted = client
+        .call("count", Some(object(json!({"n": 3}))), &with_progress)
+        .await
+        .expect("tools/call count");
+    assert_text_result(&expect, &to_json(&counted), "counted 3");
+    let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let wanted: Vec<Progress> = (1..=3)
+        .map(|i| Progress {
+            progress: i.to_string(),
+            total: Some("3".to_owned()),
+            message: Some(format!("step {i}")),
+        })
+        .collect();
+    assert_eq!(seen, wanted);
 
     // I-section, O77, O78: one MRTR round. The request declares form elicitation for this
     // call only; the retry is a fresh request carrying the answer and the state unchanged.
@@ -734,6 +770,11 @@ async fn o71_o86_ts_sdk_server_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o85_ts_sdk_server_error_paths_over_http() {
     bounded("ts errors over http", error_walk(Peer::Ts, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o71_o86_ts_sdk_server_over_http_sse_responses() {
+    bounded("ts over http (sse)", walk(Peer::Ts, Wire::HttpSse)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

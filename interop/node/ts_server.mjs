@@ -5,6 +5,7 @@
 //
 //   node ts_server.mjs               # stdio (serveStdio)
 //   node ts_server.mjs --http PORT   # Streamable HTTP on http://127.0.0.1:PORT/mcp (0: any port)
+//   node ts_server.mjs --http PORT --sse   # same, every response as an SSE stream
 //
 // Over HTTP the first stdout line is {"listening":"http://127.0.0.1:PORT/mcp"}.
 //
@@ -13,6 +14,8 @@
 //   confirm_echo   {text}  -> round 1: input_required, inputRequests.confirm = form elicitation
 //                             {confirm: boolean}, requestState "confirm_echo/round-1";
 //                             round 2: "confirmed: <text>" (confirm true) or "declined"
+//   count          {n}     -> n notifications/progress (i of n, "step i") when the request has a
+//                             progressToken, then "counted <n>"
 //   fail           {}      -> throws Error("boom"): the SDK answers an isError result
 //   touch          {}      -> announces notifications/resources/updated for the resource
 //                             (to every listen stream subscribed to it), then "touched"
@@ -92,6 +95,24 @@ function buildServer() {
     );
 
     server.registerTool(
+        'count',
+        {
+            description: 'Report progress n times (when the request asked for it), then answer.',
+            inputSchema: z.object({ n: z.number().int().min(1).max(10) })
+        },
+        async ({ n }, ctx) => {
+            const progressToken = ctx.mcpReq._meta?.progressToken;
+            for (let i = 1; i <= n && progressToken !== undefined; i++) {
+                await ctx.mcpReq.notify({
+                    method: 'notifications/progress',
+                    params: { progressToken, progress: i, total: n, message: `step ${i}` }
+                });
+            }
+            return { content: [{ type: 'text', text: `counted ${n}` }] };
+        }
+    );
+
+    server.registerTool(
         'fail',
         { description: 'Always fails: its error is the tool result.', inputSchema: z.object({}) },
         async () => {
@@ -115,11 +136,12 @@ function buildServer() {
 }
 
 function parseArgs(argv) {
-    const out = { http: undefined };
+    const out = { http: undefined, sse: false };
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === '--http') out.http = Number(argv[++i]);
+        else if (argv[i] === '--sse') out.sse = true;
         else {
-            process.stderr.write(`ts_server: unknown argument ${argv[i]}\nusage: ts_server.mjs [--http PORT]\n`);
+            process.stderr.write(`ts_server: unknown argument ${argv[i]}\nusage: ts_server.mjs [--http PORT [--sse]]\n`);
             process.exit(2);
         }
     }
@@ -158,8 +180,9 @@ async function writeResponse(res, response) {
     res.end();
 }
 
-function serveHttp(port) {
+function serveHttp(port, sse) {
     const handler = createMcpHandler(buildServer, {
+        responseMode: sse ? 'sse' : 'auto',
         onerror: err => process.stderr.write(`ts_server: ${err?.message ?? err}\n`)
     });
     announceUpdated = async () => handler.notify.resourceUpdated(RESOURCE_URI);
@@ -197,7 +220,7 @@ function serveHttp(port) {
 }
 
 const args = parseArgs(process.argv.slice(2));
-if (args.http !== undefined) serveHttp(args.http);
+if (args.http !== undefined) serveHttp(args.http, args.sse);
 else {
     announceUpdated = async server => server.server.sendResourceUpdated({ uri: RESOURCE_URI });
     serveStdio(buildServer, { onerror: err => process.stderr.write(`ts_server: ${err?.message ?? err}\n`) });

@@ -15,6 +15,8 @@ Tools:
                             ``Elicit``): round 1 answers input_required with one form
                             elicitation {confirm: boolean} and a sealed requestState;
                             round 2 answers "confirmed: <text>" (confirm true) or "declined"
+    count         {n}    -> n notifications/progress (i of n, "step i") when the request has a
+                            progressToken, then "counted <n>"
     fail          {}     -> raises ToolError("boom"): the SDK answers an isError result
     touch         {}     -> publishes notifications/resources/updated for the resource, then
                             "touched"
@@ -72,6 +74,14 @@ async def touch(ctx: Context) -> str:
     """Announce an update of the greeting resource to listen streams subscribed to it."""
     await ctx.notify_resource_updated(RESOURCE_URI)
     return "touched"
+
+
+@mcp.tool()
+async def count(n: int, ctx: Context) -> str:
+    """Report progress n times (when the request asked for it), then answer."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i}")
+    return f"counted {n}"
 
 
 @mcp.tool()
