@@ -27,8 +27,8 @@ use serde_json::{json, Map, Value};
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::stdio::{CommandSpec, StdioTransport};
 use strict_mcp::client::{
-    CallOptions, Client, ClientError, ClientOptions, Progress, ProgressSink, RoundInput, RpcError,
-    RpcErrorKind, ToolOutcome,
+    CallOptions, Client, ClientError, ClientOptions, ListenStream, Progress, ProgressSink,
+    RoundInput, RpcError, RpcErrorKind, ToolOutcome,
 };
 use strict_mcp::wire::jsonrpc::ErrorCode;
 use strict_mcp::wire::listen::{Change, Filter};
@@ -398,7 +398,15 @@ async fn walk(peer: Peer, wire: Wire) {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["echo", "confirm_echo", "touch", "count", "fail"],
+        [
+            "echo",
+            "confirm_echo",
+            "touch",
+            "touch_tools",
+            "sleep",
+            "count",
+            "fail"
+        ],
         "{tools:?}"
     );
     let echo = to_json(&tools[0]);
@@ -707,6 +715,90 @@ async fn error_walk(peer: Peer, wire: Wire) {
     finish(client, connection).await;
 }
 
+/// The deadline of the call that must run out: far below the tool's sleep.
+const SHORT_DEADLINE: Duration = Duration::from_millis(500);
+
+/// How long the `sleep` tool sleeps in the deadline step: far beyond [`SHORT_DEADLINE`].
+const SLEEP_MS: u64 = 20_000;
+
+/// The stream's next change, within [`CALL_DEADLINE`].
+async fn next_change(stream: &mut ListenStream) -> Option<Change> {
+    tokio::time::timeout(CALL_DEADLINE, stream.next())
+        .await
+        .expect("a change within the deadline")
+        .expect("the stream is alive")
+}
+
+/// K7, K8: two listen streams at once, each sees only what it asked for, demultiplexed by
+/// subscription id; O83: a call past its deadline fails with `Deadline` (the client cancels it)
+/// and the connection keeps serving.
+async fn streams_walk(peer: Peer, wire: Wire) {
+    let Some((expect, client, connection)) = start(peer, wire).await else {
+        return;
+    };
+    let opts = CallOptions::default().deadline(CALL_DEADLINE);
+    let resources = Filter {
+        resource_subscriptions: Some(BTreeSet::from([RESOURCE_URI.to_owned()])),
+        ..Filter::default()
+    };
+    let tools = Filter {
+        tools_list_changed: true,
+        ..Filter::default()
+    };
+    let mut a = client.listen(resources.clone(), &opts).await.expect("a");
+    let mut b = client.listen(tools.clone(), &opts).await.expect("b");
+    assert_ne!(a.subscription_id(), b.subscription_id());
+    assert_eq!(
+        (a.effective_filter(), b.effective_filter()),
+        (&resources, &tools)
+    );
+    let touched = client.call("touch_tools", Some(Map::new()), &opts).await;
+    assert_text_result(
+        &expect,
+        &to_json(&touched.expect("touch_tools")),
+        "touched tools",
+    );
+    assert_eq!(next_change(&mut b).await, Some(Change::ToolsListChanged));
+    let touched = client.call("touch", Some(Map::new()), &opts).await;
+    assert_text_result(&expect, &to_json(&touched.expect("touch")), "touched");
+    assert_eq!(
+        next_change(&mut a).await,
+        Some(Change::ResourceUpdated {
+            uri: RESOURCE_URI.to_owned()
+        })
+    );
+    // The update was not for b: the next thing b sees is the second tools change.
+    client
+        .call("touch_tools", Some(Map::new()), &opts)
+        .await
+        .expect("touch_tools again");
+    assert_eq!(next_change(&mut b).await, Some(Change::ToolsListChanged));
+    assert!(a.violations().is_empty(), "{:?}", a.violations());
+    assert!(b.violations().is_empty(), "{:?}", b.violations());
+    drop(a);
+    drop(b);
+
+    let short = CallOptions::default().deadline(SHORT_DEADLINE);
+    let late = client
+        .call("sleep", Some(object(json!({"ms": SLEEP_MS}))), &short)
+        .await;
+    assert!(
+        matches!(
+            &late,
+            Err(ClientError::Deadline { method, deadline })
+                if method == "tools/call" && *deadline == SHORT_DEADLINE
+        ),
+        "{late:?}"
+    );
+    assert!(client.failure().is_none(), "{:?}", client.failure());
+    let echoed = client
+        .call("echo", Some(object(json!({"text": "still here"}))), &opts)
+        .await
+        .expect("the connection serves after the cancelled call");
+    assert_text_result(&expect, &to_json(&echoed), "still here");
+    finish(client, connection).await;
+}
+
 /// How long a stream is watched for a closing result the Python peer never sends.
 const SHUTDOWN_WATCH: Duration = Duration::from_secs(3);
 
@@ -809,4 +901,32 @@ async fn o85_python_sdk_server_error_paths_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k10_python_sdk_server_shutdown_with_an_open_listen_stream() {
     bounded("python shutdown", shutdown_walk(Peer::Py)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_o83_ts_sdk_server_two_streams_and_a_deadline_over_stdio() {
+    bounded("ts streams over stdio", streams_walk(Peer::Ts, Wire::Stdio)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_o83_ts_sdk_server_two_streams_and_a_deadline_over_http() {
+    bounded("ts streams over http", streams_walk(Peer::Ts, Wire::Http)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_o83_python_sdk_server_two_streams_and_a_deadline_over_stdio() {
+    bounded(
+        "python streams over stdio",
+        streams_walk(Peer::Py, Wire::Stdio),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8_o83_python_sdk_server_two_streams_and_a_deadline_over_http() {
+    bounded(
+        "python streams over http",
+        streams_walk(Peer::Py, Wire::Http),
+    )
+    .await;
 }

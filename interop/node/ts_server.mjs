@@ -14,6 +14,8 @@
 //   confirm_echo   {text}  -> round 1: input_required, inputRequests.confirm = form elicitation
 //                             {confirm: boolean}, requestState "confirm_echo/round-1";
 //                             round 2: "confirmed: <text>" (confirm true) or "declined"
+//   touch_tools    {}      -> announces notifications/tools/list_changed, then "touched tools"
+//   sleep          {ms}    -> waits ms (or until cancelled), then "slept <ms>"
 //   count          {n}     -> n notifications/progress (i of n, "step i") when the request has a
 //                             progressToken, then "counted <n>"
 //   fail           {}      -> throws Error("boom"): the SDK answers an isError result
@@ -45,6 +47,7 @@ const CONFIRM_STATE = 'confirm_echo/round-1';
 // streams are served by the entry, not by the per-request instance); over stdio through
 // the connection's pinned instance, whose notifications the entry routes to the streams.
 let announceUpdated = async () => {};
+let announceToolsChanged = async () => {};
 
 function buildServer() {
     const server = new McpServer(SERVER_INFO, {
@@ -91,6 +94,33 @@ function buildServer() {
         async () => {
             await announceUpdated(server);
             return { content: [{ type: 'text', text: 'touched' }] };
+        }
+    );
+
+    server.registerTool(
+        'touch_tools',
+        { description: 'Announce a change of the tool list.', inputSchema: z.object({}) },
+        async () => {
+            await announceToolsChanged(server);
+            return { content: [{ type: 'text', text: 'touched tools' }] };
+        }
+    );
+
+    server.registerTool(
+        'sleep',
+        {
+            description: 'Wait ms milliseconds (or until the request is cancelled), then answer.',
+            inputSchema: z.object({ ms: z.number().int().min(0).max(60000) })
+        },
+        async ({ ms }, ctx) => {
+            await new Promise(resolve => {
+                const timer = setTimeout(resolve, ms);
+                ctx.mcpReq.signal.addEventListener('abort', () => {
+                    clearTimeout(timer);
+                    resolve();
+                });
+            });
+            return { content: [{ type: 'text', text: `slept ${ms}` }] };
         }
     );
 
@@ -186,6 +216,7 @@ function serveHttp(port, sse) {
         onerror: err => process.stderr.write(`ts_server: ${err?.message ?? err}\n`)
     });
     announceUpdated = async () => handler.notify.resourceUpdated(RESOURCE_URI);
+    announceToolsChanged = async () => handler.notify.toolsChanged();
     const allowed = localhostAllowedHostnames();
     const srv = http.createServer(async (req, res) => {
         // A listen stream ends when its client goes away: abort the request then.
@@ -223,5 +254,6 @@ const args = parseArgs(process.argv.slice(2));
 if (args.http !== undefined) serveHttp(args.http, args.sse);
 else {
     announceUpdated = async server => server.server.sendResourceUpdated({ uri: RESOURCE_URI });
+    announceToolsChanged = async server => server.sendToolListChanged();
     serveStdio(buildServer, { onerror: err => process.stderr.write(`ts_server: ${err?.message ?? err}\n`) });
 }

@@ -15,6 +15,8 @@ Tools:
                             ``Elicit``): round 1 answers input_required with one form
                             elicitation {confirm: boolean} and a sealed requestState;
                             round 2 answers "confirmed: <text>" (confirm true) or "declined"
+    touch_tools   {}     -> publishes notifications/tools/list_changed, then "touched tools"
+    sleep         {ms}   -> waits ms (a cancelled request stops waiting), then "slept <ms>"
     count         {n}    -> n notifications/progress (i of n, "step i") when the request has a
                             progressToken, then "counted <n>"
     fail          {}     -> raises ToolError("boom"): the SDK answers an isError result
@@ -74,6 +76,20 @@ async def touch(ctx: Context) -> str:
     """Announce an update of the greeting resource to listen streams subscribed to it."""
     await ctx.notify_resource_updated(RESOURCE_URI)
     return "touched"
+
+
+@mcp.tool()
+async def touch_tools(ctx: Context) -> str:
+    """Announce a change of the tool list to listen streams that asked for it."""
+    await ctx.notify_tools_changed()
+    return "touched tools"
+
+
+@mcp.tool()
+async def sleep(ms: int) -> str:
+    """Wait ms milliseconds (a cancelled request cancels the wait), then answer."""
+    await anyio.sleep(ms / 1000)
+    return f"slept {ms}"
 
 
 @mcp.tool()
