@@ -270,7 +270,8 @@ impl HttpServer {
 /// The connected client and what must be ended after the walk.
 enum Connection {
     Stdio(Arc<StdioTransport>),
-    Http(HttpServer),
+    /// Boxed: the child handle and its reader are large next to an `Arc`.
+    Http(Box<HttpServer>),
 }
 
 async fn connect(expect: &Expect, wire: Wire) -> (Client, Connection) {
@@ -304,7 +305,7 @@ async fn connect(expect: &Expect, wire: Wire) -> (Client, Connection) {
             let client = Client::connect(transport, options)
                 .await
                 .expect("connect over HTTP");
-            (client, Connection::Http(server))
+            (client, Connection::Http(Box::new(server)))
         }
     }
 }
@@ -366,7 +367,7 @@ async fn finish(client: Client, connection: Connection) {
             let report = transport.close().await;
             assert!(report.group_ended, "{report:?}");
         }
-        Connection::Http(server) => server.stop().await,
+        Connection::Http(server) => (*server).stop().await,
     }
 }
 
@@ -835,7 +836,7 @@ async fn shutdown_walk(peer: Peer) {
     }
     drop(stream);
     client.close().await;
-    server.stop().await;
+    (*server).stop().await;
 }
 
 async fn bounded(what: &str, walk: impl std::future::Future<Output = ()>) {
