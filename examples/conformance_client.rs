@@ -93,10 +93,13 @@ enum Failure {
     Transport { url: String, source: HttpError },
     /// Discovery refused the server.
     #[error("connect: {0}")]
-    Connect(#[from] ConnectError),
+    Connect(Box<ConnectError>),
     /// A call failed.
     #[error("{step}: {source}")]
-    Call { step: String, source: ClientError },
+    Call {
+        step: String,
+        source: Box<ClientError>,
+    },
     /// The server answered, but not what the scenario needs to go on.
     #[error("{0}")]
     Unexpected(String),
@@ -114,7 +117,10 @@ impl Failure {
 /// Names the step of a failed call.
 fn at(step: impl Into<String>) -> impl FnOnce(ClientError) -> Failure {
     let step = step.into();
-    move |source| Failure::Call { step, source }
+    move |source| Failure::Call {
+        step,
+        source: Box::new(source),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -181,7 +187,7 @@ async fn connect(url: &str) -> Result<Client, Failure> {
             Ok(client) => return Ok(client),
             Err(error) => match retry_after(&error, attempt) {
                 Retry::Again => attempt += 1,
-                Retry::No => return Err(Failure::Connect(error)),
+                Retry::No => return Err(Failure::Connect(Box::new(error))),
                 Retry::NoCommonVersion(supported) => {
                     return Err(Failure::Unexpected(format!(
                         "the server rejected {PROTOCOL_REVISION} and supports only {supported:?}"
@@ -234,8 +240,11 @@ fn retry_after(error: &ConnectError, attempt: usize) -> Retry {
     }
 }
 
+/// The tool calls a scenario's context asks for, in order: name and arguments.
+type ToolCalls = Vec<(String, Map<String, Value>)>;
+
 /// `MCP_CONFORMANCE_CONTEXT` of `http-custom-headers`: `{"toolCalls":[{name, arguments}]}`.
-fn tool_calls(text: &str) -> Result<Vec<(String, Map<String, Value>)>, Failure> {
+fn tool_calls(text: &str) -> Result<ToolCalls, Failure> {
     let bad = |why: &str| Failure::Usage(format!("{CONTEXT_ENV}: {why}"));
     let value: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
     let calls = value
@@ -262,7 +271,7 @@ fn tool_calls(text: &str) -> Result<Vec<(String, Map<String, Value>)>, Failure> 
 async fn perform(
     client: &Client,
     scenario: Scenario,
-    context: Option<Vec<(String, Map<String, Value>)>>,
+    context: Option<ToolCalls>,
 ) -> Result<(), Failure> {
     let plain = CallOptions::default();
     match scenario {
