@@ -55,3 +55,5 @@ pub struct EchoOut {
     /// The same text.
     pub text: String,
 }
+/// Contract evidence: per-test records of observed exchanges, and the check over them.
+pub mod evidence;
