@@ -10,31 +10,19 @@
 mod fixtures;
 mod support;
 
-use std::time::Duration;
-
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
-use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
-use support::evidence::{Outcome, Recorder};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
+use support::peers::{Http, Reply, Stdio};
 
-/// The revision every request names.
-const PV: &str = "2026-07-28";
-
-/// How long one exchange may take before the test fails (a hung server fails, never hangs).
-const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(20);
-
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": PV,
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
+/// A conformance-fixture server (direct mode), as the conformance example serves it.
+fn fixture_server() -> Server {
+    Server::new(
+        fixtures::registry(),
+        ServerOptions::new()
+            .server_info("strict-mcp-conformance", "0.0.0")
+            .mode("direct"),
+    )
+    .expect("server")
 }
 
 /// One request per method with params the conformance fixtures answer with a result.
@@ -96,220 +84,21 @@ pub fn negative_table() -> Vec<(&'static str, Value, i64)> {
     ]
 }
 
-fn request(id: u64, method: &str, mut params: Value) -> Value {
-    if params.get("_meta").is_none() {
-        params["_meta"] = meta();
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// Whether `message` answers request `id`: its response, or (listen) its acknowledgement.
-fn answers(message: &Value, id: u64) -> Option<Outcome> {
-    if message["id"] == id && message.get("method").is_none() {
-        if message.get("result").is_some() {
-            return Some(Outcome::Result);
-        }
-        if message.get("error").is_some() {
-            return Some(Outcome::Error);
-        }
-    }
-    let ack = message["method"] == strict_mcp::wire::listen::ACKNOWLEDGED
-        && message["params"]["_meta"][strict_mcp::wire::meta::SUBSCRIPTION_ID] == id;
-    ack.then_some(Outcome::Result)
-}
-
-// ---------------------------------------------------------------------------------------------
-// stdio: the conformance server binary
-
-struct Stdio {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    next_id: u64,
-}
-
-impl Stdio {
-    fn spawn() -> Stdio {
-        let mut child = tokio::process::Command::new(support::example_binary("conformance_server"))
-            .arg("--stdio")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn the conformance server");
-        let stdin = child.stdin.take().expect("stdin");
-        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        Stdio {
-            child,
-            stdin,
-            lines,
-            next_id: 0,
-        }
-    }
-
-    /// Writes one request line, reads until its reply, records what was seen.
-    async fn exchange(&mut self, rec: &Recorder, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let line = request(id, method, params).to_string();
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .expect("write");
-        self.stdin.flush().await.expect("flush");
-        let read = async {
-            loop {
-                let got = self
-                    .lines
-                    .next_line()
-                    .await
-                    .expect("read")
-                    .expect("a reply");
-                let message: Value = serde_json::from_str(&got).expect("the server writes JSON");
-                if let Some(outcome) = answers(&message, id) {
-                    return (outcome, message);
-                }
-            }
-        };
-        let (outcome, message) = tokio::time::timeout(EXCHANGE_TIMEOUT, read)
-            .await
-            .unwrap_or_else(|_| panic!("{method}: no reply in {EXCHANGE_TIMEOUT:?}"));
-        rec.observed("stdio-server", method, outcome);
-        message
-    }
-
-    async fn close(mut self) {
-        drop(self.stdin);
-        let _ = tokio::time::timeout(EXCHANGE_TIMEOUT, self.child.wait()).await;
-        let _ = self.child.kill().await;
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// HTTP: the Streamable HTTP server in process
-
-struct Http {
-    url: String,
-    client: Client<HttpConnector, Full<Bytes>>,
-    next_id: u64,
-}
-
-/// A conformance-fixture server, as the conformance example builds it (direct mode).
-fn fixture_server() -> Server {
-    Server::new(
-        fixtures::registry(),
-        ServerOptions::new()
-            .server_info("strict-mcp-conformance", "0.0.0")
-            .mode("direct"),
-    )
-    .expect("server")
-}
-
-impl Http {
-    async fn start() -> Http {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let service = McpHttp::new(
-            fixture_server(),
-            HttpConfig {
-                path: Some("/mcp".into()),
-                ..HttpConfig::default()
-            },
-        );
-        tokio::spawn(serve(listener, service, std::future::pending()));
-        Http {
-            url: format!("http://{addr}/mcp"),
-            client: Client::builder(TokioExecutor::new()).build_http(),
-            next_id: 0,
-        }
-    }
-
-    /// POSTs one request with the headers it must carry, reads (JSON or SSE) until its reply.
-    async fn exchange(&mut self, rec: &Recorder, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let body = request(id, method, params);
-        let version = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"]
-            .as_str()
-            .unwrap_or(PV)
-            .to_owned();
-        let mut b = hyper::Request::post(&self.url)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-protocol-version", version)
-            .header("mcp-method", method);
-        let name = match method {
-            "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
-            "resources/read" => body["params"]["uri"].as_str(),
-            _ => None,
-        };
-        if let Some(name) = name {
-            b = b.header("mcp-name", name);
-        }
-        let req = b
-            .body(Full::new(Bytes::from(body.to_string())))
-            .expect("request");
-        let read = async {
-            let res = self.client.request(req).await.expect("HTTP exchange");
-            let sse = res.headers()["content-type"]
-                .to_str()
-                .is_ok_and(|ct| ct.starts_with("text/event-stream"));
-            let mut body = res.into_body();
-            if !sse {
-                let bytes = body.collect().await.expect("body").to_bytes();
-                let message: Value = serde_json::from_slice(&bytes).expect("a JSON reply");
-                let outcome = answers(&message, id).expect("the JSON body answers the request");
-                return (outcome, message);
-            }
-            read_sse(&mut body, id).await
-        };
-        let (outcome, message) = tokio::time::timeout(EXCHANGE_TIMEOUT, read)
-            .await
-            .unwrap_or_else(|_| panic!("{method}: no reply in {EXCHANGE_TIMEOUT:?}"));
-        rec.observed("http-server", method, outcome);
-        message
-    }
-}
-
-/// Reads SSE events until one answers `id`.
-async fn read_sse(body: &mut Incoming, id: u64) -> (Outcome, Value) {
-    let mut buffer = String::new();
-    loop {
-        let frame = body
-            .frame()
-            .await
-            .expect("the stream ended before the reply")
-            .expect("frame");
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        buffer.push_str(std::str::from_utf8(&data).expect("UTF-8 events"));
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            for line in event.lines() {
-                if let Some(data) = line.strip_prefix("data: ") {
-                    let message: Value = serde_json::from_str(data).expect("JSON event");
-                    if let Some(outcome) = answers(&message, id) {
-                        return (outcome, message);
-                    }
-                }
-            }
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The proofs
 
-fn assert_result(method: &str, reply: &Value) {
-    let ok =
-        reply.get("result").is_some() || reply["method"] == strict_mcp::wire::listen::ACKNOWLEDGED;
-    assert!(ok, "{method}: expected a result, got {reply}");
+fn assert_result(method: &str, reply: &Reply) {
+    let m = &reply.message;
+    let ok = m.get("result").is_some() || m["method"] == strict_mcp::wire::listen::ACKNOWLEDGED;
+    assert!(ok, "{method}: expected a result, got {m}");
 }
 
-fn assert_error(method: &str, reply: &Value, code: i64) {
-    assert_eq!(reply["error"]["code"], code, "{method}: {reply}");
+fn assert_error(method: &str, reply: &Reply, code: i64) {
+    assert_eq!(
+        reply.message["error"]["code"], code,
+        "{method}: {}",
+        reply.message
+    );
 }
 
 /// O115, O117: every method over stdio answers with a result.
@@ -318,7 +107,7 @@ async fn o115_stdio_server_answers_every_method() {
     let rec = support::evidence::recorder!();
     let mut peer = Stdio::spawn();
     for (method, params) in positive_table() {
-        let reply = peer.exchange(&rec, method, params).await;
+        let reply = peer.exchange(Some(&rec), method, params).await;
         assert_result(method, &reply);
     }
     peer.close().await;
@@ -330,7 +119,7 @@ async fn o115_stdio_server_refuses_bad_input_for_every_method() {
     let rec = support::evidence::recorder!();
     let mut peer = Stdio::spawn();
     for (method, params, code) in negative_table() {
-        let reply = peer.exchange(&rec, method, params).await;
+        let reply = peer.exchange(Some(&rec), method, params).await;
         assert_error(method, &reply, code);
     }
     peer.close().await;
@@ -340,9 +129,9 @@ async fn o115_stdio_server_refuses_bad_input_for_every_method() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o115_http_server_answers_every_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Http::start().await;
+    let mut peer = Http::start(fixture_server()).await;
     for (method, params) in positive_table() {
-        let reply = peer.exchange(&rec, method, params).await;
+        let reply = peer.exchange(Some(&rec), method, params).await;
         assert_result(method, &reply);
     }
 }
@@ -351,9 +140,9 @@ async fn o115_http_server_answers_every_method() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn o115_http_server_refuses_bad_input_for_every_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Http::start().await;
+    let mut peer = Http::start(fixture_server()).await;
     for (method, params, code) in negative_table() {
-        let reply = peer.exchange(&rec, method, params).await;
+        let reply = peer.exchange(Some(&rec), method, params).await;
         assert_error(method, &reply, code);
     }
 }

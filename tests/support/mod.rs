@@ -57,3 +57,5 @@ pub struct EchoOut {
 }
 /// Contract evidence: per-test records of observed exchanges, and the check over them.
 pub mod evidence;
+/// Raw stdio, HTTP and in-memory peers shared by the evidence, equivalence and sweep tests.
+pub mod peers;
