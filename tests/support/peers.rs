@@ -86,15 +86,23 @@ pub struct Stdio {
 impl Stdio {
     /// Spawns `conformance_server --stdio`.
     pub fn spawn() -> Stdio {
-        let mut child =
-            tokio::process::Command::new(crate::support::example_binary("conformance_server"))
-                .arg("--stdio")
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("spawn the conformance server");
+        Stdio::spawn_with("conformance_server", &["--stdio"])
+    }
+
+    /// Spawns the stdio server example `name` with no arguments.
+    pub fn spawn_example(name: &str) -> Stdio {
+        Stdio::spawn_with(name, &[])
+    }
+
+    fn spawn_with(name: &str, args: &[&str]) -> Stdio {
+        let mut child = tokio::process::Command::new(crate::support::example_binary(name))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn the example server");
         let stdin = child.stdin.take().expect("stdin");
         let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         Stdio {
