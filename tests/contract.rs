@@ -65,6 +65,51 @@ fn o114_contract_matches_its_schema() {
     assert_eq!(c["protocol"]["revision"], "2026-07-28");
 }
 
+/// O116: the README's compatibility section states what the contract says: the revision,
+/// discovery, the unsupported-revision and missing-metadata errors, per-request `_meta`, and
+/// every transport of the inventory.
+#[test]
+fn o116_readme_compatibility_matches_the_contract() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let start = readme
+        .find("## Compatibility position")
+        .expect("a compatibility section");
+    let section = &readme[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let c = contract();
+    let revision = c["protocol"]["revision"].as_str().expect("revision");
+    for needle in [
+        revision,
+        "server/discover",
+        "-32022",
+        "-32602",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+        "contracts/mcp-interface.json",
+    ] {
+        assert!(
+            section.contains(needle),
+            "README compatibility lacks {needle}"
+        );
+    }
+    for t in c["transports"].as_array().expect("transports") {
+        let id = t["id"].as_str().expect("id");
+        assert!(
+            section.contains(&format!("`{id}`")),
+            "README lacks transport {id}"
+        );
+    }
+    let compat = c["protocol"]["compatibility"]
+        .as_str()
+        .expect("compatibility");
+    for needle in ["-32022", "-32602", "server/discover", revision] {
+        assert!(
+            compat.contains(needle),
+            "contract compatibility lacks {needle}"
+        );
+    }
+}
+
 /// The schema is not vacuous: a contract with a misspelt field or a deferred record without
 /// a reason is refused.
 #[test]
