@@ -515,6 +515,35 @@ async fn d44_insufficient_scope_is_403_with_every_scope_the_operation_needs() {
     assert_eq!(response.status(), StatusCode::OK);
 }
 
+/// The layer keys scopes on `Mcp-Method` / `Mcp-Name`; the host refuses a request whose
+/// headers disagree with its body (D26) before dispatch, so lying headers cannot borrow the
+/// scopes of a cheaper operation.
+#[tokio::test]
+async fn d26_lying_method_or_name_headers_never_reach_the_tool() {
+    // Enough for `whoami` and for tools/list, not for `delete` (files:write).
+    let service = protect(fixed(&["mcp:use", "tools:call"]));
+    let delete = rpc(
+        json!(9),
+        "tools/call",
+        json!({"name": "delete", "arguments": {}}),
+    );
+    for (method, name) in [("tools/call", Some("whoami")), ("tools/list", None)] {
+        let response = send(&service, post(Some("t"), method, name, delete.clone())).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::BAD_REQUEST,
+            "{method} {name:?}"
+        );
+        let v = result(&body_text(response).await);
+        assert_eq!(v["error"]["code"], -32020, "{v}");
+        assert_eq!(v["id"], 9, "{v}");
+        assert!(v.get("result").is_none(), "{v}");
+    }
+    // Honest headers for `delete` meet the scope check instead.
+    let (status, _) = refusal(send(&service, call(Some("t"), "delete")).await).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
+
 #[tokio::test]
 async fn d44_broader_scope_implies_narrower_ones() {
     let service = protect(fixed(&["mcp:use", "tools:call", "files"]));
@@ -679,8 +708,10 @@ async fn i6_request_state_minted_for_one_subject_is_refused_for_another() {
 
 #[tokio::test]
 async fn d44_the_token_is_not_forwarded_to_the_inner_service() {
+    /// Whether `Authorization` reached the inner service, and the caller's principal there.
+    type Seen = Option<(bool, Option<String>)>;
     #[derive(Clone)]
-    struct Probe(Arc<Mutex<Option<(bool, Option<String>)>>>);
+    struct Probe(Arc<Mutex<Seen>>);
     impl tower::Service<Request<Full<Bytes>>> for Probe {
         type Response = Response<Full<Bytes>>;
         type Error = std::convert::Infallible;
