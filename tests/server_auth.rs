@@ -1313,6 +1313,24 @@ async fn d47_http_fetcher_does_not_follow_redirects() {
         .await;
     assert_eq!(result.err(), Some(FetchError::Redirect(302)));
     assert_eq!(hits.load(Ordering::SeqCst), 1);
+    // Through the layer: a key set behind a redirect leaves the token unverifiable (401).
+    let key = new_key("k1");
+    let verifier = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(format!("{base}/jwks"), HttpFetcher::new())
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    let service = protect(verifier);
+    let token = mint(&key, &claims("a", "mcp:use tools:call"));
+    let (status, value) = refusal(send(&service, call(Some(&token), "whoami")).await).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        value.starts_with("Bearer error=\"invalid_token\""),
+        "{value}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
     assert_eq!(
         target_hits.load(Ordering::SeqCst),
         0,
