@@ -1,9 +1,9 @@
 //! Tokens never reach the log (O86, D47): every refusal path of the protected-resource layer
 //! and the JWT verifier runs with a TRACE subscriber that records everything, and no token's
 //! signature appears in what it wrote. Its own binary, so the global subscriber sees every
-//! call site (tracing caches call-site interest process-wide).
+//! call site (tracing caches call-site interest process-wide). `cli` brings `tracing-subscriber`.
 #![forbid(unsafe_code)]
-#![cfg(feature = "auth")]
+#![cfg(all(feature = "auth", feature = "cli"))]
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
