@@ -12,9 +12,10 @@ use serde_json::{Map, Value};
 
 use crate::client::connection::{lock, CallOptions, Client};
 use crate::client::error::{
-    ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed,
+    ClientError, InputRequired, InvalidResult, PaginationError, RpcErrorKind, ToolFailed,
 };
 use crate::core::schema::CompiledSchema;
+use crate::wire::headers::param_headers;
 use crate::wire::result::{CompleteResult, Decoded, Method};
 use crate::wire::{
     CallToolResult, CompleteResult as CompletionResult, GetPromptResult, InputRequiredResult,
@@ -157,6 +158,7 @@ impl Client {
     }
 
     /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
+    /// A tool with an invalid `x-mcp-header` annotation is dropped with a warning (D23).
     ///
     /// # Errors
     /// Any [`ClientError`]; [`ClientError::Pagination`] for a looping or endless list.
@@ -169,6 +171,21 @@ impl Client {
                 _ => None,
             })
             .await?;
+        // D23: a tool whose `x-mcp-header` annotations are invalid cannot be called correctly
+        // over HTTP; it is dropped from what the app sees, its siblings kept.
+        let tools: Vec<Tool> = tools
+            .into_iter()
+            .filter(|tool| match serde_json::to_value(&tool.input_schema)
+                .ok()
+                .map(|schema| param_headers(&schema))
+            {
+                Some(Err(reason)) => {
+                    tracing::warn!(tool = %tool.name, %reason, "dropping a tool with an invalid x-mcp-header annotation");
+                    false
+                }
+                _ => true,
+            })
+            .collect();
         let mut schemas = lock(&self.shared.output_schemas);
         schemas.clear();
         for tool in &tools {
@@ -257,7 +274,7 @@ impl Client {
             params.insert("arguments".into(), Value::Object(arguments));
         }
         round.write(&mut params);
-        match self.request(Method::ToolsCall, params, options).await? {
+        match self.request_tool(name, params, options).await? {
             Decoded::InputRequired(result) => Ok(ToolOutcome::InputRequired(InputRequired {
                 method: Method::ToolsCall.name().to_owned(),
                 result,
@@ -274,6 +291,52 @@ impl Client {
             }
             _ => Err(unexpected(Method::ToolsCall)),
         }
+    }
+
+    /// Sends one `tools/call`; with the opt-in retry (D25, X14), a -32020 refreshes
+    /// `tools/list` (bounded by [`MAX_LIST_PAGES`] / [`MAX_LIST_ITEMS`]; a transport that
+    /// mirrors `x-mcp-header` annotations learns the refreshed ones from it) and sends the
+    /// call once more under a new id. A second -32020 is returned as it came. The retry
+    /// never replays a side effect: -32020 is refused before the tool runs.
+    async fn request_tool(
+        &self,
+        name: &str,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Decoded, ClientError> {
+        let retry = options
+            .retry_header_mismatch
+            .unwrap_or(self.options().retry_header_mismatch);
+        let first = self
+            .request(Method::ToolsCall, params.clone(), options)
+            .await;
+        let mismatch = match first {
+            Err(ClientError::Rpc(e)) if retry && e.kind == RpcErrorKind::HeaderMismatch => e,
+            other => return other,
+        };
+        let refresh = CallOptions {
+            deadline: options.deadline,
+            capabilities: options.capabilities.clone(),
+            ..CallOptions::default()
+        };
+        match self.list_tools(&refresh).await {
+            Err(e) => {
+                return Err(ClientError::HeaderMismatchRefresh {
+                    mismatch,
+                    refresh: Box::new(e),
+                })
+            }
+            // Gone (or dropped for an invalid annotation): no definition to retry with.
+            Ok(tools) if !tools.iter().any(|t| t.name == name) => {
+                return Err(ClientError::Rpc(mismatch))
+            }
+            Ok(_) => {}
+        }
+        tracing::debug!(
+            tool = name,
+            "retrying tools/call after -32020 and a tools/list refresh"
+        );
+        self.request(Method::ToolsCall, params, options).await
     }
 
     fn check_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), ClientError> {

@@ -1,0 +1,990 @@
+//! The client core's remaining rules: the opt-in HeaderMismatch refresh-and-retry (O82, D25,
+//! X14), per-request log messages (L2, L4, O75), the extension registry (O76) and the
+//! strict/lossless diagnostics (X1, X2). Against scripted fakes, our own server in memory and
+//! a raw HTTP server on loopback (nothing else is dialled).
+
+#![forbid(unsafe_code)]
+
+#[path = "../examples/conformance/fixtures.rs"]
+mod fixtures;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use strict_mcp::client::{
+    BoxFuture, CallOptions, Client, ClientError, ClientOptions, ConnectError, ExtensionError,
+    ExtensionRegistry, Inbound, InvalidResult, Leniency, LogMessage, LogMessageSink, RoundInput,
+    RpcErrorKind, SerdeCodec, ToolOutcome, Transport, TransportError, MAX_LOG_MESSAGES_PER_CALL,
+};
+use strict_mcp::codec::{decode, IngressLimits};
+use strict_mcp::core::Caller;
+use strict_mcp::server::{Server, ServerOptions};
+use strict_mcp::testing::InMemoryTransport;
+use strict_mcp::wire::jsonrpc::{Message, Request};
+use strict_mcp::wire::logging::LogLevel;
+
+// ---------------------------------------------------------------------------------------------
+// A scripted fake server
+
+type Script = Box<dyn Fn(&Request, usize) -> Vec<String> + Send + Sync>;
+
+/// Answers each request with the lines its script returns; keeps every message sent.
+struct Fake {
+    script: Script,
+    tx: tokio::sync::mpsc::UnboundedSender<Inbound>,
+    rx: tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<Inbound>>,
+    sent: Mutex<Vec<Message>>,
+}
+
+impl Fake {
+    fn new(script: impl Fn(&Request, usize) -> Vec<String> + Send + Sync + 'static) -> Arc<Fake> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(Fake {
+            script: Box::new(script),
+            tx,
+            rx: tokio::sync::Mutex::new(rx),
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.requests().into_iter().map(|r| r.method).collect()
+    }
+
+    /// Every message sent, as the exact JSON text the client wrote.
+    fn wire(&self) -> Vec<String> {
+        self.sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect()
+    }
+}
+
+impl Transport for Fake {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(async move {
+            let n = {
+                let mut sent = self.sent.lock().unwrap();
+                sent.push(message.clone());
+                sent.len()
+            };
+            if let Message::Request(r) = message {
+                for line in (self.script)(r, n) {
+                    let inbound = match decode(line.as_bytes(), &IngressLimits::CLIENT) {
+                        Ok(m) => Inbound::Message(m),
+                        Err(rejection) => Inbound::Rejected(rejection),
+                    };
+                    let _ = self.tx.send(inbound);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
+        Box::pin(async move {
+            self.rx
+                .lock()
+                .await
+                .recv()
+                .await
+                .ok_or(TransportError::Closed)
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+const DISCOVER: &str = r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"com.example/thing":{"level":3,"big":123456789012345678901234567890,"f":1.50},"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}},"ttlMs":0,"cacheScope":"private"}"#;
+
+fn ok(r: &Request, result: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+        r.id.token()
+    )
+}
+
+fn err(r: &Request, code: i64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{code},"message":"header mismatch"}}}}"#,
+        r.id.token()
+    )
+}
+
+const TOOLS: &str = r#"{"resultType":"complete","tools":[{"name":"deploy","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}"#;
+const CALL_OK: &str = r#"{"resultType":"complete","content":[{"type":"text","text":"ok"}]}"#;
+
+/// A fake that discovers normally and hands every other request to `rest`.
+fn modern(rest: impl Fn(&Request, usize) -> Vec<String> + Send + Sync + 'static) -> Arc<Fake> {
+    Fake::new(move |r, n| {
+        if r.method == "server/discover" {
+            vec![ok(r, DISCOVER)]
+        } else {
+            rest(r, n)
+        }
+    })
+}
+
+async fn connect_with(fake: &Arc<Fake>, options: ClientOptions) -> Client {
+    Client::connect(fake.clone(), options)
+        .await
+        .expect("connect")
+}
+
+fn params_of(r: &Request) -> Value {
+    serde_json::from_str(r.params.as_ref().expect("params").get()).unwrap()
+}
+
+fn args(v: Value) -> Option<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}
+
+fn retrying() -> ClientOptions {
+    ClientOptions {
+        retry_header_mismatch: true,
+        ..ClientOptions::default()
+    }
+}
+
+/// A fake whose `tools/call` answers -32020 the first `mismatches` times.
+fn mismatching(mismatches: usize) -> Arc<Fake> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    modern(move |r, _| match r.method.as_str() {
+        "tools/list" => vec![ok(r, TOOLS)],
+        "tools/call" if calls.fetch_add(1, Ordering::SeqCst) < mismatches => vec![err(r, -32020)],
+        "tools/call" => vec![ok(r, CALL_OK)],
+        _ => vec![],
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. HeaderMismatch refresh-and-retry (O82, D25, X14)
+
+#[tokio::test]
+async fn o82_i15_header_mismatch_is_typed_and_never_retried_by_default() {
+    let fake = mismatching(1);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    match client
+        .call(
+            "deploy",
+            args(json!({"region": "eu"})),
+            &CallOptions::default(),
+        )
+        .await
+    {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!((e.kind, e.code), (RpcErrorKind::HeaderMismatch, -32020));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+
+    // Switched on for the client, switched off again for one call: still no retry.
+    let fake = mismatching(1);
+    let client = connect_with(&fake, retrying()).await;
+    let off = CallOptions {
+        retry_header_mismatch: Some(false),
+        ..CallOptions::default()
+    };
+    assert!(matches!(
+        client.call("deploy", None, &off).await,
+        Err(ClientError::Rpc(e)) if e.kind == RpcErrorKind::HeaderMismatch
+    ));
+    assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+}
+
+#[tokio::test]
+async fn o82_d25_x14_opt_in_refreshes_tools_list_and_retries_once_with_a_new_id() {
+    let fake = mismatching(1);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let on = CallOptions {
+        retry_header_mismatch: Some(true),
+        ..CallOptions::default()
+    };
+    let result = client
+        .call("deploy", args(json!({"region": "eu"})), &on)
+        .await
+        .expect("the retry succeeds");
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        json!([{"type": "text", "text": "ok"}])
+    );
+    assert_eq!(
+        fake.methods(),
+        vec!["server/discover", "tools/call", "tools/list", "tools/call"]
+    );
+    let requests = fake.requests();
+    let (first, retry) = (&requests[1], &requests[3]);
+    assert_ne!(first.id.token(), retry.id.token(), "a new id (D25)");
+    assert_ne!(requests[2].id.token(), retry.id.token());
+    // The same request otherwise: name, arguments and _meta unchanged.
+    assert_eq!(params_of(first), params_of(retry));
+    assert_eq!(params_of(retry)["arguments"], json!({"region": "eu"}));
+}
+
+#[tokio::test]
+async fn o82_a_second_mismatch_after_the_one_retry_is_the_typed_header_mismatch() {
+    let fake = mismatching(usize::MAX);
+    let client = connect_with(&fake, retrying()).await;
+    match client
+        .call_tool("deploy", None, RoundInput::first(), &CallOptions::default())
+        .await
+    {
+        Err(ClientError::Rpc(e)) => assert_eq!(e.kind, RpcErrorKind::HeaderMismatch),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        fake.methods(),
+        vec!["server/discover", "tools/call", "tools/list", "tools/call"]
+    );
+}
+
+#[tokio::test]
+async fn o82_a_failed_refresh_or_a_vanished_tool_stops_without_a_retry() {
+    // The refresh itself fails: the typed pair, no second call.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let fake = modern(move |r, _| match r.method.as_str() {
+        "tools/list" => vec![err(r, -32603)],
+        "tools/call" => {
+            calls.fetch_add(1, Ordering::SeqCst);
+            vec![err(r, -32020)]
+        }
+        _ => vec![],
+    });
+    let client = connect_with(&fake, retrying()).await;
+    match client.call("deploy", None, &CallOptions::default()).await {
+        Err(ClientError::HeaderMismatchRefresh { mismatch, refresh }) => {
+            assert_eq!(mismatch.kind, RpcErrorKind::HeaderMismatch);
+            assert!(matches!(*refresh, ClientError::Rpc(ref e) if e.code == -32603));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        fake.methods(),
+        vec!["server/discover", "tools/call", "tools/list"]
+    );
+
+    // The refreshed listing no longer has the tool: the -32020 stands, nothing is resent.
+    let fake = modern(move |r, _| match r.method.as_str() {
+        "tools/list" => vec![ok(
+            r,
+            r#"{"resultType":"complete","tools":[],"ttlMs":0,"cacheScope":"private"}"#,
+        )],
+        "tools/call" => vec![err(r, -32020)],
+        _ => vec![],
+    });
+    let client = connect_with(&fake, retrying()).await;
+    assert!(matches!(
+        client.call("deploy", None, &CallOptions::default()).await,
+        Err(ClientError::Rpc(e)) if e.kind == RpcErrorKind::HeaderMismatch
+    ));
+    assert_eq!(
+        fake.methods(),
+        vec!["server/discover", "tools/call", "tools/list"]
+    );
+}
+
+#[tokio::test]
+async fn d23_a_tool_with_an_invalid_header_annotation_is_dropped_siblings_kept() {
+    let fake = modern(|r, _| {
+        vec![ok(
+            r,
+            r#"{"resultType":"complete","tools":[
+                {"name":"bad","inputSchema":{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}},
+                {"name":"good","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"}}}}
+            ],"ttlMs":0,"cacheScope":"private"}"#,
+        )]
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let names: Vec<String> = client
+        .list_tools(&CallOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, vec!["good"]);
+}
+
+#[cfg(feature = "http")]
+mod http_retry {
+    use super::*;
+    use strict_mcp::client::http::HttpTransport;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// One exchange the raw server saw: the request head (lower-cased) and its JSON body.
+    type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+    /// A loopback server whose `deploy` tool mirrors `region` into `Mcp-Param-Region` in the
+    /// first listing, then changes to `Mcp-Param-Zone` (every later listing says so); a call
+    /// without `Mcp-Param-Zone` gets 400 / -32020, as a strict server answers.
+    async fn changing_server() -> (String, Seen) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let seen: Seen = Arc::default();
+        let kept = Arc::clone(&seen);
+        let listings = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let kept = Arc::clone(&kept);
+                let listings = Arc::clone(&listings);
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    let end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:")?.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < end + length {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body: Value = serde_json::from_slice(&buf[end..end + length]).unwrap();
+                    let id = body["id"].to_string();
+                    let (status, result) = match body["method"].as_str().unwrap_or("") {
+                        "server/discover" => ("200 OK", format!(r#""result":{DISCOVER}"#)),
+                        "tools/list" => {
+                            let n = listings.fetch_add(1, Ordering::SeqCst);
+                            let name = if n == 0 { "Region" } else { "Zone" };
+                            (
+                                "200 OK",
+                                format!(
+                                    r#""result":{{"resultType":"complete","tools":[{{"name":"deploy","inputSchema":{{"type":"object","properties":{{"region":{{"type":"string","x-mcp-header":"{name}"}}}}}}}}],"ttlMs":0,"cacheScope":"private"}}"#
+                                ),
+                            )
+                        }
+                        // The tool changed after the first listing: calls need the new header.
+                        _ => {
+                            if head.contains("mcp-param-zone: eu\r\n") {
+                                ("200 OK", format!(r#""result":{CALL_OK}"#))
+                            } else {
+                                (
+                                    "400 Bad Request",
+                                    r#""error":{"code":-32020,"message":"header mismatch"}"#
+                                        .to_owned(),
+                                )
+                            }
+                        }
+                    };
+                    kept.lock().unwrap().push((head, body));
+                    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},{result}}}"#);
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        });
+        (format!("http://{addr}/mcp"), seen)
+    }
+
+    #[tokio::test]
+    async fn o82_d25_http_retry_sends_the_refreshed_annotations_headers_under_a_new_id() {
+        let (url, seen) = changing_server().await;
+        let transport = Arc::new(HttpTransport::new(&url, None).expect("transport"));
+        let client = Client::connect(transport, retrying())
+            .await
+            .expect("connect");
+        client.list_tools(&CallOptions::default()).await.unwrap();
+        let result = client
+            .call(
+                "deploy",
+                args(json!({"region": "eu"})),
+                &CallOptions::default(),
+            )
+            .await
+            .expect("the retry carries the refreshed header");
+        assert_eq!(result.is_error, None);
+        let seen = seen.lock().unwrap().clone();
+        let methods: Vec<&str> = seen
+            .iter()
+            .map(|(_, b)| b["method"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            methods,
+            vec![
+                "server/discover",
+                "tools/list",
+                "tools/call",
+                "tools/list",
+                "tools/call"
+            ]
+        );
+        let (first, retry) = (&seen[2], &seen[4]);
+        assert!(first.0.contains("mcp-param-region: eu\r\n"), "{}", first.0);
+        assert!(!first.0.contains("mcp-param-zone"));
+        assert!(retry.0.contains("mcp-param-zone: eu\r\n"), "{}", retry.0);
+        assert!(!retry.0.contains("mcp-param-region"));
+        assert_ne!(first.1["id"], retry.1["id"]);
+        assert_eq!(first.1["params"], retry.1["params"]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Per-request logLevel and bounded notifications/message (L2, L4, O75)
+
+fn own_server() -> Server {
+    Server::new(
+        fixtures::builder().build().unwrap(),
+        ServerOptions::new().mode("direct"),
+    )
+    .unwrap()
+}
+
+async fn own_client() -> Client {
+    let transport = Arc::new(InMemoryTransport::new(own_server(), Caller::new("t")));
+    Client::connect(transport, ClientOptions::default())
+        .await
+        .expect("connect to our own server")
+}
+
+fn collecting() -> (LogMessageSink, Arc<Mutex<Vec<LogMessage>>>) {
+    let seen: Arc<Mutex<Vec<LogMessage>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    (
+        LogMessageSink(Arc::new(move |m| kept.lock().unwrap().push(m))),
+        seen,
+    )
+}
+
+#[tokio::test]
+async fn l2_o75_own_server_logs_reach_only_the_call_that_asked_before_its_reply() {
+    let client = own_client().await;
+    let (sink, seen) = collecting();
+    let options = CallOptions::default().logs(LogLevel::Info, sink);
+    client
+        .call("test_logging_tool", None, &options)
+        .await
+        .unwrap();
+    // Delivered synchronously by the reader before the reply was routed.
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        ["started", "processing data", "completed"]
+            .iter()
+            .map(|step| LogMessage {
+                level: LogLevel::Info,
+                logger: Some("test_logging_tool".into()),
+                data: json!(format!("Tool execution {step}")),
+            })
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(client.dropped_log_messages(), 0);
+
+    // Above the messages' level: the server sends none (L2), nothing arrives.
+    let (sink, seen) = collecting();
+    let options = CallOptions::default().logs(LogLevel::Warning, sink);
+    client
+        .call("test_logging_tool", None, &options)
+        .await
+        .unwrap();
+    assert!(seen.lock().unwrap().is_empty());
+
+    // A sink without a level: no logLevel on the wire, no messages.
+    let (sink, seen) = collecting();
+    let options = CallOptions {
+        on_log: Some(sink),
+        ..CallOptions::default()
+    };
+    client
+        .call("test_logging_tool", None, &options)
+        .await
+        .unwrap();
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(client.dropped_log_messages(), 0);
+}
+
+/// A fake answering `tools/call` with `count` log messages at `level`, then the reply, then
+/// one more message after it.
+fn chatty(count: usize, level: &'static str) -> Arc<Fake> {
+    modern(move |r, _| {
+        let log = |i: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"{level}","data":{{"i":{i}}}}}}}"#
+            )
+        };
+        let mut lines: Vec<String> = (0..count).map(log).collect();
+        lines.push(ok(r, CALL_OK));
+        lines.push(log(count));
+        lines
+    })
+}
+
+#[tokio::test]
+async fn l2_o75_log_level_meta_key_is_sent_exactly_as_the_schema_names_it() {
+    let fake = chatty(0, "info");
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let (sink, _) = collecting();
+    for level in LogLevel::ALL {
+        client
+            .call("t", None, &CallOptions::default().logs(level, sink.clone()))
+            .await
+            .unwrap();
+        let sent = fake.requests().pop().unwrap();
+        assert_eq!(
+            params_of(&sent)["_meta"]["io.modelcontextprotocol/logLevel"],
+            json!(level.as_str())
+        );
+    }
+    client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    let sent = fake.requests().pop().unwrap();
+    assert!(params_of(&sent)["_meta"]
+        .get("io.modelcontextprotocol/logLevel")
+        .is_none());
+}
+
+#[tokio::test]
+async fn l2_log_messages_per_call_at_the_bound_and_one_past_and_none_after_the_reply() {
+    for (count, delivered) in [
+        (MAX_LOG_MESSAGES_PER_CALL, MAX_LOG_MESSAGES_PER_CALL),
+        (MAX_LOG_MESSAGES_PER_CALL + 1, MAX_LOG_MESSAGES_PER_CALL),
+    ] {
+        let fake = chatty(count, "error");
+        let client = connect_with(&fake, ClientOptions::default()).await;
+        let (sink, seen) = collecting();
+        client
+            .call(
+                "t",
+                None,
+                &CallOptions::default().logs(LogLevel::Debug, sink),
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), delivered, "{count} sent");
+        let order: Vec<Value> = seen.iter().map(|m| m.data["i"].clone()).collect();
+        assert_eq!(order, (0..delivered).map(|i| json!(i)).collect::<Vec<_>>());
+        // The one past the cap (if any) and the one after the reply are dropped, counted.
+        assert_eq!(
+            client.dropped_log_messages(),
+            (count - delivered + 1) as u64
+        );
+    }
+}
+
+#[tokio::test]
+async fn l4_messages_below_the_calls_level_are_not_delivered() {
+    // Severity order: debug < info < notice < warning < error < critical < alert < emergency.
+    for (threshold, sent, delivered) in [
+        (LogLevel::Warning, "notice", false),
+        (LogLevel::Warning, "warning", true),
+        (LogLevel::Warning, "emergency", true),
+        (LogLevel::Emergency, "alert", false),
+        (LogLevel::Debug, "debug", true),
+    ] {
+        let fake = chatty(1, sent);
+        let client = connect_with(&fake, ClientOptions::default()).await;
+        let (sink, seen) = collecting();
+        client
+            .call("t", None, &CallOptions::default().logs(threshold, sink))
+            .await
+            .unwrap();
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            usize::from(delivered),
+            "{sent} at {threshold:?}"
+        );
+    }
+    // An unknown level or a message without data is malformed: dropped, counted.
+    let fake = modern(|r, _| {
+        vec![
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud","data":1}}"#.to_owned(),
+            ok(r, CALL_OK),
+        ]
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let (sink, seen) = collecting();
+    client
+        .call(
+            "t",
+            None,
+            &CallOptions::default().logs(LogLevel::Debug, sink),
+        )
+        .await
+        .unwrap();
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(client.dropped_log_messages(), 1);
+}
+
+#[tokio::test]
+async fn l2_overlapping_logging_calls_get_no_guessed_messages() {
+    // The fake answers the first call only when the second arrives, and sends one log line
+    // between: two calls are waiting, so the message belongs to neither for sure.
+    let first: Arc<Mutex<Option<Request>>> = Arc::default();
+    let fake = modern(move |r, _| {
+        let mut held = first.lock().unwrap();
+        match held.take() {
+            None => {
+                *held = Some(r.clone());
+                vec![]
+            }
+            Some(earlier) => vec![
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"whose?"}}"#.to_owned(),
+                ok(&earlier, CALL_OK),
+                ok(r, CALL_OK),
+            ],
+        }
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let (a, seen_a) = collecting();
+    let (b, seen_b) = collecting();
+    let oa = CallOptions::default().logs(LogLevel::Debug, a);
+    let ob = CallOptions::default().logs(LogLevel::Debug, b);
+    let (ra, rb) = tokio::join!(client.call("a", None, &oa), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        client.call("b", None, &ob).await
+    });
+    ra.unwrap();
+    rb.unwrap();
+    assert!(seen_a.lock().unwrap().is_empty());
+    assert!(seen_b.lock().unwrap().is_empty());
+    assert_eq!(client.dropped_log_messages(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Extension registry (O76, B19–B21)
+
+#[derive(Debug, PartialEq, serde::Deserialize)]
+struct Ui {
+    #[serde(rename = "mimeTypes")]
+    mime_types: Vec<String>,
+}
+
+#[tokio::test]
+async fn o76_b21_discovery_extensions_stay_byte_exact_and_decode_through_a_registered_codec() {
+    let mut registry = ExtensionRegistry::new();
+    registry
+        .register("io.modelcontextprotocol/ui", SerdeCodec::<Ui>::new())
+        .unwrap();
+    let fake = modern(|_, _| vec![]);
+    let client = connect_with(
+        &fake,
+        ClientOptions {
+            extensions: registry,
+            ..ClientOptions::default()
+        },
+    )
+    .await;
+    let declared = &client.discovery().extensions;
+    assert_eq!(
+        declared.ids().collect::<Vec<_>>(),
+        vec!["com.example/thing", "io.modelcontextprotocol/ui"]
+    );
+    // The unknown one is kept exactly: a big integer and the number text `1.50` intact.
+    assert_eq!(
+        declared.get("com.example/thing").unwrap().get(),
+        r#"{"level":3,"big":123456789012345678901234567890,"f":1.50}"#
+    );
+    let extensions = &client.options().extensions;
+    assert_eq!(
+        declared.decode::<SerdeCodec<Ui>>(extensions, "io.modelcontextprotocol/ui"),
+        Ok(Some(Ui {
+            mime_types: vec!["text/html;profile=mcp-app".into()]
+        }))
+    );
+    // Inert: nothing registered for it, nothing decoded.
+    assert_eq!(
+        declared.decode::<SerdeCodec<Value>>(extensions, "com.example/thing"),
+        Ok(None)
+    );
+    assert_eq!(
+        declared.decode::<SerdeCodec<Value>>(extensions, "io.modelcontextprotocol/ui"),
+        Err(ExtensionError::WrongCodec(
+            "io.modelcontextprotocol/ui".into()
+        ))
+    );
+    // A result's `_meta` payload decodes through the same registry.
+    let raw = serde_json::value::RawValue::from_string(r#"{"mimeTypes":[]}"#.into()).unwrap();
+    assert_eq!(
+        extensions.decode::<SerdeCodec<Ui>>("io.modelcontextprotocol/ui", &raw),
+        Ok(Some(Ui { mime_types: vec![] }))
+    );
+}
+
+#[tokio::test]
+async fn o76_registering_codecs_never_changes_a_request_byte() {
+    async fn session(options: ClientOptions) -> Vec<String> {
+        let fake = modern(|r, _| match r.method.as_str() {
+            "tools/list" => vec![ok(r, TOOLS)],
+            _ => vec![ok(r, CALL_OK)],
+        });
+        let client = connect_with(&fake, options).await;
+        let call = CallOptions::default().capabilities(json!({"elicitation": {"form": {}}}));
+        client.list_tools(&CallOptions::default()).await.unwrap();
+        client
+            .call("deploy", args(json!({"region": "eu"})), &call)
+            .await
+            .unwrap();
+        fake.wire()
+    }
+    let plain = session(ClientOptions::default()).await;
+    let mut registry = ExtensionRegistry::new();
+    registry
+        .register("io.modelcontextprotocol/ui", SerdeCodec::<Ui>::new())
+        .unwrap()
+        .register("com.example/thing", SerdeCodec::<Value>::new())
+        .unwrap();
+    let registered = session(ClientOptions {
+        extensions: registry,
+        ..ClientOptions::default()
+    })
+    .await;
+    assert_eq!(plain.len(), 3);
+    assert_eq!(plain, registered);
+    assert!(plain.iter().all(|line| !line.contains("extensions")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Strict/lossless diagnostics (X1, X2)
+
+fn strict() -> ClientOptions {
+    ClientOptions {
+        strict: true,
+        ..ClientOptions::default()
+    }
+}
+
+/// A fake answering `resources/read` and `tools/list` with `result`.
+fn answering(result: &'static str) -> Arc<Fake> {
+    modern(move |r, _| vec![ok(r, result)])
+}
+
+#[tokio::test]
+async fn x1_a8_missing_result_type_is_complete_and_recorded_strict_refuses_it() {
+    let result = r#"{"content":[{"type":"text","text":"old"}]}"#;
+    let fake = answering(result);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let r = client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(r.content.len(), 1);
+    assert_eq!(
+        client.take_diagnostics(),
+        (
+            vec![Leniency::MissingResultType {
+                method: "tools/call".into()
+            }],
+            0
+        )
+    );
+    assert_eq!(client.diagnostics(), (vec![], 0));
+
+    let fake = answering(result);
+    let client = connect_with(&fake, strict()).await;
+    match client.call("t", None, &CallOptions::default()).await {
+        Err(ClientError::Invalid(InvalidResult::Lenient(Leniency::MissingResultType {
+            method,
+        }))) => assert_eq!(method, "tools/call"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(client.diagnostics(), (vec![], 0));
+}
+
+#[tokio::test]
+async fn x2_h8_official_example_without_cache_hints_reads_leniently_strict_refuses() {
+    // The official example that omits both cache hints.
+    let dir = std::env::var("MCP_SCHEMA_PATH")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/schema/2026-07-28")
+        })
+        .join("examples/ReadResourceResultResponse/read-resource-result-response.json");
+    let file = dir;
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let example: Value = serde_json::from_str(&text).unwrap();
+    let result = example["result"].clone();
+    assert!(result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
+    let result: &'static str = Box::leak(result.to_string().into_boxed_str());
+
+    let client = connect_with(&answering(result), ClientOptions::default()).await;
+    let read = client
+        .read_resource("file:///example.txt", &CallOptions::default())
+        .await
+        .expect("the official example reads");
+    assert_eq!(read.ttl_ms, 0);
+    assert_eq!(
+        serde_json::to_value(read.cache_scope).unwrap(),
+        json!("private")
+    );
+    let (kept, _) = client.diagnostics();
+    let method = || "resources/read".to_owned();
+    assert!(
+        kept.contains(&Leniency::MissingTtl { method: method() }),
+        "{kept:?}"
+    );
+    assert!(kept.contains(&Leniency::MissingCacheScope { method: method() }));
+
+    let client = connect_with(&answering(result), strict()).await;
+    assert!(matches!(
+        client
+            .read_resource("file:///example.txt", &CallOptions::default())
+            .await,
+        Err(ClientError::Invalid(InvalidResult::Lenient(_)))
+    ));
+}
+
+#[tokio::test]
+async fn x2_h8_negative_invalid_and_unknown_hints_in_both_modes() {
+    let cases: [(&'static str, Leniency, u64, &str); 4] = [
+        (
+            r#"{"resultType":"complete","tools":[],"ttlMs":-5,"cacheScope":"public"}"#,
+            Leniency::NegativeTtl {
+                method: "tools/list".into(),
+                ttl: "-5".into(),
+            },
+            0,
+            "public",
+        ),
+        (
+            r#"{"resultType":"complete","tools":[],"ttlMs":2.5,"cacheScope":"public"}"#,
+            Leniency::InvalidTtl {
+                method: "tools/list".into(),
+                ttl: "2.5".into(),
+            },
+            0,
+            "public",
+        ),
+        (
+            r#"{"resultType":"complete","tools":[],"ttlMs":null,"cacheScope":"private"}"#,
+            Leniency::InvalidTtl {
+                method: "tools/list".into(),
+                ttl: "null".into(),
+            },
+            0,
+            "private",
+        ),
+        (
+            r#"{"resultType":"complete","tools":[],"ttlMs":7,"cacheScope":"shared"}"#,
+            Leniency::UnknownCacheScope {
+                method: "tools/list".into(),
+                scope: "\"shared\"".into(),
+            },
+            7,
+            "private",
+        ),
+    ];
+    for (result, leniency, ttl, scope) in cases {
+        // Lenient: read per H8/X2 and recorded.
+        let fake = modern(move |r, _| vec![ok(r, result)]);
+        let client = connect_with(&fake, ClientOptions::default()).await;
+        let page = client
+            .request(
+                strict_mcp::wire::result::Method::ToolsList,
+                Map::new(),
+                &CallOptions::default(),
+            )
+            .await
+            .unwrap();
+        let strict_mcp::wire::result::Decoded::Complete(
+            strict_mcp::wire::result::CompleteResult::ToolsList(page),
+        ) = page
+        else {
+            panic!("not a tools/list page");
+        };
+        assert_eq!(page.ttl_ms, ttl, "{result}");
+        assert_eq!(
+            serde_json::to_value(page.cache_scope).unwrap(),
+            json!(scope)
+        );
+        assert_eq!(client.diagnostics(), (vec![leniency.clone()], 0));
+        // Strict: the same result is a typed error naming the leniency.
+        let fake = modern(move |r, _| vec![ok(r, result)]);
+        let client = connect_with(&fake, strict()).await;
+        match client.list_tools(&CallOptions::default()).await {
+            Err(ClientError::Invalid(InvalidResult::Lenient(l))) => assert_eq!(l, leniency),
+            other => panic!("{result}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn x2_strict_mode_applies_to_discovery_and_own_server_needs_no_leniency() {
+    let fake = Fake::new(|r, _| {
+        vec![ok(
+            r,
+            r#"{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{}}"#,
+        )]
+    });
+    match Client::connect(fake.clone(), strict()).await {
+        Err(ConnectError::Discover(e)) => assert!(
+            matches!(
+                *e,
+                ClientError::Invalid(InvalidResult::Lenient(Leniency::MissingTtl { .. }))
+            ),
+            "{e:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let transport = Arc::new(InMemoryTransport::new(own_server(), Caller::new("t")));
+    let client = Client::connect(transport, strict())
+        .await
+        .expect("strict connect");
+    let none = CallOptions::default();
+    client.list_tools(&none).await.unwrap();
+    client.list_resources(&none).await.unwrap();
+    client.list_prompts(&none).await.unwrap();
+    client.call("test_simple_text", None, &none).await.unwrap();
+    assert_eq!(client.diagnostics(), (vec![], 0));
+}
+
+#[tokio::test]
+async fn x1_the_first_round_outcome_is_unaffected_by_diagnostics_for_input_required() {
+    let fake = modern(|r, _| {
+        vec![ok(
+            r,
+            r#"{"resultType":"input_required","requestState":"s1"}"#,
+        )]
+    });
+    let client = connect_with(&fake, strict()).await;
+    assert!(matches!(
+        client
+            .call_tool("t", None, RoundInput::first(), &CallOptions::default())
+            .await,
+        Ok(ToolOutcome::InputRequired(_))
+    ));
+    assert_eq!(client.diagnostics(), (vec![], 0));
+}
