@@ -632,6 +632,9 @@ async fn l4_messages_below_the_calls_level_are_not_delivered() {
     let fake = modern(|r, _| {
         vec![
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud","data":1}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":7,"data":1}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":null}}"#.to_owned(),
             ok(r, CALL_OK),
         ]
     });
@@ -645,8 +648,16 @@ async fn l4_messages_below_the_calls_level_are_not_delivered() {
         )
         .await
         .unwrap();
-    assert!(seen.lock().unwrap().is_empty());
-    assert_eq!(client.dropped_log_messages(), 1);
+    // Only the last one (`data: null` is data) is delivered.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![LogMessage {
+            level: LogLevel::Info,
+            logger: None,
+            data: Value::Null
+        }]
+    );
+    assert_eq!(client.dropped_log_messages(), 3);
 }
 
 #[tokio::test]
@@ -987,4 +998,401 @@ async fn x1_the_first_round_outcome_is_unaffected_by_diagnostics_for_input_requi
         Ok(ToolOutcome::InputRequired(_))
     ));
     assert_eq!(client.diagnostics(), (vec![], 0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Audit: client rules of sections A–L not yet proven elsewhere by id
+
+/// Sends nothing back (the call hangs until its deadline).
+fn silent() -> Arc<Fake> {
+    modern(|_, _| vec![])
+}
+
+#[tokio::test]
+async fn o86_i15_a_side_effecting_tools_call_is_never_replayed_silently() {
+    let tools_calls = |fake: &Fake| fake.methods().iter().filter(|m| *m == "tools/call").count();
+    // A call that hits its deadline is cancelled, never resent, even with the opt-in retry.
+    let fake = silent();
+    let client = connect_with(&fake, retrying()).await;
+    let short = CallOptions::default().deadline(Duration::from_millis(50));
+    assert!(matches!(
+        client.call("deploy", None, &short).await,
+        Err(ClientError::Deadline { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(tools_calls(&fake), 1);
+    // Any other error (internal error, invalid result) ends the call: one request each.
+    for answer in [
+        r#"{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"boom"}}"#,
+        r#"{"jsonrpc":"2.0","id":ID,"result":{"resultType":"later"}}"#,
+        r#"{"jsonrpc":"2.0","id":ID,"error":{"code":-32021,"message":"needs"}}"#,
+    ] {
+        let fake = modern(move |r, _| vec![answer.replace("ID", r.id.token())]);
+        let client = connect_with(&fake, retrying()).await;
+        assert!(client
+            .call("deploy", None, &CallOptions::default())
+            .await
+            .is_err());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(tools_calls(&fake), 1, "{answer}");
+        assert_eq!(fake.methods().len(), 2, "no tools/list refresh either");
+    }
+}
+
+#[tokio::test]
+async fn a16_f7_retired_32002_from_resources_read_is_not_found() {
+    let fake = modern(|r, _| vec![err(r, -32002)]);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    match client
+        .read_resource("file:///gone", &CallOptions::default())
+        .await
+    {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!((e.kind, e.code), (RpcErrorKind::NotFound, -32002));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a20_local_failures_are_distinguishable_from_peer_errors() {
+    let fake = silent();
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let short = CallOptions::default().deadline(Duration::from_millis(30));
+    // Local: our own deadline, our own refusal before sending. Neither is a peer RpcError.
+    let local = client.call("t", None, &short).await.unwrap_err();
+    assert!(matches!(local, ClientError::Deadline { .. }), "{local:?}");
+    let refused = CallOptions {
+        meta: vec![("io.modelcontextprotocol/progressToken".into(), json!(1))],
+        ..CallOptions::default()
+    };
+    let local = client.call("t", None, &refused).await.unwrap_err();
+    assert!(matches!(local, ClientError::Request(_)), "{local:?}");
+    // From the peer: the code exactly as received.
+    let fake = modern(|r, _| vec![err(r, -32603)]);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let peer = client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(peer, ClientError::Rpc(ref e) if e.code == -32603),
+        "{peer:?}"
+    );
+}
+
+#[tokio::test]
+async fn b7_the_servers_self_reported_identity_never_changes_what_the_client_sends() {
+    async fn session(info: &'static str) -> Vec<String> {
+        let discover: &'static str = Box::leak(
+            format!(
+                r#"{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}},"ttlMs":0,"cacheScope":"private","_meta":{{"io.modelcontextprotocol/serverInfo":{info}}}}}"#
+            )
+            .into_boxed_str(),
+        );
+        let fake = Fake::new(move |r, _| match r.method.as_str() {
+            "server/discover" => vec![ok(r, discover)],
+            "tools/list" => vec![ok(r, TOOLS)],
+            _ => vec![ok(r, CALL_OK)],
+        });
+        let client = connect_with(&fake, ClientOptions::default()).await;
+        client.list_tools(&CallOptions::default()).await.unwrap();
+        client
+            .call("deploy", None, &CallOptions::default())
+            .await
+            .unwrap();
+        fake.wire()
+    }
+    let a = session(r#"{"name":"trusted-official-server","version":"1.0.0"}"#).await;
+    let b = session(r#"{"name":"x","version":"0.0.1-evil"}"#).await;
+    assert_eq!(a.len(), 3);
+    assert_eq!(a, b);
+}
+
+#[tokio::test]
+async fn b15_unsupported_protocol_version_is_reported_with_the_servers_versions_not_retried() {
+    let fake = modern(|r, _| {
+        vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32022,"message":"unsupported","data":{{"supported":["2099-01-01"],"requested":"2026-07-28"}}}}}}"#,
+            r.id.token()
+        )]
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    match client.call("t", None, &CallOptions::default()).await {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!(e.kind, RpcErrorKind::UnsupportedProtocolVersion);
+            assert_eq!(e.data.unwrap()["supported"], json!(["2099-01-01"]));
+        }
+        other => panic!("{other:?}"),
+    }
+    // This client speaks one version: there is nothing to retry with.
+    assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+}
+
+#[tokio::test]
+async fn b20_b21_extensions_stay_off_until_a_call_declares_them() {
+    let fake = modern(|r, _| vec![ok(r, CALL_OK)]);
+    let mut registry = ExtensionRegistry::new();
+    registry
+        .register("io.modelcontextprotocol/ui", SerdeCodec::<Value>::new())
+        .unwrap();
+    let client = connect_with(
+        &fake,
+        ClientOptions {
+            extensions: registry,
+            ..ClientOptions::default()
+        },
+    )
+    .await;
+    // The server declared two extensions; the client enables none on its own.
+    assert_eq!(client.discovery().extensions.len(), 2);
+    client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    let caps = |fake: &Fake| {
+        params_of(&fake.requests().pop().unwrap())["_meta"]
+            ["io.modelcontextprotocol/clientCapabilities"]
+            .clone()
+    };
+    assert_eq!(caps(&fake), json!({}));
+    let ui = json!({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}});
+    client
+        .call("t", None, &CallOptions::default().capabilities(ui.clone()))
+        .await
+        .unwrap();
+    assert_eq!(caps(&fake), ui);
+}
+
+#[tokio::test]
+async fn e7_tool_names_are_case_sensitive() {
+    let fake = modern(|r, _| match r.method.as_str() {
+        "tools/list" => vec![ok(
+            r,
+            r#"{"resultType":"complete","tools":[{"name":"Echo","inputSchema":{"type":"object"}},{"name":"echo","inputSchema":{"type":"object"}}],"ttlMs":0,"cacheScope":"private"}"#,
+        )],
+        _ => vec![ok(r, CALL_OK)],
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let names: Vec<String> = client
+        .list_tools(&CallOptions::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, vec!["Echo", "echo"]);
+    client
+        .call("Echo", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        params_of(&fake.requests().pop().unwrap())["name"],
+        json!("Echo")
+    );
+}
+
+#[tokio::test]
+async fn e9_e24_schemas_and_annotations_are_kept_losslessly_as_data() {
+    let input = json!({
+        "type": "object",
+        "$defs": {"n": {"$anchor": "num", "type": "integer"}},
+        "properties": {"a": {"$ref": "#/$defs/n"}, "b": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        "if": {"required": ["a"]}, "then": {"required": ["b"]},
+        "x-vendor": {"deep": [1, {"k": true}]},
+        "unevaluatedProperties": false
+    });
+    let output = json!({"type": "object", "properties": {"v": {"const": 1}}, "x-other": "kept"});
+    let annotations = json!({"readOnlyHint": true, "destructiveHint": false, "title": "T"});
+    let tool = json!({"name": "t", "inputSchema": input, "outputSchema": output, "annotations": annotations});
+    let page: &'static str = Box::leak(
+        json!({"resultType": "complete", "tools": [tool], "ttlMs": 0, "cacheScope": "private"})
+            .to_string()
+            .into_boxed_str(),
+    );
+    let fake = modern(move |r, _| vec![ok(r, page)]);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let tools = client.list_tools(&CallOptions::default()).await.unwrap();
+    let listed = serde_json::to_value(&tools[0]).unwrap();
+    assert_eq!(listed["inputSchema"], input);
+    assert_eq!(listed["outputSchema"], output);
+    // Hints stay hints: kept as data, nothing in the client acts on them.
+    assert_eq!(listed["annotations"], annotations);
+}
+
+#[tokio::test]
+async fn e21_e22_an_unresolvable_external_ref_in_an_output_schema_fails_closed_without_a_fetch() {
+    let fake = modern(|r, _| match r.method.as_str() {
+        "tools/list" => vec![ok(
+            r,
+            r#"{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"a":{"$ref":"https://schemas.example/a.json"}}}}],"ttlMs":0,"cacheScope":"private"}"#,
+        )],
+        _ => vec![ok(
+            r,
+            r#"{"resultType":"complete","content":[],"structuredContent":{"a":1}}"#,
+        )],
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    client.list_tools(&CallOptions::default()).await.unwrap();
+    match client.call("t", None, &CallOptions::default()).await {
+        Err(ClientError::Invalid(InvalidResult::OutputSchema { tool, reason })) => {
+            assert_eq!(tool, "t");
+            assert!(
+                reason.contains("https://schemas.example/a.json"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn h5_h6_h7_h9_h13_cache_hints_never_switch_on_caching_or_polling() {
+    let fake = modern(|r, _| match r.method.as_str() {
+        "tools/list" => vec![ok(
+            r,
+            r#"{"resultType":"complete","tools":[],"ttlMs":600000,"cacheScope":"public"}"#,
+        )],
+        _ => vec![ok(
+            r,
+            r#"{"resultType":"complete","contents":[],"ttlMs":600000,"cacheScope":"public"}"#,
+        )],
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let none = CallOptions::default();
+    for _ in 0..2 {
+        client.list_tools(&none).await.unwrap();
+        client.read_resource("file:///a", &none).await.unwrap();
+    }
+    // Every fresh-looking result was fetched again: nothing is served from a hidden cache
+    // (so no entry is ever reused across params, MRTR retries or credentials either) ...
+    assert_eq!(
+        fake.methods(),
+        vec![
+            "server/discover",
+            "tools/list",
+            "resources/read",
+            "tools/list",
+            "resources/read"
+        ]
+    );
+    // ... and a long TTL never turns into background polling.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(fake.methods().len(), 5);
+}
+
+#[tokio::test]
+async fn j11_a_reply_after_the_deadline_is_ignored_and_the_client_stays_usable() {
+    let held: Arc<Mutex<Option<Request>>> = Arc::default();
+    let fake = modern(move |r, _| {
+        let mut held = held.lock().unwrap();
+        match r.method.as_str() {
+            "tools/call" => {
+                *held = Some(r.clone());
+                vec![]
+            }
+            // The late reply to the abandoned call arrives first, then this one's.
+            _ => {
+                let mut lines = Vec::new();
+                if let Some(late) = held.take() {
+                    lines.push(ok(&late, CALL_OK));
+                }
+                lines.push(ok(r, TOOLS));
+                lines
+            }
+        }
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let short = CallOptions::default().deadline(Duration::from_millis(30));
+    assert!(matches!(
+        client.call("t", None, &short).await,
+        Err(ClientError::Deadline { .. })
+    ));
+    let tools = client.list_tools(&CallOptions::default()).await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert!(client.failure().is_none());
+}
+
+#[tokio::test]
+async fn k8_several_listen_streams_at_once_each_with_its_own_acknowledgement() {
+    use strict_mcp::client::ListenError;
+    use strict_mcp::machine::subscriptions::{Change, Filter};
+    let server = own_server();
+    let transport = Arc::new(InMemoryTransport::new(server.clone(), Caller::new("t")));
+    let client = Client::connect(transport, ClientOptions::default())
+        .await
+        .unwrap();
+    let tools = Filter {
+        tools_list_changed: true,
+        ..Filter::default()
+    };
+    let prompts = Filter {
+        prompts_list_changed: true,
+        ..Filter::default()
+    };
+    let mut a = client
+        .listen(tools.clone(), &CallOptions::default())
+        .await
+        .unwrap();
+    let b = client
+        .listen(prompts.clone(), &CallOptions::default())
+        .await
+        .unwrap();
+    assert_ne!(a.subscription_id(), b.subscription_id());
+    assert_eq!(
+        (a.effective_filter(), b.effective_filter()),
+        (&tools, &prompts)
+    );
+    server.replace_registry(fixtures::registry());
+    let change: Result<Option<Change>, ListenError> =
+        tokio::time::timeout(Duration::from_secs(5), a.next())
+            .await
+            .unwrap();
+    assert_eq!(change.unwrap(), Some(Change::ToolsListChanged));
+    assert!(a.violations().is_empty() && b.violations().is_empty());
+}
+
+#[tokio::test]
+async fn i9_i12_a_rounds_answers_and_state_go_only_into_that_one_retry() {
+    let fake = modern(|r, _| {
+        if params_of(r).get("requestState").is_some() || r.method != "tools/call" {
+            vec![ok(r, CALL_OK)]
+        } else {
+            vec![ok(
+                r,
+                r#"{"resultType":"input_required","requestState":"s1","inputRequests":{"a":{"method":"elicitation/create","params":{"mode":"form","message":"A?","requestedSchema":{"type":"object","properties":{}}}},"b":{"method":"elicitation/create","params":{"mode":"form","message":"B?","requestedSchema":{"type":"object","properties":{}}}}}}"#,
+            )]
+        }
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let options = CallOptions::default().capabilities(json!({"elicitation": {"form": {}}}));
+    // I9: every request is answered before the retry (the host answers the whole map).
+    client
+        .call_tool_driven("t", args(json!({"x": 1})), &options, |asked| {
+            let keys: Vec<&String> = asked.input_requests.as_ref().unwrap().keys().collect();
+            assert_eq!(keys, vec!["a", "b"]);
+            Ok(args(json!({"a": {"action": "decline"}, "b": {"action": "cancel"}})).unwrap())
+        })
+        .await
+        .unwrap();
+    // A new, unrelated call: the server asks again, and nothing of the old round is reused.
+    assert!(matches!(
+        client.call("t", args(json!({"x": 2})), &options).await,
+        Err(ClientError::InputRequired(_))
+    ));
+    let calls: Vec<Value> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.method == "tools/call")
+        .map(params_of)
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(
+        calls[1]["inputResponses"],
+        json!({"a": {"action": "decline"}, "b": {"action": "cancel"}})
+    );
+    assert_eq!(calls[1]["arguments"], json!({"x": 1}));
+    // I12: the next, unrelated request carries neither.
+    assert!(calls[2].get("inputResponses").is_none());
+    assert!(calls[2].get("requestState").is_none());
 }

@@ -942,19 +942,23 @@ impl Shared {
     }
 }
 
-/// The params of a `notifications/message`: `level`, `logger?`, `data` (L5).
+/// The params of a `notifications/message`: `level` and `data` required, `logger` optional
+/// (L5); anything else (an unknown level, a missing `data`, a non-string `logger`) is `None`.
 fn read_log_message(params: &RawValue) -> Option<LogMessage> {
-    #[derive(serde::Deserialize)]
-    struct P {
-        level: String,
-        logger: Option<String>,
-        data: Value,
-    }
-    let p: P = serde_json::from_str(params.get()).ok()?;
+    let mut p: Map<String, Value> = serde_json::from_str(params.get()).ok()?;
+    let level = match p.get("level")? {
+        Value::String(level) => LogLevel::parse(level)?,
+        _ => return None,
+    };
+    let logger = match p.remove("logger") {
+        None => None,
+        Some(Value::String(logger)) => Some(logger),
+        Some(_) => return None,
+    };
     Some(LogMessage {
-        level: LogLevel::parse(&p.level)?,
-        logger: p.logger,
-        data: p.data,
+        level,
+        logger,
+        data: p.remove("data")?,
     })
 }
 
