@@ -1396,3 +1396,108 @@ async fn i9_i12_a_rounds_answers_and_state_go_only_into_that_one_retry() {
     assert!(calls[2].get("inputResponses").is_none());
     assert!(calls[2].get("requestState").is_none());
 }
+
+/// A fake that answers `tools/call` after `reply_after`, sending a progress notification for
+/// the call's token every `every` until then.
+fn slow_with_progress(every: Duration, reply_after: Duration) -> Arc<Fake> {
+    let fake = Arc::new(Mutex::new(
+        None::<tokio::sync::mpsc::UnboundedSender<Inbound>>,
+    ));
+    let tx_slot = Arc::clone(&fake);
+    let f = modern(move |r, _| {
+        let tx = tx_slot.lock().unwrap().clone().expect("sender");
+        let token = params_of(r)["_meta"]["progressToken"].to_string();
+        let reply = ok(r, CALL_OK);
+        tokio::spawn(async move {
+            let line = |text: String| {
+                Inbound::Message(decode(text.as_bytes(), &IngressLimits::CLIENT).unwrap())
+            };
+            let started = tokio::time::Instant::now();
+            let mut n = 0;
+            while started.elapsed() + every < reply_after {
+                tokio::time::sleep(every).await;
+                n += 1;
+                let _ = tx.send(line(format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":{n}}}}}"#
+                )));
+            }
+            tokio::time::sleep_until(started + reply_after).await;
+            let _ = tx.send(line(reply));
+        });
+        vec![]
+    });
+    *fake.lock().unwrap() = Some(f.tx.clone());
+    f
+}
+
+#[tokio::test]
+async fn j13_progress_restarts_the_deadline_only_when_asked_and_never_past_the_hard_maximum() {
+    let every = Duration::from_millis(40);
+    // Wide margins: the gaps between progress (40 ms) are far below the deadline (300 ms).
+    let deadline = Duration::from_millis(300);
+    let with_reset = |hard: Duration| CallOptions {
+        reset_on_progress: Some(hard),
+        ..CallOptions::default().deadline(deadline)
+    };
+    // Without the opt-in the deadline stands, progress or not.
+    let fake = slow_with_progress(every, Duration::from_millis(900));
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let plain = CallOptions {
+        on_progress: Some(strict_mcp::client::ProgressSink(Arc::new(|_| {}))),
+        ..CallOptions::default().deadline(deadline)
+    };
+    match client.call("t", None, &plain).await {
+        Err(ClientError::Deadline { deadline: d, .. }) => assert_eq!(d, deadline),
+        other => panic!("{other:?}"),
+    }
+    // With it, a reply well inside the hard maximum arrives (a progress token was picked).
+    let fake = slow_with_progress(every, Duration::from_millis(900));
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    client
+        .call("t", None, &with_reset(Duration::from_millis(1800)))
+        .await
+        .expect("progress kept the call alive");
+    assert_eq!(
+        params_of(&fake.requests().pop().unwrap())["_meta"]["progressToken"],
+        json!("progress-1")
+    );
+    // Past the hard maximum the call ends although progress keeps coming.
+    let fake = slow_with_progress(every, Duration::from_millis(1800));
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let started = std::time::Instant::now();
+    match client
+        .call("t", None, &with_reset(Duration::from_millis(900)))
+        .await
+    {
+        Err(ClientError::Deadline { deadline: d, .. }) => {
+            assert_eq!(d, Duration::from_millis(900));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_millis(1600));
+}
+
+#[tokio::test]
+async fn j13_the_progress_hard_maximum_at_the_bound_and_one_past() {
+    let fake = modern(|r, _| vec![ok(r, CALL_OK)]);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let at = CallOptions {
+        reset_on_progress: Some(strict_mcp::client::MAX_DEADLINE),
+        ..CallOptions::default()
+    };
+    client.call("t", None, &at).await.unwrap();
+    for bad in [
+        strict_mcp::client::MAX_DEADLINE + Duration::from_nanos(1),
+        Duration::from_millis(1),
+    ] {
+        let past = CallOptions {
+            reset_on_progress: Some(bad),
+            ..CallOptions::default()
+        };
+        assert!(matches!(
+            client.call("t", None, &past).await,
+            Err(ClientError::Request(_))
+        ));
+    }
+    assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+}

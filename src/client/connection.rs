@@ -110,6 +110,10 @@ pub struct CallOptions {
     pub on_log: Option<LogMessageSink>,
     /// Overrides [`ClientOptions::retry_header_mismatch`] for this call.
     pub retry_header_mismatch: Option<bool>,
+    /// `Some(hard)`: each `notifications/progress` for this call restarts its deadline, but
+    /// never past `hard` after the call began (J13); `hard` lies in [deadline,
+    /// [`MAX_DEADLINE`]]. A progress token is picked when none is set.
+    pub reset_on_progress: Option<Duration>,
 }
 
 impl CallOptions {
@@ -569,7 +573,32 @@ impl Shared {
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         let deadline = self.deadline_of(options)?;
+        let hard = match options.reset_on_progress {
+            None => deadline,
+            Some(hard) => {
+                check_deadline(hard)?;
+                if hard < deadline {
+                    return Err(ClientError::Request(format!(
+                        "the progress hard maximum {hard:?} is below the deadline {deadline:?}"
+                    )));
+                }
+                hard
+            }
+        };
         let mut options = std::borrow::Cow::Borrowed(options);
+        // J13: progress restarts the deadline; the reader records when the last one came.
+        let beat: Option<Arc<Mutex<Option<tokio::time::Instant>>>> =
+            options.reset_on_progress.map(|_| Arc::default());
+        if let Some(beat) = &beat {
+            let user = options.on_progress.clone();
+            let beat = Arc::clone(beat);
+            options.to_mut().on_progress = Some(ProgressSink(Arc::new(move |p| {
+                *lock(&beat) = Some(tokio::time::Instant::now());
+                if let Some(user) = &user {
+                    (user.0)(p);
+                }
+            })));
+        }
         if options.on_progress.is_some() && options.progress_token.is_none() {
             let n = self.next_token.fetch_add(1, Ordering::Relaxed);
             options.to_mut().progress_token = Some(Value::String(format!("progress-{n}")));
@@ -621,13 +650,15 @@ impl Shared {
             params: Some(params),
         });
         // The deadline covers the send too: a blocked pipe must not hang the caller.
-        let until = tokio::time::Instant::now() + deadline;
-        let timed_out = || ClientError::Deadline {
+        let start = tokio::time::Instant::now();
+        let hard = start + hard;
+        let mut until = start + deadline;
+        let timed_out = |until: tokio::time::Instant| ClientError::Deadline {
             method: method.to_owned(),
-            deadline,
+            deadline: until - start,
         };
         let Ok(sent) = tokio::time::timeout_at(until, self.transport.send(&message)).await else {
-            return Err(timed_out());
+            return Err(timed_out(until));
         };
         match sent {
             Ok(()) => guard.sent = true,
@@ -645,11 +676,21 @@ impl Shared {
                 return Err(ClientError::Transport(e));
             }
         }
-        let reply = match tokio::time::timeout_at(until, rx).await {
-            Ok(Ok(reply)) => reply,
-            // The sender went away without a reply: only `die` does that, after recording why.
-            Ok(Err(_)) => Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
-            Err(_) => return Err(timed_out()),
+        let mut rx = rx;
+        let reply = loop {
+            match tokio::time::timeout_at(until, &mut rx).await {
+                Ok(Ok(reply)) => break reply,
+                // The sender went away without a reply: only `die` does that, after recording
+                // why.
+                Ok(Err(_)) => break Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
+                Err(_) => {
+                    let last = beat.as_ref().and_then(|b| *lock(b));
+                    match last.map(|t| (t + deadline).min(hard)) {
+                        Some(next) if next > until => until = next,
+                        _ => return Err(timed_out(until)),
+                    }
+                }
+            }
         };
         guard.done = true;
         match reply {
