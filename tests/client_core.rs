@@ -260,6 +260,7 @@ async fn o72_connect_to_own_server_keeps_the_typed_discovery() {
     );
 }
 
+/// B17, B24: a modern-only client probes with `server/discover` first.
 #[tokio::test]
 async fn o72_o79_fake_discovery_keeps_cache_hints_and_sends_discover_only() {
     let fake = modern(|_, _| vec![]);
@@ -815,7 +816,9 @@ async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
     let fake = asking_fake(MAX_DRIVEN_ROUNDS + 1);
     let client = connect(&fake).await;
     match client
-        .call_tool_driven("t", None, &CallOptions::default(), |_| Ok(Map::new()))
+        .call_tool_driven("t", None, &CallOptions::default(), |_| {
+            Ok(obj(json!({"q": {"action": "cancel"}})))
+        })
         .await
     {
         Err(ClientError::TooManyRounds { limit }) => assert_eq!(limit, MAX_DRIVEN_ROUNDS),

@@ -1501,3 +1501,140 @@ async fn j13_the_progress_hard_maximum_at_the_bound_and_one_past() {
     }
     assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
 }
+
+#[tokio::test]
+async fn i16_o73_a_calls_capabilities_must_have_the_schemas_shape() {
+    let fake = modern(|r, _| vec![ok(r, CALL_OK)]);
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    for bad in [
+        json!({"elicitation": []}),
+        json!({"elicitation": {"form": 1}}),
+        json!([]),
+    ] {
+        assert!(
+            matches!(
+                client
+                    .call("t", None, &CallOptions::default().capabilities(bad.clone()))
+                    .await,
+                Err(ClientError::Request(_))
+            ),
+            "{bad}"
+        );
+    }
+    assert_eq!(fake.methods(), vec!["server/discover"], "nothing was sent");
+    // `elicitation: {}` (form only) and an explicit mode go out exactly as given.
+    for good in [
+        json!({"elicitation": {}}),
+        json!({"elicitation": {"url": {}}}),
+    ] {
+        client
+            .call(
+                "t",
+                None,
+                &CallOptions::default().capabilities(good.clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            params_of(&fake.requests().pop().unwrap())["_meta"]
+                ["io.modelcontextprotocol/clientCapabilities"],
+            good
+        );
+    }
+}
+
+#[tokio::test]
+async fn i18_elicitation_requests_decode_as_form_or_url_and_anything_else_fails_closed() {
+    let ask = |request: &'static str| {
+        modern(move |r, _| {
+            vec![ok(
+                r,
+                &format!(
+                    r#"{{"resultType":"input_required","requestState":"s","inputRequests":{{"e":{{"method":"elicitation/create","params":{request}}}}}}}"#
+                ),
+            )]
+        })
+    };
+    let form = r#"{"message":"Name?","requestedSchema":{"type":"object","properties":{"n":{"type":"string"}}}}"#;
+    let url = r#"{"mode":"url","message":"Sign in","url":"https://example.com/login","elicitationId":"e1"}"#;
+    for (request, ok_expected) in [
+        (form, true),
+        (url, true),
+        (r#"{"mode":"url","message":"Sign in"}"#, false),
+        (
+            r#"{"mode":"pigeon","message":"?","requestedSchema":{"type":"object","properties":{}}}"#,
+            false,
+        ),
+        (r#"{"mode":"form","message":"?"}"#, false),
+    ] {
+        let fake = ask(request);
+        let client = connect_with(&fake, ClientOptions::default()).await;
+        let out = client
+            .call_tool("t", None, RoundInput::first(), &CallOptions::default())
+            .await;
+        if ok_expected {
+            assert!(
+                matches!(out, Ok(ToolOutcome::InputRequired(_))),
+                "{request}: {out:?}"
+            );
+        } else {
+            assert!(
+                matches!(out, Err(ClientError::Invalid(InvalidResult::Result { .. }))),
+                "{request}: {out:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn i9_i20_answers_are_checked_before_the_retry_is_sent() {
+    use strict_mcp::client::methods::check_answers;
+    use strict_mcp::wire::InputRequiredResult;
+    let asked: InputRequiredResult = serde_json::from_value(json!({
+        "resultType": "input_required",
+        "requestState": "s",
+        "inputRequests": {
+            "f": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}},
+            "u": {"method": "elicitation/create", "params": {"mode": "url", "message": "?", "url": "https://example.com/", "elicitationId": "e"}}
+        }
+    }))
+    .unwrap();
+    let check = |v: Value| check_answers(&asked, &args(v).unwrap());
+    assert_eq!(
+        check(
+            json!({"f": {"action": "accept", "content": {"s": "x", "n": 1.5, "b": true, "l": ["a"]}}, "u": {"action": "accept"}})
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        check(json!({"f": {"action": "decline"}, "u": {"action": "cancel"}})),
+        Ok(())
+    );
+    for bad in [
+        json!({"f": {"action": "decline"}}),
+        json!({"f": {"action": "decline"}, "u": {"action": "cancel"}, "x": {}}),
+        json!({"f": {"action": "maybe"}, "u": {"action": "cancel"}}),
+        json!({"f": "accept", "u": {"action": "cancel"}}),
+        json!({"f": {"action": "accept", "content": {"o": {"nested": 1}}}, "u": {"action": "cancel"}}),
+        json!({"f": {"action": "accept", "content": {"l": [1]}}, "u": {"action": "cancel"}}),
+        json!({"f": {"action": "accept", "content": []}, "u": {"action": "cancel"}}),
+        json!({"f": {"action": "decline"}, "u": {"action": "accept", "content": {"k": "v"}}}),
+    ] {
+        assert!(check(bad.clone()).is_err(), "{bad}");
+    }
+    // The driver refuses a bad answer without sending the retry.
+    let fake = modern(move |r, _| {
+        vec![ok(
+            r,
+            r#"{"resultType":"input_required","requestState":"s","inputRequests":{"f":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object","properties":{}}}}}}"#,
+        )]
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let out = client
+        .call_tool_driven("t", None, &CallOptions::default(), |_| {
+            Ok(args(json!({"f": {"action": "yes"}})).unwrap())
+        })
+        .await;
+    assert!(matches!(out, Err(ClientError::Request(_))), "{out:?}");
+    assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+}

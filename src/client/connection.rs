@@ -528,6 +528,12 @@ impl Shared {
                     .to_owned(),
             ));
         }
+        // I16, O73: the capabilities a call declares must have the schema's shape (e.g.
+        // `elicitation: {form?, url?}`), or the server would judge a request we never meant.
+        if let Some(capabilities) = &options.capabilities {
+            serde_json::from_value::<crate::wire::ClientCapabilities>(capabilities.clone())
+                .map_err(|e| ClientError::Request(format!("invalid clientCapabilities: {e}")))?;
+        }
         let extra: Vec<(&str, Value)> = options
             .meta
             .iter()

@@ -18,9 +18,10 @@ use crate::core::schema::CompiledSchema;
 use crate::wire::headers::param_headers;
 use crate::wire::result::{CompleteResult, Decoded, Method};
 use crate::wire::{
-    CallToolResult, CompleteResult as CompletionResult, GetPromptResult, InputRequiredResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool,
+    CallToolResult, CompleteResult as CompletionResult, ElicitRequestParams, GetPromptResult,
+    InputRequest, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    Tool,
 };
 
 /// The most pages one list walk follows: a server that keeps paginating is cut off.
@@ -58,6 +59,18 @@ impl RoundInput {
         }
     }
 
+    /// [`RoundInput::answer`], after checking `responses` with [`check_answers`].
+    ///
+    /// # Errors
+    /// [`ClientError::Request`] naming the first answer that cannot be sent.
+    pub fn try_answer(
+        previous: &InputRequiredResult,
+        responses: Map<String, Value>,
+    ) -> Result<Self, ClientError> {
+        check_answers(previous, &responses).map_err(ClientError::Request)?;
+        Ok(Self::answer(previous, responses))
+    }
+
     fn write(self, params: &mut Map<String, Value>) {
         if let Some(responses) = self.input_responses {
             params.insert("inputResponses".into(), Value::Object(responses));
@@ -65,6 +78,62 @@ impl RoundInput {
         if let Some(state) = self.request_state {
             params.insert("requestState".into(), Value::String(state));
         }
+    }
+}
+
+/// Checks one round's answers before they are sent: every input request answered and no
+/// other key (I9), and each answer to an `elicitation/create` an `ElicitResult` (I20):
+/// `action` is `accept`, `decline` or `cancel`; a form accept's `content`, if any, maps to
+/// string, number, boolean or string-array values; a URL accept has no `content`.
+///
+/// # Errors
+/// Why the first offending answer (in key order) cannot be sent.
+pub fn check_answers(
+    asked: &InputRequiredResult,
+    responses: &Map<String, Value>,
+) -> Result<(), String> {
+    let empty = std::collections::BTreeMap::new();
+    let requests = asked.input_requests.as_ref().map_or(&empty, |r| &r.0);
+    if let Some(extra) = responses.keys().find(|k| !requests.contains_key(*k)) {
+        return Err(format!("answer {extra:?} matches no input request"));
+    }
+    for (key, request) in requests {
+        let Some(answer) = responses.get(key) else {
+            return Err(format!("input request {key:?} is not answered"));
+        };
+        if let InputRequest::ElicitRequest(elicit) = request {
+            let url = matches!(elicit.params, ElicitRequestParams::UrlParams(_));
+            check_elicit_result(answer, url)
+                .map_err(|reason| format!("answer {key:?}: {reason}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_elicit_result(answer: &Value, url: bool) -> Result<(), String> {
+    let Some(object) = answer.as_object() else {
+        return Err("an elicitation answer is an object".to_owned());
+    };
+    let action = object.get("action").and_then(Value::as_str);
+    let content = object.get("content");
+    match (action, content) {
+        (Some("decline" | "cancel"), _) => Ok(()),
+        (Some("accept"), None) => Ok(()),
+        (Some("accept"), Some(_)) if url => Err("a URL-mode accept carries no content".to_owned()),
+        (Some("accept"), Some(Value::Object(fields))) => {
+            let primitive = |v: &Value| {
+                matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+                    || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+            };
+            match fields.iter().find(|(_, v)| !primitive(v)) {
+                Some((name, _)) => Err(format!(
+                    "content field {name:?} is not a string, number, boolean or string array"
+                )),
+                None => Ok(()),
+            }
+        }
+        (Some("accept"), Some(_)) => Err("content is an object".to_owned()),
+        _ => Err("action is accept, decline or cancel".to_owned()),
     }
 }
 
@@ -392,7 +461,8 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::TooManyRounds`] past the cap, [`ClientError::Declined`] when `answer`
-    /// gives up, [`ClientError::ToolFailed`] for the tool's own failure, or any other error.
+    /// gives up, [`ClientError::Request`] for answers [`check_answers`] refuses (nothing is
+    /// sent), [`ClientError::ToolFailed`] for the tool's own failure, or any other error.
     pub async fn call_tool_driven(
         &self,
         name: &str,
@@ -417,7 +487,7 @@ impl Client {
                     }
                     answered += 1;
                     let responses = answer(&i.result).map_err(ClientError::Declined)?;
-                    round = RoundInput::answer(&i.result, responses);
+                    round = RoundInput::try_answer(&i.result, responses)?;
                 }
             }
         }

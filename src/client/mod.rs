@@ -36,6 +36,7 @@ pub use error::{
 pub use extensions::{Declarations, ExtensionCodec, ExtensionError, ExtensionRegistry, SerdeCodec};
 pub use listen::{ListenError, ListenStream};
 pub use methods::{
-    Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS, MAX_LIST_PAGES,
+    check_answers, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
+    MAX_LIST_PAGES,
 };
 pub use transport::{BoxFuture, Inbound, Transport, TransportError};
