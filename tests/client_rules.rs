@@ -486,6 +486,7 @@ fn collecting() -> (LogMessageSink, Arc<Mutex<Vec<LogMessage>>>) {
     )
 }
 
+/// L8: logging stays off unless a call asks for it (no level, no messages).
 #[tokio::test]
 async fn l2_o75_own_server_logs_reach_only_the_call_that_asked_before_its_reply() {
     let client = own_client().await;
