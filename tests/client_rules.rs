@@ -417,6 +417,87 @@ mod http_retry {
         (format!("http://{addr}/mcp"), seen)
     }
 
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct RegionIn {
+        /// Mirrored into `Mcp-Param-Region`.
+        #[schemars(extend("x-mcp-header" = "Region"))]
+        region: String,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct ZoneIn {
+        /// The same property, now mirrored into `Mcp-Param-Zone`.
+        #[schemars(extend("x-mcp-header" = "Zone"))]
+        region: String,
+    }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Out {
+        /// The region deployed to.
+        text: String,
+    }
+
+    fn registry(zone: bool) -> strict_mcp::core::Registry {
+        use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+        let tool = if zone {
+            ToolDef::typed("deploy", |_: Invocation, i: ZoneIn| async move {
+                Ok(Out { text: i.region })
+            })
+        } else {
+            ToolDef::typed("deploy", |_: Invocation, i: RegionIn| async move {
+                Ok(Out { text: i.region })
+            })
+        };
+        RegistryBuilder::new().tool(tool).build().expect("registry")
+    }
+
+    #[tokio::test]
+    async fn o82_d25_own_http_server_changing_annotations_is_refreshed_and_retried_once() {
+        use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+        let server = Server::new(registry(false), ServerOptions::new().mode("direct")).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(serve(
+            listener,
+            McpHttp::new(server.clone(), HttpConfig::default()),
+            std::future::pending(),
+        ));
+        let transport = Arc::new(HttpTransport::new(&url, None).expect("transport"));
+        let client = Client::connect(transport.clone(), ClientOptions::default())
+            .await
+            .expect("connect");
+        client.list_tools(&CallOptions::default()).await.unwrap();
+        // The server's tool changes its annotation after the client listed it.
+        server.replace_registry(registry(true));
+        let deploy = || args(json!({"region": "eu"}));
+        // Off by default: the typed -32020, the stale annotation still in use.
+        match client
+            .call("deploy", deploy(), &CallOptions::default())
+            .await
+        {
+            Err(ClientError::Rpc(e)) => assert_eq!(e.kind, RpcErrorKind::HeaderMismatch),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            transport.annotations("deploy")[0].header_name(),
+            "Mcp-Param-Region"
+        );
+        // Opted in: one refresh, one retry, success.
+        let on = CallOptions {
+            retry_header_mismatch: Some(true),
+            ..CallOptions::default()
+        };
+        let result = client.call("deploy", deploy(), &on).await.expect("retried");
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"value": {"text": "eu"}}))
+        );
+        assert_eq!(
+            transport.annotations("deploy")[0].header_name(),
+            "Mcp-Param-Zone"
+        );
+    }
+
     #[tokio::test]
     async fn o82_d25_http_retry_sends_the_refreshed_annotations_headers_under_a_new_id() {
         let (url, seen) = changing_server().await;
