@@ -778,6 +778,12 @@ impl Shared {
         if !self.transport.announces_cancellation() || self.dead().is_some() {
             return;
         }
+        // J14: say why; a caller stops waiting only by its deadline or by dropping the call.
+        tracing::debug!(
+            id = %id.token(),
+            reason = reason.unwrap_or("the caller stopped waiting (deadline passed or call dropped)"),
+            "cancelling a request"
+        );
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
