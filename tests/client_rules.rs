@@ -777,6 +777,43 @@ async fn l2_overlapping_logging_calls_get_no_guessed_messages() {
     assert_eq!(client.dropped_log_messages(), 1);
 }
 
+#[tokio::test]
+async fn l2_a_call_ended_by_a_refused_frame_or_a_deadline_leaves_no_log_channel_behind() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let fake = modern(move |r, _| {
+        match calls.fetch_add(1, Ordering::SeqCst) {
+        // A reply frame the codec refuses (duplicate keys): the call fails closed.
+        0 => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"a":1,"a":2}}}}"#,
+            r.id.token()
+        )],
+        // No reply at all: the call hits its deadline.
+        1 => vec![],
+        _ => vec![
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"mine"}}"#.to_owned(),
+            ok(r, CALL_OK),
+        ],
+    }
+    });
+    let client = connect_with(&fake, ClientOptions::default()).await;
+    let (sink, seen) = collecting();
+    let logs = CallOptions::default().logs(LogLevel::Debug, sink);
+    assert!(matches!(
+        client.call("t", None, &logs).await,
+        Err(ClientError::Invalid(InvalidResult::Frame { .. }))
+    ));
+    assert!(matches!(
+        client
+            .call("t", None, &logs.clone().deadline(Duration::from_millis(30)))
+            .await,
+        Err(ClientError::Deadline { .. })
+    ));
+    // The next logging call is the only one waiting: its message is delivered.
+    client.call("t", None, &logs).await.unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(client.dropped_log_messages(), 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Extension registry (O76, B19–B21)
 

@@ -488,6 +488,7 @@ impl Shared {
             if state.dead.is_none() {
                 state.dead = Some(cause.clone());
             }
+            state.logs.clear();
             (
                 std::mem::take(&mut state.pending),
                 std::mem::take(&mut state.listens),
@@ -699,6 +700,9 @@ impl Shared {
             }
         };
         guard.done = true;
+        // However the call ended (a refused frame, a dead transport), its log channel closes
+        // with it: a stale one would make every later message look ambiguous.
+        lock(&self.state).logs.remove(guard.id.token());
         match reply {
             Reply::Dead(cause) => Err(ClientError::Transport(cause)),
             Reply::Rejected(reason) => Err(ClientError::Invalid(InvalidResult::Frame {
