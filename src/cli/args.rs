@@ -234,5 +234,8 @@ pub enum DemoCommand {
         /// How tools are published.
         #[arg(long, value_enum, default_value_t = DemoMode::Direct)]
         mode: DemoMode,
+        /// Entries per list page (to see pagination with a small value).
+        #[arg(long, value_name = "N", default_value_t = crate::cli::demo::DEFAULT_PAGE_SIZE)]
+        page_size: usize,
     },
 }

@@ -13,6 +13,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
+use crate::core::LogLevel;
 use crate::core::{
     Caller, ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply, ReadReply,
     Registry, RegistryBuilder, ResourceDef, TemplateDef, ToolDef, ToolError, ToolFailure,
@@ -214,7 +215,10 @@ fn sub_magnitudes(a: &str, b: &str) -> String {
     let mut borrow = 0i8;
     for i in 0..a.len() {
         let da = (a[a.len() - 1 - i] - b'0') as i8;
-        let db = b.len().checked_sub(i + 1).map_or(0, |j| (b[j] - b'0') as i8);
+        let db = b
+            .len()
+            .checked_sub(i + 1)
+            .map_or(0, |j| (b[j] - b'0') as i8);
         let mut d = da - db - borrow;
         borrow = 0;
         if d < 0 {
@@ -311,6 +315,7 @@ async fn count(inv: Invocation, input: CountIn) -> Result<CountOut, ToolError> {
             }
         }
         inv.report_progress(f64::from(step), Some(total), Some(&format!("step {step}")));
+        inv.log(LogLevel::Info, Some("count"), json!({"step": step}));
     }
     Ok(CountOut {
         counted: input.steps,
@@ -325,12 +330,18 @@ fn complete_names(prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// The demo registry.
+/// The most list entries one demo page holds (`--page-size`): the library's own default,
+/// so the demo paginates only when asked to.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+
+/// The demo registry, `page_size` entries per list page.
 ///
 /// # Errors
-/// Only if a definition is refused by the registry (a bug in this file).
-pub fn registry() -> Result<Registry, crate::core::BuildError> {
+/// Only if a definition is refused by the registry (a bug in this file) or `page_size` is
+/// out of the registry's range.
+pub fn registry(page_size: usize) -> Result<Registry, crate::core::BuildError> {
     RegistryBuilder::new()
+        .page_size(page_size)
         .tool(
             ToolDef::typed("add", |_inv: Invocation, i: AddIn| async move {
                 if digits(&i.a) > MAX_ADD_DIGITS || digits(&i.b) > MAX_ADD_DIGITS {
@@ -392,19 +403,16 @@ pub fn registry() -> Result<Registry, crate::core::BuildError> {
             .complete("name", |_caller, prefix, _ctx| complete_names(prefix)),
         )
         .prompt(
-            PromptDef::new(
-                "greet",
-                |_inv, args: BTreeMap<String, String>| async move {
-                    let name = args.get("name").cloned().unwrap_or_default();
-                    Ok(Outcome::Complete(PromptReply {
-                        description: None,
-                        messages: vec![PromptMessage {
-                            role: Role::User,
-                            content: ContentBlock::text(format!("Say hello to {name}.")),
-                        }],
-                    }))
-                },
-            )
+            PromptDef::new("greet", |_inv, args: BTreeMap<String, String>| async move {
+                let name = args.get("name").cloned().unwrap_or_default();
+                Ok(Outcome::Complete(PromptReply {
+                    description: None,
+                    messages: vec![PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::text(format!("Say hello to {name}.")),
+                    }],
+                }))
+            })
             .description("Asks the model to greet someone.")
             .argument("name", "Whom to greet.", true)
             .complete("name", |_caller, prefix, _ctx| complete_names(prefix)),
@@ -442,8 +450,12 @@ pub enum DemoError {
 ///
 /// # Errors
 /// [`DemoError`].
-pub async fn serve(http_addr: Option<SocketAddr>, mode: DemoMode) -> Result<(), DemoError> {
-    let registry = registry().map_err(|e| DemoError::Config(e.to_string()))?;
+pub async fn serve(
+    http_addr: Option<SocketAddr>,
+    mode: DemoMode,
+    page_size: usize,
+) -> Result<(), DemoError> {
+    let registry = registry(page_size).map_err(|e| DemoError::Config(e.to_string()))?;
     let mode = match mode {
         DemoMode::Direct => "direct",
         DemoMode::Compact => "compact",
@@ -512,6 +524,6 @@ mod tests {
 
     #[test]
     fn demo_registry_builds() {
-        assert!(registry().is_ok());
+        assert!(registry(DEFAULT_PAGE_SIZE).is_ok());
     }
 }

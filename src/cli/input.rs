@@ -160,7 +160,13 @@ pub fn split_pair(
         _ => Err(InputError::Pair {
             flag,
             shape,
-            got: text.split(sep).next().unwrap_or_default().chars().take(40).collect(),
+            got: text
+                .split(sep)
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(40)
+                .collect(),
         }),
     }
 }
@@ -352,7 +358,10 @@ mod tests {
         let dup = read_arguments(&ArgumentSource::Inline(r#"{"a":1,"a":2}"#.into()));
         assert!(matches!(dup, Err(InputError::Json { .. })), "{dup:?}");
         let arr = read_arguments(&ArgumentSource::Inline("[1]".into()));
-        assert_eq!(arr.unwrap_err(), InputError::NotObject { what: "arguments" });
+        assert_eq!(
+            arr.unwrap_err(),
+            InputError::NotObject { what: "arguments" }
+        );
     }
 
     #[test]

@@ -8,6 +8,23 @@
 //! bytes the server sent.
 #![forbid(unsafe_code)]
 
+/// `println!` that never panics: a closed pipe (`strict-mcp … | head -1`) ends the output,
+/// not the process.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `print!` that never panics (see `out!`).
+macro_rules! out_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 pub mod args;
 pub mod demo;
 pub mod exit;
@@ -33,12 +50,10 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
         }
     };
     if let args::Command::Completions { shell } = &cli.command {
-        clap_complete::generate(
-            *shell,
-            &mut Cli::command(),
-            "strict-mcp",
-            &mut std::io::stdout(),
-        );
+        let mut script = Vec::new();
+        clap_complete::generate(*shell, &mut Cli::command(), "strict-mcp", &mut script);
+        use std::io::Write as _;
+        let _ = std::io::stdout().write_all(&script);
         return Exit::Success.code();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -66,20 +81,20 @@ pub fn main() -> i32 {
 
 async fn run(cli: Cli) -> Exit {
     match cli.command {
-        args::Command::Demo(args::DemoCommand::Serve { http, mode }) => {
-            match demo::serve(http, mode).await {
-                Ok(()) => Exit::Success,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    match e {
-                        demo::DemoError::NotLoopback(_) | demo::DemoError::Config(_) => {
-                            Exit::Usage
-                        }
-                        _ => Exit::Transport,
-                    }
+        args::Command::Demo(args::DemoCommand::Serve {
+            http,
+            mode,
+            page_size,
+        }) => match demo::serve(http, mode, page_size).await {
+            Ok(()) => Exit::Success,
+            Err(e) => {
+                eprintln!("error: {e}");
+                match e {
+                    demo::DemoError::NotLoopback(_) | demo::DemoError::Config(_) => Exit::Usage,
+                    _ => Exit::Transport,
                 }
             }
-        }
+        },
         args::Command::Completions { .. } => Exit::Success,
         command => session::run(&cli.global, command).await,
     }

@@ -239,7 +239,10 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(
             &["NAME", "DESCRIPTION"],
-            &[vec!["add".into(), "Adds.".into()], vec!["confirm".into(), "Asks.".into()]],
+            &[
+                vec!["add".into(), "Adds.".into()],
+                vec!["confirm".into(), "Asks.".into()],
+            ],
             false,
         );
         assert_eq!(t, "NAME     DESCRIPTION\nadd      Adds.\nconfirm  Asks.\n");

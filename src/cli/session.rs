@@ -21,7 +21,7 @@ use crate::client::http::{Decorations, Decorator, HttpTransport};
 use crate::client::stdio::{CommandSpec, StdioTransport, STDERR_CAPTURE_BYTES};
 use crate::client::{
     CallOptions, Client, ClientError, ClientOptions, Progress, ProgressSink, Round, RoundInput,
-    ToolOutcome, Transport, MAX_DEADLINE, MAX_DRIVEN_ROUNDS,
+    RpcErrorKind, ToolOutcome, Transport, MAX_DEADLINE, MAX_DRIVEN_ROUNDS,
 };
 use crate::wire::listen::{Change, Filter};
 use crate::wire::logging::LogLevel;
@@ -356,6 +356,12 @@ impl Session {
             if let Some(data) = &rpc.data {
                 eprintln!("  data: {data}");
             }
+            if rpc.kind == RpcErrorKind::MissingRequiredClientCapability {
+                eprintln!(
+                    "  hint: this run declared no elicitation (non-interactive); answer input \
+                     requests with --responses FILE (see --help)"
+                );
+            }
         }
         Exit::of(error)
     }
@@ -376,9 +382,7 @@ impl Session {
             Command::Resources(ResourcesCommand::Templates) => {
                 self.list(Method::ResourcesTemplatesList).await
             }
-            Command::Resources(ResourcesCommand::Read { uri }) => {
-                self.read(&uri, responses).await
-            }
+            Command::Resources(ResourcesCommand::Read { uri }) => self.read(&uri, responses).await,
             Command::Prompts(PromptsCommand::List) => self.list(Method::PromptsList).await,
             Command::Prompts(PromptsCommand::Get { name, .. }) => {
                 self.prompt(&name, arguments, responses).await
@@ -397,7 +401,7 @@ impl Session {
             Ok(d) if self.json => Records::emit_value(
                 &json!({"kind": "digest", "method": method, "digest": d.to_string()}),
             ),
-            Ok(d) => println!("digest: {d}"),
+            Ok(d) => out!("digest: {d}"),
             Err(e) => eprintln!("warning: no digest: {e}"),
         }
     }
@@ -412,14 +416,14 @@ impl Session {
             if !self.json {
                 let d = self.client.discovery();
                 if let Some(info) = &d.server_info {
-                    println!("server: {} {}", info.name, info.version);
+                    out!("server: {} {}", info.name, info.version);
                 }
-                println!("versions: {}", d.result.supported_versions.join(", "));
+                out!("versions: {}", d.result.supported_versions.join(", "));
                 if let Some(caps) = member(raw, "capabilities") {
-                    println!("capabilities: {}", pretty(caps.get()));
+                    out!("capabilities: {}", pretty(caps.get()));
                 }
                 if let Some(text) = &d.result.instructions {
-                    println!("instructions: {text}");
+                    out!("instructions: {text}");
                 }
             }
             self.print_digest(SnapshotKind::Discovery, "server/discover", raw.get());
@@ -458,10 +462,10 @@ impl Session {
             .filter_map(|r| r.body.as_ref().ok().map(|b| &**b))
             .collect();
         if !self.json {
-            print!("{}", human_list(method, &pages));
+            out_raw!("{}", human_list(method, &pages));
             if self.single_page {
                 if let Some(next) = pages.last().and_then(|p| member(p, "nextCursor")) {
-                    println!("(more: nextCursor {})", next.get());
+                    out!("(more: nextCursor {})", next.get());
                 }
             }
         }
@@ -548,7 +552,7 @@ impl Session {
     fn input_required(&self, raw: Option<&RawValue>, used: usize) -> Exit {
         if !self.json {
             if let Some(raw) = raw {
-                println!("{}", pretty(raw.get()));
+                out!("{}", pretty(raw.get()));
             }
         }
         eprintln!(
@@ -674,11 +678,7 @@ impl Session {
             Ok(_) => {
                 let records = self.flush();
                 if !self.json {
-                    if let Some(raw) = records
-                        .iter()
-                        .rev()
-                        .find_map(|r| r.body.as_ref().ok())
-                    {
+                    if let Some(raw) = records.iter().rev().find_map(|r| r.body.as_ref().ok()) {
                         let value = parse(raw);
                         let completion = value.get("completion").cloned().unwrap_or_default();
                         for v in completion
@@ -687,10 +687,10 @@ impl Session {
                             .into_iter()
                             .flatten()
                         {
-                            println!("{}", v.as_str().unwrap_or_default());
+                            out!("{}", v.as_str().unwrap_or_default());
                         }
                         if completion.get("hasMore") == Some(&Value::Bool(true)) {
-                            println!("(more values exist)");
+                            out!("(more values exist)");
                         }
                     }
                 }
@@ -711,7 +711,10 @@ impl Session {
         };
         let limit = match args.duration {
             Some(s) if s == 0 || Duration::from_secs(s) > MAX_DEADLINE => {
-                eprintln!("error: --for must be 1 to {} seconds", MAX_DEADLINE.as_secs());
+                eprintln!(
+                    "error: --for must be 1 to {} seconds",
+                    MAX_DEADLINE.as_secs()
+                );
                 return Exit::Usage;
             }
             Some(s) => Some(tokio::time::Instant::now() + Duration::from_secs(s)),
@@ -763,7 +766,7 @@ impl Session {
                     if self.json {
                         Records::emit_value(&json!({"kind": "change", "change": name, "uri": uri}));
                     } else {
-                        println!("{name}{}", uri.map(|u| format!(" {u}")).unwrap_or_default());
+                        out!("{name}{}", uri.map(|u| format!(" {u}")).unwrap_or_default());
                     }
                 }
                 Ok(None) => {
@@ -824,20 +827,20 @@ fn human_list(method: Method, pages: &[&RawValue]) -> String {
         Method::ToolsList => {
             let rows: Vec<Vec<String>> = entries
                 .iter()
-                .map(|t| {
-                    vec![
-                        text_of(t, "name"),
-                        describe(t),
-                        hints(t.get("annotations")),
-                    ]
-                })
+                .map(|t| vec![text_of(t, "name"), describe(t), hints(t.get("annotations"))])
                 .collect();
             output::table(&["NAME", "DESCRIPTION", "HINTS (untrusted)"], &rows, colour)
         }
         Method::ResourcesList => {
             let rows: Vec<Vec<String>> = entries
                 .iter()
-                .map(|r| vec![text_of(r, "uri"), text_of(r, "name"), text_of(r, "mimeType")])
+                .map(|r| {
+                    vec![
+                        text_of(r, "uri"),
+                        text_of(r, "name"),
+                        text_of(r, "mimeType"),
+                    ]
+                })
                 .collect();
             output::table(&["URI", "NAME", "MIME TYPE"], &rows, colour)
         }
@@ -872,7 +875,11 @@ fn human_list(method: Method, pages: &[&RawValue]) -> String {
                     vec![text_of(p, "name"), args, describe(p)]
                 })
                 .collect();
-            output::table(&["NAME", "ARGUMENTS (* required)", "DESCRIPTION"], &rows, colour)
+            output::table(
+                &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"],
+                &rows,
+                colour,
+            )
         }
     }
 }
@@ -887,7 +894,7 @@ fn print_tool_result(raw: &RawValue) {
             Ok(mut m) if m.len() == 1 && m.contains_key("value") => m.remove("value"),
             _ => None,
         };
-        println!("{}", pretty(shown.as_deref().unwrap_or(&structured).get()));
+        out!("{}", pretty(shown.as_deref().unwrap_or(&structured).get()));
         return;
     }
     print_blocks(&parse(raw));
@@ -900,7 +907,7 @@ fn print_blocks(result: &Value) {
         .into_iter()
         .flatten()
     {
-        println!("{}", block_text(block));
+        out!("{}", block_text(block));
     }
 }
 
@@ -911,7 +918,10 @@ fn block_text(block: &Value) -> String {
         Some(kind @ ("image" | "audio")) => format!(
             "[{kind} {}, {} base64 characters]",
             text_of(block, "mimeType"),
-            block.get("data").and_then(Value::as_str).map_or(0, str::len)
+            block
+                .get("data")
+                .and_then(Value::as_str)
+                .map_or(0, str::len)
         ),
         _ => serde_json::to_string_pretty(block).unwrap_or_default(),
     }
@@ -925,9 +935,9 @@ fn print_contents(raw: &RawValue) {
         .flatten()
     {
         if let Some(text) = c.get("text").and_then(Value::as_str) {
-            println!("{text}");
+            out!("{text}");
         } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
-            println!(
+            out!(
                 "[blob {} {}, {} base64 characters]",
                 text_of(c, "uri"),
                 text_of(c, "mimeType"),
@@ -940,7 +950,7 @@ fn print_contents(raw: &RawValue) {
 fn print_prompt(raw: &RawValue) {
     let value = parse(raw);
     if let Some(d) = value.get("description").and_then(Value::as_str) {
-        println!("{d}");
+        out!("{d}");
     }
     for m in value
         .get("messages")
@@ -949,6 +959,6 @@ fn print_prompt(raw: &RawValue) {
         .flatten()
     {
         let content = m.get("content").map(block_text).unwrap_or_default();
-        println!("{}: {content}", text_of(m, "role"));
+        out!("{}: {content}", text_of(m, "role"));
     }
 }
