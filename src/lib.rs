@@ -15,7 +15,7 @@
 //! drivers. `wire`, `codec`, `machine` and `core` build without tokio or hyper.
 #![forbid(unsafe_code)]
 
-#[cfg(feature = "cli")]
+#[cfg(all(unix, feature = "cli"))]
 pub mod cli;
 #[cfg(feature = "client")]
 pub mod client;
