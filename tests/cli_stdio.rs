@@ -858,3 +858,90 @@ fn demo_add_digit_bound_at_and_past_the_limit() {
     let o = run(&["tools", "call", "add", "--demo", "--args", &past]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
+
+#[test]
+fn o98_retries_use_fresh_ids_same_arguments_and_the_exact_state_on_the_wire() {
+    // A fake server that logs what it receives: one input round, then a result.
+    let dir = temp_dir("wire");
+    let log = dir.join("received.log");
+    let state = r#"opaque/state+1=\u00e9"#;
+    let script = format!(
+        r#"read a; printf '%s\n' "$a" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}}}}}}'
+read b; printf '%s\n' "$b" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":2,"result":{{"resultType":"complete","tools":[{{"name":"t","inputSchema":{{"type":"object"}}}}]}}}}'
+read c; printf '%s\n' "$c" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":3,"result":{{"resultType":"input_required","inputRequests":{{"q":{{"method":"elicitation/create","params":{{"mode":"form","message":"?","requestedSchema":{{"type":"object","properties":{{}}}}}}}}}},"requestState":"{state}"}}}}'
+read d; printf '%s\n' "$d" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":4,"result":{{"resultType":"complete","content":[{{"type":"text","text":"done"}}]}}}}'
+read e
+"#,
+        log = log.display()
+    );
+    let server = format!("sh '{}'", write(&dir, "fake.sh", &script));
+    let responses = write(
+        &dir,
+        "r.json",
+        r#"{"rounds":[{"q":{"action":"accept","content":{}}}]}"#,
+    );
+    let args = r#"{"n":123456789012345678901234567890}"#;
+    let o = run(&[
+        "tools",
+        "call",
+        "t",
+        "--stdio",
+        &server,
+        "--args",
+        args,
+        "--responses",
+        &responses,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "done\n");
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("logged JSON"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    let (first, retry) = (&lines[2], &lines[3]);
+    assert_eq!(
+        (first["method"].as_str(), retry["method"].as_str()),
+        (Some("tools/call"), Some("tools/call"))
+    );
+    assert_ne!(first["id"], retry["id"], "every retry has a fresh id");
+    assert_eq!(first["params"]["name"], "t");
+    assert_eq!(retry["params"]["name"], "t");
+    // Arguments byte-exact in both rounds (checked on the raw lines, not the parsed values).
+    let raw = std::fs::read_to_string(&log).expect("log");
+    let raw_lines: Vec<&str> = raw.lines().collect();
+    assert!(
+        raw_lines[2].contains(r#""arguments":{"n":123456789012345678901234567890}"#),
+        "{}",
+        raw_lines[2]
+    );
+    assert!(
+        raw_lines[3].contains(r#""arguments":{"n":123456789012345678901234567890}"#),
+        "{}",
+        raw_lines[3]
+    );
+    assert!(first["params"].get("requestState").is_none());
+    assert_eq!(retry["params"]["requestState"], "opaque/state+1=\u{e9}");
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        serde_json::json!({"q": {"action": "accept", "content": {}}})
+    );
+    // O99: elicitation declared because a response file can answer forms; never URL mode.
+    let caps = &first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    assert_eq!(caps, &serde_json::json!({"elicitation": {"form": {}}}));
+    // Without a response file nothing is declared.
+    let o = run(&["tools", "call", "t", "--stdio", &server, "--args", args]);
+    assert_eq!(code(&o), 6, "{}", stderr(&o));
+    let raw = std::fs::read_to_string(&log).expect("log");
+    let last_call: Value =
+        serde_json::from_str(raw.lines().nth(6).expect("second run's call")).expect("json");
+    assert_eq!(
+        last_call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        serde_json::json!({})
+    );
+}
