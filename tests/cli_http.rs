@@ -240,3 +240,41 @@ fn o97_http_server_gone_is_a_transport_failure() {
     let o = run(&["discover", "--url", &url, "--timeout", "5"]);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
 }
+
+#[test]
+fn check_passes_on_the_demo_over_http_with_status_evidence() {
+    let demo = DemoHttp::start();
+    let o = run(&["check", "--url", &demo.url, "--json"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let evidence: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).expect("record");
+            assert_eq!(r["pass"], true, "{l}");
+            format!(
+                "{} {} {}",
+                r["rule"].as_str().unwrap_or_default(),
+                r["answer"]["status"],
+                r["answer"]["code"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        evidence,
+        [
+            "discover-offers-2026-07-28 200 null",
+            "unsupported-version-is-32022 400 -32022",
+            "missing-meta-is-32602 400 -32602",
+            "unknown-method-is-32601 404 -32601",
+            "batch-rejected 400 -32600",
+            "duplicate-keys-rejected 400 -32600",
+            "id-over-256-bytes-rejected 400 -32600",
+            "foreign-origin-is-403 403 null",
+            "method-header-mismatch-is-32020 400 -32020",
+            "initialize-is-unknown 404 -32601",
+            "frame-over-2-mib-rejected 413 -32600",
+        ]
+    );
+    // --strict changes nothing when every rule holds.
+    assert_eq!(code(&run(&["check", "--url", &demo.url, "--strict"])), 0);
+}

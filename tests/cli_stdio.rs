@@ -945,3 +945,112 @@ read e
         serde_json::json!({})
     );
 }
+
+#[test]
+fn check_passes_on_the_demo_over_stdio_with_evidence() {
+    let o = run(&["check", "--demo", "--json"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let recs = records(&o);
+    let rules: Vec<(&str, &str, &str, bool, Option<i64>)> = recs
+        .iter()
+        .map(|r| {
+            assert_eq!(r["kind"], "check");
+            (
+                r["rule"].as_str().unwrap_or_default(),
+                r["class"].as_str().unwrap_or_default(),
+                r["requirement"].as_str().unwrap_or_default(),
+                r["pass"].as_bool().unwrap_or_default(),
+                r["answer"]["code"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            ("discover-offers-2026-07-28", "must", "B16", true, None),
+            (
+                "unsupported-version-is-32022",
+                "must",
+                "B14",
+                true,
+                Some(-32022)
+            ),
+            ("missing-meta-is-32602", "must", "B3", true, Some(-32602)),
+            ("unknown-method-is-32601", "must", "A14", true, Some(-32601)),
+            ("batch-rejected", "must", "A21", true, Some(-32600)),
+            (
+                "duplicate-keys-rejected",
+                "policy",
+                "O36",
+                true,
+                Some(-32600)
+            ),
+            (
+                "id-over-256-bytes-rejected",
+                "policy",
+                "O37",
+                true,
+                Some(-32600)
+            ),
+            ("initialize-is-unknown", "must", "A14", true, Some(-32601)),
+            (
+                "frame-over-2-mib-rejected",
+                "policy",
+                "O36",
+                true,
+                Some(-32600)
+            ),
+        ]
+    );
+    let o = run(&["check", "--demo"]);
+    assert!(stdout(&o).starts_with("RULE "), "{}", stdout(&o));
+}
+
+#[test]
+fn check_exit_7_when_a_must_rule_fails_and_loopback_only() {
+    // A server that answers every line with the same discovery result.
+    let dir = temp_dir("check-fake");
+    let script = "while read l; do printf '%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{}}}'; done\n";
+    let server = format!("sh '{}'", write(&dir, "yes.sh", script));
+    let o = run(&["check", "--stdio", &server, "--json", "--timeout", "5"]);
+    assert_eq!(code(&o), 7, "{}", stderr(&o));
+    let recs = records(&o);
+    assert_eq!(recs[0]["pass"], true);
+    let failed: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["pass"] == false)
+        .map(|r| r["rule"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        failed.contains(&"unsupported-version-is-32022"),
+        "{failed:?}"
+    );
+    assert!(failed.contains(&"batch-rejected"), "{failed:?}");
+    assert_eq!(recs[1]["answer"], serde_json::json!({"result": true}));
+    // Remote hosts are refused before any connection (nothing is dialled).
+    let o = run(&["check", "--url", "http://example.invalid/mcp"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--allow-remote"), "{}", stderr(&o));
+    assert_eq!(code(&run(&["check"])), 2);
+}
+
+#[test]
+fn check_skipped_notification_bound_at_and_past_the_limit() {
+    // MAX_SKIPPED_LINES = 64 lines read per answer: 63 notifications then the response is
+    // found; 64 notifications push the response past the bound.
+    let dir = temp_dir("check-skip");
+    let server = |n: usize| {
+        let script = format!(
+            "while read l; do i=0; while [ $i -lt {n} ]; do printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"level\":\"info\",\"data\":1}}}}'; i=$((i+1)); done; \
+             printf '%s\\n' '{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{{}}}}}}'; done\n"
+        );
+        format!("sh '{}'", write(&dir, &format!("skip{n}.sh"), &script))
+    };
+    let first = |o: &Output| records(o).first().cloned().expect("first record");
+    let o = run(&["check", "--stdio", &server(63), "--json", "--timeout", "5"]);
+    assert_eq!(first(&o)["pass"], true, "{}", stdout(&o));
+    let o = run(&["check", "--stdio", &server(64), "--json", "--timeout", "5"]);
+    let r = first(&o);
+    assert_eq!(r["pass"], false, "{}", stdout(&o));
+    assert_eq!(r["answer"]["none"], "no response among the lines read");
+}

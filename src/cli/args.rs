@@ -124,6 +124,8 @@ pub enum Command {
     Complete(CompleteArgs),
     /// Open subscriptions/listen and print each change.
     Listen(ListenArgs),
+    /// Audit a server's strictness: one hand-built request per rule, with evidence.
+    Check(CheckArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -197,6 +199,17 @@ pub struct CompleteArgs {
     /// Already-chosen values of other arguments (repeatable).
     #[arg(long = "context", value_name = "K=V")]
     pub context: Vec<String>,
+}
+
+/// `check …`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Fail on SHOULD and policy rules too, not only on MUST rules.
+    #[arg(long)]
+    pub strict: bool,
+    /// Allow a --url whose host is not loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 /// `listen …`.

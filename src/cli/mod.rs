@@ -26,6 +26,7 @@ macro_rules! out_raw {
 }
 
 pub mod args;
+pub mod check;
 pub mod demo;
 pub mod exit;
 pub mod input;
@@ -96,6 +97,7 @@ async fn run(cli: Cli) -> Exit {
             }
         },
         args::Command::Completions { .. } => Exit::Success,
+        args::Command::Check(args) => session::check(&cli.global, &args).await,
         command => session::run(&cli.global, command).await,
     }
 }

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::cli::args::{
-    ArgumentFlags, Command, CompleteArgs, Global, ListenArgs, PromptsCommand, ResourcesCommand,
-    ToolsCommand,
+    ArgumentFlags, CheckArgs, Command, CompleteArgs, Global, ListenArgs, PromptsCommand,
+    ResourcesCommand, ToolsCommand,
 };
 use crate::cli::exit::Exit;
 use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
@@ -389,7 +389,7 @@ impl Session {
             }
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
-            Command::Completions { .. } | Command::Demo(_) => Exit::Usage,
+            Command::Completions { .. } | Command::Demo(_) | Command::Check(_) => Exit::Usage,
         }
     }
 
@@ -960,5 +960,105 @@ fn print_prompt(raw: &RawValue) {
     {
         let content = m.get("content").map(block_text).unwrap_or_default();
         out!("{}: {content}", text_of(m, "role"));
+    }
+}
+
+/// `check`: audits the selected server (loopback only unless `--allow-remote`); exit 0 when
+/// every MUST rule holds (every rule with `--strict`), else 7.
+pub async fn check(global: &Global, args: &CheckArgs) -> Exit {
+    use crate::cli::check::{self, CheckError, Target};
+    if global.timeout == 0 || Duration::from_secs(global.timeout) > MAX_DEADLINE {
+        eprintln!(
+            "error: --timeout must be 1 to {} seconds",
+            MAX_DEADLINE.as_secs()
+        );
+        return Exit::Usage;
+    }
+    let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if chosen != 1 {
+        eprintln!("error: choose exactly one server: --stdio \"CMD ARGS\", --url URL or --demo");
+        return Exit::Usage;
+    }
+    let target = (|| -> Result<Target, Failure> {
+        if let Some(url) = &global.url {
+            return check::http_target(url, args.allow_remote).map_err(Failure::usage);
+        }
+        let words = match &global.stdio {
+            Some(line) => input::split_words(line)?,
+            None => {
+                let exe = std::env::current_exe().map_err(|e| Failure {
+                    exit: Exit::Transport,
+                    message: format!("cannot find this program to run the demo: {e}"),
+                })?;
+                vec![exe.display().to_string(), "demo".into(), "serve".into()]
+            }
+        };
+        let mut env = Vec::new();
+        for pair in &global.env {
+            env.push(input::split_pair("--env", "K=V", '=', pair)?);
+        }
+        Ok(Target::Stdio {
+            words,
+            env,
+            cwd: global.cwd.clone(),
+        })
+    })();
+    let target = match target {
+        Ok(t) => t,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            return f.exit;
+        }
+    };
+    let verdicts = match check::run(&target, Duration::from_secs(global.timeout)).await {
+        Ok(v) => v,
+        Err(e @ CheckError::Spawn(_)) => {
+            eprintln!("error: {e}");
+            return Exit::Transport;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    if global.json {
+        for v in &verdicts {
+            if let Ok(value) = serde_json::to_value(v) {
+                let mut record = json!({"kind": "check"});
+                if let (Some(r), Value::Object(m)) = (record.as_object_mut(), value) {
+                    r.extend(m);
+                }
+                Records::emit_value(&record);
+            }
+        }
+    } else {
+        let rows: Vec<Vec<String>> = verdicts
+            .iter()
+            .map(|v| {
+                vec![
+                    v.rule.to_owned(),
+                    format!("{:?}", v.class).to_uppercase(),
+                    v.requirement.to_owned(),
+                    if v.pass { "pass" } else { "FAIL" }.to_owned(),
+                    format!("{} -> {}", v.request, check::evidence(&v.answer)),
+                ]
+            })
+            .collect();
+        out_raw!(
+            "{}",
+            output::table(
+                &["RULE", "CLASS", "REQ", "VERDICT", "EVIDENCE"],
+                &rows,
+                output::colour()
+            )
+        );
+    }
+    if check::passed(&verdicts, args.strict) {
+        Exit::Success
+    } else {
+        Exit::CheckFailed
     }
 }
