@@ -264,13 +264,13 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
         [
             "discover-offers-2026-07-28 200 null",
             "unsupported-version-is-32022 400 -32022",
-            "missing-meta-is-32602 400 -32602",
             "unknown-method-is-32601 404 -32601",
             "batch-rejected 400 -32600",
             "duplicate-keys-rejected 400 -32600",
             "id-over-256-bytes-rejected 400 -32600",
             "foreign-origin-is-403 403 null",
             "method-header-mismatch-is-32020 400 -32020",
+            "missing-meta-is-32602 400 -32602",
             "initialize-is-unknown 404 -32601",
             "frame-over-2-mib-rejected 413 -32600",
         ]

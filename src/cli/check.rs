@@ -163,6 +163,14 @@ fn is_error(a: &Answer, code: i64) -> bool {
     a.code == Some(code)
 }
 
+/// Refused as a malformed or invalid frame: -32700 / -32600, or an HTTP 4xx without a result
+/// (another error, say -32601, is an answer to something else and proves nothing here).
+fn refused_frame(a: &Answer) -> bool {
+    !a.result
+        && (matches!(a.code, Some(-32700 | -32600))
+            || (a.code.is_none() && a.status.is_some_and(|s| (400..500).contains(&s))))
+}
+
 fn probes() -> Vec<Probe> {
     let discover = request(json!(1), "server/discover", json!({"_meta": meta()}));
     let mut old = meta();
@@ -224,15 +232,6 @@ fn probes() -> Vec<Probe> {
             )
         },
         probe(
-            "missing-meta-is-32602",
-            Class::Must,
-            "B3",
-            request(json!(3), "server/discover", json!({})),
-            "server/discover",
-            |a| is_error(a, -32602) && a.status.is_none_or(|s| s == 400),
-            "server/discover without _meta",
-        ),
-        probe(
             "unknown-method-is-32601",
             Class::Must,
             "A14",
@@ -251,7 +250,7 @@ fn probes() -> Vec<Probe> {
             "A21",
             format!("[{discover}]"),
             "server/discover",
-            |a| a.code.is_some() && !a.result,
+            refused_frame,
             "a batch (array) of one server/discover",
         ),
         probe(
@@ -260,7 +259,7 @@ fn probes() -> Vec<Probe> {
             "O36",
             discover.replacen(r#""id":1"#, r#""id":6,"id":7"#, 1),
             "server/discover",
-            |a| a.code.is_some() && !a.result,
+            refused_frame,
             "server/discover with the member id twice",
         ),
         probe(
@@ -269,7 +268,7 @@ fn probes() -> Vec<Probe> {
             "O37",
             request(json!(long_id), "server/discover", json!({"_meta": meta()})),
             "server/discover",
-            |a| a.code.is_some() && !a.result,
+            refused_frame,
             "server/discover with a 257-byte string id",
         ),
         Probe {
@@ -297,7 +296,18 @@ fn probes() -> Vec<Probe> {
                 "server/discover with Mcp-Method: tools/list",
             )
         },
-        // Late: a dual-era stdio server switches eras after `initialize`.
+        // Late: a dual-era stdio server reads a request without `_meta` as 2025-era, and
+        // switches eras after `initialize`.
+        probe(
+            "missing-meta-is-32602",
+            Class::Must,
+            "B3",
+            request(json!(3), "server/discover", json!({})),
+            "server/discover",
+            |a| is_error(a, -32602) && a.status.is_none_or(|s| s == 400),
+            "server/discover without _meta",
+        ),
+        // Then `initialize` itself.
         probe(
             "initialize-is-unknown",
             Class::Must,
@@ -319,12 +329,7 @@ fn probes() -> Vec<Probe> {
             "O36",
             padded,
             "server/discover",
-            |a| {
-                !a.result
-                    && (a.code.is_some()
-                        || a.status.is_some_and(|s| s >= 400)
-                        || a.none.as_deref() == Some("closed"))
-            },
+            |a| refused_frame(a) || (!a.result && a.none.as_deref() == Some("closed")),
             "server/discover padded to 2 MiB + 1 byte",
         ),
     ]
