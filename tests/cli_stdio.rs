@@ -975,7 +975,6 @@ fn check_passes_on_the_demo_over_stdio_with_evidence() {
                 true,
                 Some(-32022)
             ),
-            ("missing-meta-is-32602", "must", "B3", true, Some(-32602)),
             ("unknown-method-is-32601", "must", "A14", true, Some(-32601)),
             ("batch-rejected", "must", "A21", true, Some(-32600)),
             (
@@ -992,6 +991,7 @@ fn check_passes_on_the_demo_over_stdio_with_evidence() {
                 true,
                 Some(-32600)
             ),
+            ("missing-meta-is-32602", "must", "B3", true, Some(-32602)),
             ("initialize-is-unknown", "must", "A14", true, Some(-32601)),
             (
                 "frame-over-2-mib-rejected",
