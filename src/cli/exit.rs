@@ -38,7 +38,7 @@ impl Exit {
     pub fn of(error: &ClientError) -> Exit {
         match error {
             ClientError::Transport(_) | ClientError::Deadline { .. } => Exit::Transport,
-            ClientError::Rpc(_) => Exit::Protocol,
+            ClientError::Rpc(_) | ClientError::HeaderMismatchRefresh { .. } => Exit::Protocol,
             ClientError::Invalid(_) | ClientError::Pagination(_) => Exit::InvalidResult,
             ClientError::InputRequired(_)
             | ClientError::TooManyRounds { .. }
