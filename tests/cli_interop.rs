@@ -194,3 +194,71 @@ fn check_pins_the_ts_sdk_server_verdicts_over_stdio() {
         ]
     );
 }
+
+/// The Python SDK v2 server (`interop/python/py_server.py`, `mcp` 2.3.0), if installed.
+fn py_peer() -> Option<(PathBuf, PathBuf)> {
+    let python = root().join(".interop/venv/bin/python");
+    let server = root().join("interop/python/py_server.py");
+    if !python.exists() {
+        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !in_ci,
+            "peer missing under CI=true: {} (run .ci/install-peers)",
+            python.display()
+        );
+        eprintln!("SKIP: {} missing (run .ci/install-peers)", python.display());
+        return None;
+    }
+    Some((python, server))
+}
+
+#[test]
+fn o98_tools_list_call_and_mrtr_against_the_python_sdk_server() {
+    let Some((python, server)) = py_peer() else {
+        return;
+    };
+    let http = RefHttp::start(&python, &server);
+    let stdio = format!("'{}' '{}'", python.display(), server.display());
+    let dir = std::env::temp_dir().join(format!("strict-mcp-cli-py-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let responses = dir.join("responses.json");
+    // The SDK keys its input request by the resolver's qualified name.
+    std::fs::write(
+        &responses,
+        r#"{"rounds":[{"__main__:ask_confirm":{"action":"accept","content":{"confirm":true}}}]}"#,
+    )
+    .expect("write");
+    let responses = responses.display().to_string();
+    for selection in [["--url", http.1.as_str()], ["--stdio", stdio.as_str()]] {
+        let with = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend(selection);
+            run(&all)
+        };
+        let o = with(&["tools", "list"]);
+        assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout(&o).contains("\nconfirm_echo "), "{}", stdout(&o));
+        let o = with(&["tools", "call", "echo", "--args", r#"{"text":"hi"}"#]);
+        assert_eq!(
+            (code(&o), stdout(&o)),
+            (0, "{\n  \"result\": \"hi\"\n}\n".to_owned())
+        );
+        let o = with(&[
+            "tools",
+            "call",
+            "confirm_echo",
+            "--args",
+            r#"{"text":"yo"}"#,
+            "--responses",
+            &responses,
+        ]);
+        assert_eq!(
+            (code(&o), stdout(&o)),
+            (0, "{\n  \"result\": \"confirmed: yo\"\n}\n".to_owned()),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let o = with(&["tools", "call", "fail", "--args", "{}"]);
+        assert_eq!(code(&o), 1);
+    }
+}

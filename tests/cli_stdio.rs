@@ -1008,11 +1008,11 @@ fn check_passes_on_the_demo_over_stdio_with_evidence() {
 
 #[test]
 fn check_exit_7_when_a_must_rule_fails_and_loopback_only() {
-    // A server that answers every line with the same discovery result.
+    // A server that answers every line with the same discovery result, always as id 1.
     let dir = temp_dir("check-fake");
     let script = "while read l; do printf '%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\",\"supportedVersions\":[\"2026-07-28\"],\"capabilities\":{}}}'; done\n";
     let server = format!("sh '{}'", write(&dir, "yes.sh", script));
-    let o = run(&["check", "--stdio", &server, "--json", "--timeout", "5"]);
+    let o = run(&["check", "--stdio", &server, "--json", "--timeout", "1"]);
     assert_eq!(code(&o), 7, "{}", stderr(&o));
     let recs = records(&o);
     assert_eq!(recs[0]["pass"], true);
@@ -1026,7 +1026,11 @@ fn check_exit_7_when_a_must_rule_fails_and_loopback_only() {
         "{failed:?}"
     );
     assert!(failed.contains(&"batch-rejected"), "{failed:?}");
-    assert_eq!(recs[1]["answer"], serde_json::json!({"result": true}));
+    // Its answers carry id 1 only: an answer to another id is never taken for this probe's.
+    assert_eq!(
+        recs[1]["answer"],
+        serde_json::json!({"result": false, "none": "timed out"})
+    );
     // Remote hosts are refused before any connection (nothing is dialled).
     let o = run(&["check", "--url", "http://example.invalid/mcp"]);
     assert_eq!(code(&o), 2);

@@ -423,6 +423,21 @@ async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answe
     }
 }
 
+/// The id a probe's answer must carry: the request's (the last one when it is named twice;
+/// the first element's for a batch); `null` when none can be read.
+fn expected_id(body: &str) -> Value {
+    match serde_json::from_str::<Value>(body) {
+        Ok(Value::Array(items)) => items.first().map(|m| m["id"].clone()).unwrap_or_default(),
+        Ok(m) => m["id"].clone(),
+        // The oversize probe parses; anything else answers with a null id.
+        Err(_) => Value::Null,
+    }
+}
+
+/// Extra time the first stdio probe gets: the child is still starting (an interpreter
+/// loading its SDK can take seconds), which is not the server's answer time.
+pub const STARTUP_GRACE: Duration = Duration::from_secs(10);
+
 /// A stdio child for the audit: raw lines in, lines out, stdin closed and the child killed
 /// at the end.
 struct Child {
@@ -433,6 +448,7 @@ struct Child {
 
 impl Child {
     async fn exchange(&mut self, p: &Probe, deadline: Duration) -> Answer {
+        let expected = expected_id(&p.body);
         let attempt = async {
             let stdin = self.stdin.as_mut().ok_or("closed")?;
             stdin
@@ -452,7 +468,9 @@ impl Child {
                     return Err("closed");
                 }
                 let a = read_answer(&line);
-                if a.none.is_none() {
+                // A late answer to an earlier probe is skipped, never judged as this one's.
+                let id = a.message.as_ref().map(|m| &m["id"]);
+                if a.none.is_none() && id.is_none_or(|id| id.is_null() || *id == expected) {
                     return Ok(a);
                 }
             }
@@ -514,10 +532,15 @@ pub async fn run(target: &Target, deadline: Duration) -> Result<Vec<Verdict>, Ch
         Target::Http { .. } => None,
     };
     let mut verdicts = Vec::new();
+    let mut first = true;
     for p in probes() {
         let answer = match (target, &mut child) {
             (Target::Http { url }, _) => http_exchange(url, &p, deadline).await,
-            (Target::Stdio { .. }, Some(c)) if !p.http_only => c.exchange(&p, deadline).await,
+            (Target::Stdio { .. }, Some(c)) if !p.http_only => {
+                let grace = if first { STARTUP_GRACE } else { Duration::ZERO };
+                first = false;
+                c.exchange(&p, deadline + grace).await
+            }
             _ => continue,
         };
         verdicts.push(Verdict {
