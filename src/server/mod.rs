@@ -19,7 +19,17 @@
 //! drawn when the server is built, so continuation state is then valid only inside this process
 //! (a restart or a second instance rejects it as `state_rejected`).
 
-mod dispatch;
+// One concept per module; they import only downwards, in this order (no cycle):
+// `encode` ← `answer` ← `context` ← `mrtr` ← the method families (`discover`, `tools`,
+// `resources`, `prompts`, `completion`, `listen`) ← `routes` ← `admission`. `deadline`,
+// `progress`, `log` and `publication` are leaves; this file owns the server's state and hands
+// each module only what it needs through accessors.
+mod admission;
+mod answer;
+mod completion;
+mod context;
+mod deadline;
+mod discover;
 mod encode;
 pub mod fault;
 #[cfg(feature = "http")]
@@ -29,7 +39,10 @@ pub mod log;
 mod mrtr;
 pub mod outbox;
 mod progress;
+mod prompts;
 pub mod publication;
+mod resources;
+mod routes;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod tools;
@@ -352,16 +365,14 @@ impl std::fmt::Debug for Server {
     }
 }
 
-pub(crate) struct Inner {
+struct Inner {
     registry: RwLock<Arc<Registry>>,
     /// `{"name":…,"version":…}`, encoded once.
     info: Box<RawValue>,
     instructions: Option<String>,
     mode: PublishMode,
     publication: publication::Publication,
-    ring: KeyRing,
-    store: Arc<dyn LedgerStore>,
-    ledger: LedgerConfig,
+    continuations: mrtr::Continuations,
     clock: SystemClock,
     lifecycle: Mutex<Lifecycle>,
     next_call: AtomicU64,
@@ -372,7 +383,7 @@ pub(crate) struct Inner {
     listens: listen::Hub,
     budget: Duration,
     /// Time-out of reads and prompt gets without their own override (O33).
-    pub(crate) read_timeout: Duration,
+    read_timeout: Duration,
     stdio_started: std::sync::atomic::AtomicBool,
 }
 
@@ -432,12 +443,17 @@ impl Server {
                 info,
                 instructions: options.instructions,
                 mode,
-                publication: tools::publication(mode),
-                ring,
-                store: options
-                    .store
-                    .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
-                ledger,
+                publication: publication::Publication::new(match mode {
+                    PublishMode::Compact => publication::Mode::Compact,
+                    PublishMode::Direct => publication::Mode::Direct,
+                }),
+                continuations: mrtr::Continuations::new(
+                    ring,
+                    options
+                        .store
+                        .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
+                    ledger,
+                ),
                 clock: SystemClock::new(),
                 lifecycle: Mutex::new(Lifecycle::new(Epoch(0))),
                 next_call: AtomicU64::new(1),
@@ -463,7 +479,7 @@ impl Server {
     ) {
         match message {
             Message::Request(request) => {
-                dispatch::serve_request(self, caller, request, outbox, cancel).await;
+                admission::serve_request(self, caller, request, outbox, cancel).await;
             }
             // A11: never answered. Cancellation is routed by the driver through
             // [`Server::cancelled_request`]; any other notification means nothing here.
@@ -535,9 +551,7 @@ impl Server {
         for effect in effects {
             match effect {
                 EpochEffect::EpochBumped(epoch) => {
-                    if let Err(e) = self.inner.store.bump_epoch(self.now(), epoch).await {
-                        tracing::warn!(error = %e, "ledger store did not take the epoch bump");
-                    }
+                    self.inner.continuations.bump_epoch(self.now(), epoch).await;
                 }
                 EpochEffect::Cancel(call) => {
                     if let Some(token) = lock(&self.inner.calls).get(&call) {
@@ -558,7 +572,7 @@ impl Server {
     }
 
     async fn wait_drained(&self, budget: Duration) -> ShutdownReport {
-        let deadline = Deadline::start(budget);
+        let deadline = deadline::Deadline::start(budget);
         loop {
             let listener = self.inner.ended.listen();
             let status = self.status();
@@ -636,8 +650,29 @@ impl Server {
         Tick(self.inner.clock.now_ms())
     }
 
-    pub(crate) fn inner(&self) -> &Inner {
-        &self.inner
+    /// `{"name":…,"version":…}` as encoded once (B6).
+    pub(crate) fn info(&self) -> &RawValue {
+        &self.inner.info
+    }
+
+    /// `instructions` for `server/discover`.
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// How tools appear on the wire in this server's mode.
+    pub(crate) fn publication(&self) -> &publication::Publication {
+        &self.inner.publication
+    }
+
+    /// The open listen streams.
+    pub(crate) fn listens(&self) -> &listen::Hub {
+        &self.inner.listens
+    }
+
+    /// Sealing keys, ledger store and limits of continuation chains.
+    pub(crate) fn continuations(&self) -> &mrtr::Continuations {
+        &self.inner.continuations
     }
 
     /// Admits one call: `Some((id, epoch, shutdown token))`, or `None` once shutdown began.
@@ -673,58 +708,5 @@ impl Server {
     #[cfg(feature = "stdio")]
     pub(crate) fn claim_stdio(&self) -> bool {
         !self.inner.stdio_started.swap(true, Ordering::AcqRel)
-    }
-}
-
-/// A deadline without an async runtime: one helper thread parks until the budget elapses and
-/// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
-/// shutdown, and by a timed read when no tokio timer is available; never by the constructor
-/// (O1).
-struct Deadline {
-    token: CancelToken,
-    done: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::Thread>,
-}
-
-impl Deadline {
-    fn start(budget: Duration) -> Deadline {
-        let token = CancelToken::new();
-        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let fire = token.clone();
-        let stop = Arc::clone(&done);
-        let started = std::time::Instant::now();
-        let spawned = std::thread::Builder::new()
-            .name("mcp-deadline".to_owned())
-            .spawn(move || {
-                while let Some(left) = budget.checked_sub(started.elapsed()) {
-                    if left.is_zero() || stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                    std::thread::park_timeout(left);
-                }
-                fire.cancel();
-            });
-        let thread = match spawned {
-            Ok(handle) => Some(handle.thread().clone()),
-            Err(_) => {
-                // Without a timer thread the budget cannot be waited for: report at once.
-                token.cancel();
-                None
-            }
-        };
-        Deadline {
-            token,
-            done,
-            thread,
-        }
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Release);
-        if let Some(thread) = &self.thread {
-            thread.unpark();
-        }
     }
 }

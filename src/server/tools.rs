@@ -5,43 +5,18 @@
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::dispatch::members_text;
-use super::dispatch::{Answer, Ctx, Params};
+use super::answer::{members_text, Answer};
+use super::context::{Ctx, Params};
 use super::mrtr::{self, HandlerOut};
-use super::publication::{CallParams, Mode, PartsOutcome, Publication, ResultParts};
-use super::{PublishMode, Server};
-use crate::core::FailureCode;
+use super::publication::{CallParams, PartsOutcome};
+use super::PublishMode;
 use crate::machine::ledger::Method;
-
-/// The publication for a server's mode.
-pub(crate) fn publication(mode: PublishMode) -> Publication {
-    Publication::new(match mode {
-        PublishMode::Compact => Mode::Compact,
-        PublishMode::Direct => Mode::Direct,
-    })
-}
-
-/// A `CallToolResult` for a failure found after the fact (`result_too_large`, continuation
-/// failures), in the pieces every tool result is written from.
-pub(crate) fn failure_result(server: &Server, code: FailureCode, message: &str) -> ResultParts {
-    server
-        .inner()
-        .publication
-        .failure_result_parts(code, message)
-        // Serialising a `ToolFailure` cannot fail; a bare `isError` result keeps this total.
-        .unwrap_or_else(|| ResultParts {
-            content: "[]".to_owned(),
-            structured: None,
-            is_error: true,
-        })
-}
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
 pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
     match ctx
         .server
-        .inner()
-        .publication
+        .publication()
         .list_tools_text(&ctx.registry, &ctx.caller, cursor)
     {
         Ok(text) => match members_text(&text) {
@@ -71,8 +46,8 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
         .unwrap_or_default();
     let args = member("arguments").map_or("", RawValue::get);
-    let publication = &ctx.server.inner().publication;
-    if ctx.server.inner().mode == PublishMode::Compact
+    let publication = ctx.server.publication();
+    if ctx.server.mode() == PublishMode::Compact
         && matches!(name.as_str(), "search_tools" | "get_tool_details")
     {
         // Discovery never asks for input and refuses continuations itself (O51): no ledger.
