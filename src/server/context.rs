@@ -69,6 +69,41 @@ pub(crate) fn parse_params(request: &Request) -> Result<Params<'_>, Answer> {
         .map_err(|_| Answer::error(Cause::InvalidParams, "params must be an object"))
 }
 
+/// The continuation members of a request that may answer `input_required` (I-section),
+/// read once from its params by the method family that binds it to the ledger.
+pub(crate) struct Continuation {
+    /// `inputResponses`, when present.
+    pub(crate) responses: Option<BTreeMap<String, Box<RawValue>>>,
+    /// `requestState`, when present.
+    pub(crate) state: Option<String>,
+}
+
+impl Continuation {
+    /// Reads `inputResponses` (an object) and `requestState` (a string), in that order.
+    pub(crate) fn read(params: &Params<'_>) -> Result<Continuation, Answer> {
+        let responses = match params.get("inputResponses") {
+            None => None,
+            Some(raw) => Some(
+                serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()).map_err(
+                    |_| Answer::error(Cause::InvalidParams, "inputResponses must be an object"),
+                )?,
+            ),
+        };
+        let state = match params.get("requestState") {
+            None => None,
+            Some(raw) => Some(serde_json::from_str::<String>(raw.get()).map_err(|_| {
+                Answer::error(Cause::InvalidParams, "requestState must be a string")
+            })?),
+        };
+        Ok(Continuation { responses, state })
+    }
+
+    /// Whether the request carries either member (a continuation attempt).
+    pub(crate) fn is_present(&self) -> bool {
+        self.responses.is_some() || self.state.is_some()
+    }
+}
+
 /// B1–B5, B9, B12, B14, L3 (the rules: [`meta::read_request_meta`]).
 pub(crate) fn check_meta<'p>(params: &Params<'p>) -> Result<meta::RequestMeta<'p>, Answer> {
     meta::read_request_meta(params.get("_meta").copied()).map_err(|e| Answer::Error {

@@ -24,7 +24,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::answer::{failure_result, members, Answer};
-use super::context::{Ctx, Params};
+use super::context::{Continuation, Ctx};
 use super::{Cause, PublishMode};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
@@ -113,35 +113,20 @@ fn internal() -> Answer {
 }
 
 /// Runs a method that may ask for input. `target` and `args` are the salient parameters the
-/// chain is bound to (I7).
+/// chain is bound to (I7); `continuation` holds the request's continuation members, read once
+/// by the method family.
 pub(crate) async fn run<'c, F, Fut>(
     ctx: &'c Ctx,
     method: Method,
     target: &str,
     args: &[u8],
-    params: &Params<'_>,
+    continuation: Continuation,
     handler: F,
 ) -> Answer
 where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
 {
-    let responses = match params.get("inputResponses") {
-        None => BTreeMap::new(),
-        Some(raw) => match serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()) {
-            Ok(map) => map,
-            Err(_) => {
-                return Answer::error(Cause::InvalidParams, "inputResponses must be an object")
-            }
-        },
-    };
-    let token = match params.get("requestState") {
-        None => None,
-        Some(raw) => match serde_json::from_str::<String>(raw.get()) {
-            Ok(t) => Some(t),
-            Err(_) => return Answer::error(Cause::InvalidParams, "requestState must be a string"),
-        },
-    };
     // The binding's digests (I7) are computed only when a chain is created or resumed: a
     // call that completes on its first invocation never needs them.
     let binding = || Binding {
@@ -149,7 +134,7 @@ where
         method,
         request: request_digest(method, target, args),
     };
-    let Some(token) = token else {
+    let Some(token) = continuation.state else {
         // No chain yet: the first invocation. Every prompt this server issues is sealed, so
         // answers without a state answer nothing it asked: they are unrecognised entries (X5)
         // and the handler runs without them (and asks again if it needs them). Otherwise a
@@ -161,9 +146,26 @@ where
             Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,
         };
     };
-    let binding = binding();
+    let responses = continuation.responses.unwrap_or_default();
+    resume(ctx, method, binding(), &token, &responses, &handler).await
+}
+
+/// A retry with `requestState`: the state opened, its chain loaded, the pending answer checked
+/// (O49), then the ledger's decision carried out, with compare-and-swap retries.
+async fn resume<'c, F, Fut>(
+    ctx: &'c Ctx,
+    method: Method,
+    binding: Binding,
+    token: &str,
+    responses: &BTreeMap<String, Box<RawValue>>,
+    handler: &F,
+) -> Answer
+where
+    F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
+    Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
+{
     let principal = binding.principal;
-    let Ok(state) = open(&ctx.server.continuations().ring, &token) else {
+    let Ok(state) = open(&ctx.server.continuations().ring, token) else {
         return rejected(ctx, method);
     };
     for _ in 0..CAS_ATTEMPTS {
@@ -175,7 +177,7 @@ where
                 return internal();
             }
         };
-        let answer = match pending_answer(stored.prompt(), &responses) {
+        let answer = match pending_answer(stored.prompt(), responses) {
             Ok(a) => a,
             Err(message) => return Answer::error(Cause::InvalidParams, message),
         };

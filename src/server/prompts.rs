@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::answer::Answer;
-use super::context::{string_param, Ctx, Params};
+use super::context::{string_param, Continuation, Ctx, Params};
 use super::deadline::{within, Expired};
 use super::mrtr::{self, HandlerOut};
 use super::Cause;
@@ -42,12 +42,16 @@ async fn get_named(
         .registry
         .prompt_timeout(name)
         .unwrap_or(ctx.server.read_timeout());
+    let continuation = match Continuation::read(params) {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
     mrtr::run(
         ctx,
         Method::PromptsGet,
         name,
         arg_bytes.as_bytes(),
-        params,
+        continuation,
         |inv, _| {
             let arguments = arguments.clone();
             async move {

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::answer::{encode_complete, Answer};
-use super::context::{string_param, Ctx, Params};
+use super::context::{string_param, Continuation, Ctx, Params};
 use super::deadline::{within, Expired};
 use super::mrtr::{self, HandlerOut};
 use crate::core::{CoreError, Outcome};
@@ -26,12 +26,16 @@ async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> 
         .registry
         .read_timeout(uri)
         .unwrap_or(ctx.server.read_timeout());
+    let continuation = match Continuation::read(params) {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
     mrtr::run(
         ctx,
         Method::ResourcesRead,
         uri,
         b"",
-        params,
+        continuation,
         |inv, _| async move {
             let token = inv.cancel_token().clone();
             let read = async {

@@ -6,10 +6,11 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::answer::{members_text, Answer};
-use super::context::{Ctx, Params};
+use super::context::{Continuation, Ctx, Params};
 use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
+use crate::core::CoreError;
 use crate::machine::ledger::Method;
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
@@ -38,53 +39,38 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
 }
 
 /// `tools/call`, bound to the ledger. The chain is bound to the exact `name` and `arguments`
-/// bytes of the outer request (I7). The params are read once, by the dispatcher; publication
-/// checks the members it needs from that map.
+/// bytes of the outer request (I7). The params are read once, by the dispatcher; the members
+/// publication needs are read from that view once, before the first invocation.
 pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     let member = |key: &str| params.get(key).map(|raw| &**raw);
-    let name = member("name")
-        .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
-        .unwrap_or_default();
-    let args = member("arguments").map_or("", RawValue::get);
-    let publication = ctx.server.publication();
+    let name = CallParams::read_name(member("name"));
     if ctx.server.mode() == PublishMode::Compact
-        && matches!(name.as_str(), "search_tools" | "get_tool_details")
+        && matches!(name.as_deref(), Ok("search_tools" | "get_tool_details"))
     {
-        // Discovery never asks for input and refuses continuations itself (O51): no ledger.
-        let outcome = match CallParams::from_members(member) {
-            Ok(mut call) => {
-                let inv = match call.input_responses.take() {
-                    Some(responses) => ctx.invocation().with_input_responses(responses),
-                    None => ctx.invocation(),
-                };
-                ctx.invoke(publication.call_tool_parts(&ctx.registry, inv, call))
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        return match outcome {
-            Ok(PartsOutcome::Complete(parts)) => Answer::ToolResult(parts),
-            Ok(PartsOutcome::InputRequired { .. }) => {
-                Answer::error(super::Cause::Internal, "Internal error")
-            }
-            Err(e) => Answer::from_core(&e),
-        };
+        return discovery(ctx, name, member).await;
     }
+    let continuation = match Continuation::read(params) {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
+    let arguments = member("arguments");
+    let target = name.as_deref().unwrap_or_default();
+    let args = arguments.map_or("", RawValue::get);
+    // The invocation carries every answer of the chain (`run` puts them there), so
+    // publication gets the params without `inputResponses`. Checked once, reported when the
+    // handler would run (a rejected state is answered before a malformed call).
+    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present());
+    let publication = ctx.server.publication();
     mrtr::run(
         ctx,
         Method::ToolsCall,
-        &name,
+        target,
         args.as_bytes(),
-        params,
+        continuation,
         |inv, _answers| {
-            // The invocation already carries every answer of the chain (`run` put them
-            // there), so publication gets the params without `inputResponses`.
-            let call = CallParams::from_members(member).map(|mut call| {
-                call.input_responses = None;
-                call
-            });
+            let call = call.as_ref().map_err(|e| Answer::from_core(e));
             async move {
-                let call = call.map_err(|e| Answer::from_core(&e))?;
+                let call = call?;
                 match publication.call_tool_parts(&ctx.registry, inv, call).await {
                     Ok(PartsOutcome::Complete(parts)) => {
                         Ok(HandlerOut::Complete(Answer::ToolResult(parts)))
@@ -96,4 +82,35 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         },
     )
     .await
+}
+
+/// Compact mode's `search_tools` and `get_tool_details`: they never ask for input and refuse
+/// continuations themselves (O51), so no ledger.
+async fn discovery<'p>(
+    ctx: &Ctx,
+    name: Result<String, CoreError>,
+    member: impl Fn(&str) -> Option<&'p RawValue>,
+) -> Answer {
+    let outcome = match CallParams::from_name(name, member) {
+        Ok(mut call) => {
+            let inv = match call.input_responses.take() {
+                Some(responses) => ctx.invocation().with_input_responses(responses),
+                None => ctx.invocation(),
+            };
+            ctx.invoke(
+                ctx.server
+                    .publication()
+                    .call_tool_parts(&ctx.registry, inv, &call),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(PartsOutcome::Complete(parts)) => Answer::ToolResult(parts),
+        Ok(PartsOutcome::InputRequired { .. }) => {
+            Answer::error(super::Cause::Internal, "Internal error")
+        }
+        Err(e) => Answer::from_core(&e),
+    }
 }
