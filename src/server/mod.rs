@@ -628,6 +628,20 @@ impl Server {
         IngressLimits::SERVER
     }
 
+    /// The `x-mcp-header` annotations of the tool `name` as this server publishes it to
+    /// `caller` (what the HTTP host checks a `tools/call`'s headers against, D28). Compact mode
+    /// lists only its three discovery tools, none annotated.
+    pub(crate) fn published_param_headers(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Option<Arc<[crate::wire::headers::ParamHeader]>> {
+        match self.mode() {
+            PublishMode::Direct => self.registry().param_headers(caller, name).ok(),
+            PublishMode::Compact => None,
+        }
+    }
+
     /// The publication mode fixed at construction.
     #[must_use]
     pub fn mode(&self) -> PublishMode {
