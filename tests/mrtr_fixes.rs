@@ -538,6 +538,53 @@ async fn x21_expired_state_direct_is_32602_compact_is_tool_failure() {
     }
 }
 
+/// A wall clock a test moves by hand.
+struct ManualClock(std::sync::atomic::AtomicU64);
+
+impl strict_mcp::core::Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// I7: a state's expiry is read from the injected wall clock (no sleeping): one millisecond
+/// before its lifetime ends it still answers, at the end it is rejected like a tampered one.
+#[tokio::test]
+async fn i7_state_expiry_follows_the_injected_wall_clock_at_the_bound() {
+    const TTL_MS: u64 = 60_000;
+    for mode in MODES {
+        let clock = Arc::new(ManualClock(std::sync::atomic::AtomicU64::new(1_000_000)));
+        let options = ServerOptions::new()
+            .state_ttl_ms(TTL_MS)
+            .clock(clock.clone());
+        let h = Harness::with(mode, options);
+        let answer = |state: String| json!({"inputResponses": accept_ok(), "requestState": state});
+
+        let (first, status) = h.delete("a", json!({})).await;
+        let state = expect_confirmation(&first, status);
+        clock.0.fetch_add(TTL_MS - 1, Ordering::SeqCst);
+        let (reply, status) = h.delete("a", answer(state)).await;
+        assert_eq!(status, 200);
+        assert_eq!(reply["result"]["resultType"], json!("complete"), "{reply}");
+        assert_eq!(h.deleted(), 1, "answered one millisecond before expiry");
+
+        let (first, status) = h.delete("b", json!({})).await;
+        let state = expect_confirmation(&first, status);
+        clock.0.fetch_add(TTL_MS, Ordering::SeqCst);
+        let (reply, status) = h.delete("b", answer(state)).await;
+        assert_eq!(status, 200);
+        match mode {
+            Mode::Direct => assert_eq!(reply["error"], state_rejected_error(), "{reply}"),
+            Mode::Compact => assert_eq!(
+                reply["result"]["structuredContent"],
+                state_rejected_failure(),
+                "{reply}"
+            ),
+        }
+        assert_eq!(h.deleted(), 1, "an expired state runs nothing");
+    }
+}
+
 /// Old epoch and unknown chain: a second server with the same key. Sharing the store, the
 /// first server's shutdown invalidated the chain (old epoch); with its own store, the second
 /// server has never heard of the chain.

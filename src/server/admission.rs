@@ -222,6 +222,7 @@ async fn handle(
         request_meta.progress_token.map(RawValue::get),
         Arc::clone(&outbox),
         client_cancel.clone(),
+        server.monotonic_clock(),
     );
     // Never on a listen stream (L2, D41): listen has no handler, so it never logs.
     let log = request_meta

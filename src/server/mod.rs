@@ -57,7 +57,9 @@ use serde_json::value::RawValue;
 use crate::codec::IngressLimits;
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
-use crate::core::{Caller, CancelToken, Clock, Registry, SystemClock};
+use crate::core::{
+    Caller, CancelToken, Clock, MonotonicClock, Registry, SystemClock, SystemMonotonic,
+};
 use crate::machine::epoch::{CallId, EpochEffect, EpochEvent, Lifecycle, Phase};
 use crate::machine::ledger::LedgerConfig;
 use crate::machine::{Epoch, Tick};
@@ -138,6 +140,8 @@ pub struct ServerOptions {
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
     read_timeout: Option<Duration>,
+    clock: Option<Arc<dyn Clock>>,
+    monotonic: Option<Arc<dyn MonotonicClock>>,
     repeated: Option<&'static str>,
 }
 
@@ -151,6 +155,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
             .field("read_timeout", &self.read_timeout)
+            .field("clock", &self.clock.is_some())
+            .field("monotonic_clock", &self.monotonic.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -258,6 +264,28 @@ impl ServerOptions {
             &mut self.read_timeout,
             timeout,
             "read_timeout",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// The wall clock (default [`SystemClock`]): milliseconds since the Unix epoch, read for
+    /// what must hold across restarts and instances, the expiry of `requestState` and of the
+    /// ledger's chains. Inject one to test expiry without waiting.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        set_once(&mut self.clock, clock, "clock", &mut self.repeated);
+        self
+    }
+
+    /// The monotonic clock of the machines' timers (default [`SystemMonotonic`]): the shutdown
+    /// deadline, progress pacing and listen streams, which live only inside this process.
+    #[must_use]
+    pub fn monotonic_clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
+        set_once(
+            &mut self.monotonic,
+            clock,
+            "monotonic_clock",
             &mut self.repeated,
         );
         self
@@ -373,7 +401,10 @@ struct Inner {
     mode: PublishMode,
     publication: publication::Publication,
     continuations: mrtr::Continuations,
-    clock: SystemClock,
+    /// Wall-clock milliseconds: `requestState` and ledger expiry.
+    clock: Arc<dyn Clock>,
+    /// Monotonic milliseconds: the machines' timers.
+    monotonic: Arc<dyn MonotonicClock>,
     lifecycle: Mutex<Lifecycle>,
     next_call: AtomicU64,
     /// Shutdown cancellation of every admitted call.
@@ -454,7 +485,12 @@ impl Server {
                         .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
                     ledger,
                 ),
-                clock: SystemClock::new(),
+                clock: options
+                    .clock
+                    .unwrap_or_else(|| Arc::new(SystemClock::new())),
+                monotonic: options
+                    .monotonic
+                    .unwrap_or_else(|| Arc::new(SystemMonotonic::new())),
                 lifecycle: Mutex::new(Lifecycle::new(Epoch(0))),
                 next_call: AtomicU64::new(1),
                 calls: Mutex::new(HashMap::new()),
@@ -549,30 +585,50 @@ impl Server {
             .handle(self.now(), EpochEvent::Shutdown { budget_ms })
             .0;
         for effect in effects {
-            match effect {
-                EpochEffect::EpochBumped(epoch) => {
-                    self.inner.continuations.bump_epoch(self.now(), epoch).await;
-                }
-                EpochEffect::Cancel(call) => {
-                    if let Some(token) = lock(&self.inner.calls).get(&call) {
-                        token.cancel();
-                    }
-                }
-                EpochEffect::CloseListenStreams => {
-                    self.inner.listens.close_all(self.now(), &self.inner.info);
-                }
-                EpochEffect::Stopped => return ShutdownReport::Stopped,
-                EpochEffect::CleanupFailed { unfinished } => {
-                    return ShutdownReport::CleanupFailed { unfinished }
-                }
-                _ => {}
+            if let Some(report) = self.apply_epoch_effect(effect).await {
+                return report;
             }
         }
-        self.wait_drained(budget).await
+        self.wait_drained().await
     }
 
-    async fn wait_drained(&self, budget: Duration) -> ShutdownReport {
-        let deadline = deadline::Deadline::start(budget);
+    /// Carries out one effect of the epoch machine's shutdown or time-out; `Some` when it
+    /// ends the shutdown.
+    async fn apply_epoch_effect(&self, effect: EpochEffect) -> Option<ShutdownReport> {
+        match effect {
+            EpochEffect::EpochBumped(epoch) => {
+                self.inner
+                    .continuations
+                    .bump_epoch(self.wall_now(), epoch)
+                    .await;
+            }
+            EpochEffect::Cancel(call) => {
+                if let Some(token) = lock(&self.inner.calls).get(&call) {
+                    token.cancel();
+                }
+            }
+            EpochEffect::CloseListenStreams => {
+                self.inner.listens.close_all(self.now(), &self.inner.info);
+            }
+            EpochEffect::Stopped => return Some(ShutdownReport::Stopped),
+            EpochEffect::CleanupFailed { unfinished } => {
+                return Some(ShutdownReport::CleanupFailed { unfinished })
+            }
+            // A second shutdown waits like the first; admission effects answer admissions,
+            // which neither a shutdown nor a time-out is.
+            EpochEffect::AlreadyShuttingDown
+            | EpochEffect::Admitted { .. }
+            | EpochEffect::Refused { .. }
+            | EpochEffect::UnknownCall(_) => {}
+        }
+        None
+    }
+
+    /// Waits until the last call ends or the epoch machine's draining deadline
+    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports. One timer,
+    /// re-armed only when the deadline changes or fired early by the clock's reckoning.
+    async fn wait_drained(&self) -> ShutdownReport {
+        let mut timer: Option<(Tick, deadline::Deadline)> = None;
         loop {
             let listener = self.inner.ended.listen();
             let status = self.status();
@@ -585,23 +641,34 @@ impl Server {
                 }
                 ServerPhase::Serving | ServerPhase::Draining => {}
             }
-            if deadline.token.is_cancelled() {
-                let effects = lock(&self.inner.lifecycle).handle_timeout(Tick(u64::MAX)).0;
+            let Some(due) = lock(&self.inner.lifecycle).poll_timeout() else {
+                // Not draining (shutdown never began): nothing to wait for.
+                return ShutdownReport::Stopped;
+            };
+            let now = self.now();
+            if now.has_reached(due) {
+                let effects = lock(&self.inner.lifecycle).handle_timeout(now).0;
                 for effect in effects {
-                    if let EpochEffect::CleanupFailed { unfinished } = effect {
-                        return ShutdownReport::CleanupFailed { unfinished };
+                    if let Some(report) = self.apply_epoch_effect(effect).await {
+                        return report;
                     }
                 }
-                let active = self.status().active_calls;
-                return if active == 0 {
-                    ShutdownReport::Stopped
-                } else {
-                    ShutdownReport::CleanupFailed { unfinished: active }
-                };
+                continue;
             }
-            let timeout = deadline.token.cancelled();
-            futures_util::pin_mut!(timeout);
-            futures_util::future::select(listener, timeout).await;
+            let stale = match &timer {
+                Some((armed, deadline)) => *armed != due || deadline.token.is_cancelled(),
+                None => true,
+            };
+            if stale {
+                let left = Duration::from_millis(due.saturating_since(now));
+                timer = Some((due, deadline::Deadline::start(left)));
+            }
+            let Some((_, deadline)) = &timer else {
+                continue;
+            };
+            let fired = deadline.token.cancelled();
+            futures_util::pin_mut!(fired);
+            futures_util::future::select(listener, fired).await;
         }
     }
 
@@ -660,8 +727,20 @@ impl Server {
         self.inner.budget
     }
 
+    /// Now on the monotonic clock: what the epoch, pacer and listen machines are fed.
     pub(crate) fn now(&self) -> Tick {
+        Tick(self.inner.monotonic.elapsed_ms())
+    }
+
+    /// Now on the wall clock: what the ledger and its store are fed (expiry that must hold
+    /// across restarts and instances).
+    pub(crate) fn wall_now(&self) -> Tick {
         Tick(self.inner.clock.now_ms())
+    }
+
+    /// The monotonic clock, for per-request machines (the progress pacer).
+    pub(crate) fn monotonic_clock(&self) -> Arc<dyn MonotonicClock> {
+        Arc::clone(&self.inner.monotonic)
     }
 
     /// `{"name":…,"version":…}` as encoded once (B6).
@@ -696,9 +775,20 @@ impl Server {
         let mut lifecycle = lock(&self.inner.lifecycle);
         let effects = lifecycle.handle(self.now(), EpochEvent::Admit(call)).0;
         for effect in effects {
-            if let EpochEffect::Admitted { epoch, .. } = effect {
-                lock(&self.inner.calls).insert(call, token.clone());
-                return Some((call, epoch, token));
+            match effect {
+                EpochEffect::Admitted { epoch, .. } => {
+                    lock(&self.inner.calls).insert(call, token.clone());
+                    return Some((call, epoch, token));
+                }
+                EpochEffect::Refused { .. } => return None,
+                // Not answers to an admission.
+                EpochEffect::EpochBumped(_)
+                | EpochEffect::Cancel(_)
+                | EpochEffect::CloseListenStreams
+                | EpochEffect::Stopped
+                | EpochEffect::CleanupFailed { .. }
+                | EpochEffect::AlreadyShuttingDown
+                | EpochEffect::UnknownCall(_) => {}
             }
         }
         None
@@ -711,8 +801,17 @@ impl Server {
             .handle(self.now(), EpochEvent::CallEnded(call))
             .0;
         for effect in effects {
-            if let EpochEffect::UnknownCall(c) = effect {
-                tracing::error!(call = c.0, "call ended twice");
+            match effect {
+                EpochEffect::UnknownCall(c) => tracing::error!(call = c.0, "call ended twice"),
+                // The last call of a draining server ended: `wait_drained` reads the phase.
+                EpochEffect::Stopped => {}
+                EpochEffect::Admitted { .. }
+                | EpochEffect::Refused { .. }
+                | EpochEffect::EpochBumped(_)
+                | EpochEffect::Cancel(_)
+                | EpochEffect::CloseListenStreams
+                | EpochEffect::CleanupFailed { .. }
+                | EpochEffect::AlreadyShuttingDown => {}
             }
         }
         self.inner.ended.notify(usize::MAX);

@@ -183,7 +183,7 @@ where
         };
         let mut chain = stored.clone();
         let effect = chain.handle(
-            ctx.server.now(),
+            ctx.server.wall_now(),
             LedgerEvent::Resume(Resume {
                 state,
                 principal,
@@ -236,7 +236,13 @@ where
                     ),
                 };
             }
-            other => {
+            // A resume is answered by one of the four above; anything else is a ledger bug,
+            // refused like a bad state.
+            other @ (LedgerEffect::Completed
+            | LedgerEffect::Failed(_)
+            | LedgerEffect::Expired
+            | LedgerEffect::Invalidated
+            | LedgerEffect::Nothing) => {
                 tracing::debug!(?other, "unexpected ledger effect on resume");
                 return rejected(ctx, method);
             }
@@ -268,7 +274,7 @@ async fn finish_round(
             (Ok(HandlerOut::Complete(_)), _) => LedgerEvent::HandlerCompleted,
             _ => LedgerEvent::HandlerFailed,
         };
-        let effect = chain.handle(ctx.server.now(), event);
+        let effect = chain.handle(ctx.server.wall_now(), event);
         match cas(ctx, Some(before), chain.clone()).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => {
@@ -312,7 +318,7 @@ async fn start_chain(
         return internal();
     };
     let mut chain = Chain::new(id, binding, ctx.epoch, ctx.server.continuations().ledger);
-    match chain.handle(ctx.server.now(), LedgerEvent::HandlerAsked { prompt }) {
+    match chain.handle(ctx.server.wall_now(), LedgerEvent::HandlerAsked { prompt }) {
         LedgerEffect::Prompt { state, prompt, .. } => match cas(ctx, None, chain).await {
             Ok(()) => input_required(ctx, &state, &prompt),
             Err(e) => {
@@ -320,7 +326,15 @@ async fn start_chain(
                 internal()
             }
         },
-        _ => internal(),
+        // A new chain answers its first question with a prompt; anything else is a ledger bug.
+        LedgerEffect::Dispatch { .. }
+        | LedgerEffect::DispatchRecovery
+        | LedgerEffect::Completed
+        | LedgerEffect::Failed(_)
+        | LedgerEffect::Expired
+        | LedgerEffect::Invalidated
+        | LedgerEffect::Rejected(_)
+        | LedgerEffect::Nothing => internal(),
     }
 }
 
@@ -328,7 +342,7 @@ async fn cas(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Result<(), Store
     ctx.server
         .continuations()
         .store
-        .compare_and_swap(ctx.server.now(), expected, new)
+        .compare_and_swap(ctx.server.wall_now(), expected, new)
         .await
 }
 
