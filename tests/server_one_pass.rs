@@ -2,17 +2,18 @@
 //! both publication modes and for every access level, and the answer it gave is the one the
 //! reply follows.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use strict_mcp::core::{
     Access, Caller, DynamicOutput, Invocation, Policy, RegistryBuilder, ToolDef,
 };
-use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
-
-const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+use strict_mcp::server::{Server, ServerOptions};
+use support::harness::InMemory;
 
 /// Counts every tool decision; `open` is allowed, `listed` list-only, `secret` hidden.
 #[derive(Default)]
@@ -26,18 +27,6 @@ impl Policy for Counting {
             "secret" => Access::Hidden,
             _ => Access::Allowed,
         }
-    }
-}
-
-#[derive(Default)]
-struct Collect(Mutex<Vec<Reply>>);
-
-impl Outbox for Collect {
-    fn notify(&self, _line: String) -> bool {
-        true
-    }
-    fn finish(&self, reply: Reply) {
-        self.0.lock().unwrap().push(reply);
     }
 }
 
@@ -55,7 +44,7 @@ fn tool(name: &str) -> ToolDef {
     )
 }
 
-fn server(mode: &str) -> (Server, Arc<AtomicUsize>) {
+fn server(mode: &str) -> (InMemory, Arc<AtomicUsize>) {
     let count = Arc::new(AtomicUsize::new(0));
     let registry = RegistryBuilder::new()
         .tool(tool("open"))
@@ -65,29 +54,14 @@ fn server(mode: &str) -> (Server, Arc<AtomicUsize>) {
         .build()
         .expect("registry builds");
     let server = Server::new(registry, ServerOptions::new().mode(mode)).expect("server builds");
-    (server, count)
+    (InMemory::new(server), count)
 }
 
-/// One `tools/call` with `params` (plus `_meta`); the reply and how often the policy ran.
-async fn call(server: &Server, count: &AtomicUsize, mut params: Value) -> (Value, usize) {
-    params["_meta"] = serde_json::from_str(META).unwrap();
-    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let message = strict_mcp::codec::decode(line.to_string().as_bytes(), &server.ingress_limits())
-        .expect("a valid request");
+/// One `tools/call`; the reply and how often the policy ran for it.
+async fn call(h: &InMemory, count: &AtomicUsize, params: Value) -> (Value, usize) {
     let before = count.load(Ordering::SeqCst);
-    let outbox = Arc::new(Collect::default());
-    server
-        .serve(
-            Caller::new("alice"),
-            message,
-            outbox.clone(),
-            Default::default(),
-        )
-        .await;
-    let replies = outbox.0.lock().unwrap();
-    assert_eq!(replies.len(), 1, "exactly one reply");
-    let value = serde_json::from_str(&replies[0].line).expect("JSON reply");
-    (value, count.load(Ordering::SeqCst) - before)
+    let (reply, _status) = h.request("alice", "tools/call", params).await;
+    (reply, count.load(Ordering::SeqCst) - before)
 }
 
 #[tokio::test]
