@@ -15,6 +15,7 @@ use crate::client::error::{
     ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed,
 };
 use crate::core::schema::CompiledSchema;
+use crate::wire::headers::param_headers;
 use crate::wire::result::{CompleteResult, Decoded, Method};
 use crate::wire::{
     CallToolResult, CompleteResult as CompletionResult, GetPromptResult, InputRequiredResult,
@@ -157,6 +158,8 @@ impl Client {
     }
 
     /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
+    /// A tool whose `x-mcp-header` annotations are invalid is dropped with a warning, its
+    /// siblings kept (D23): no call could carry the headers it declares.
     ///
     /// # Errors
     /// Any [`ClientError`]; [`ClientError::Pagination`] for a looping or endless list.
@@ -169,6 +172,7 @@ impl Client {
                 _ => None,
             })
             .await?;
+        let tools = keep_valid_annotations(tools);
         let mut schemas = lock(&self.shared.output_schemas);
         schemas.clear();
         for tool in &tools {
@@ -464,5 +468,84 @@ fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {
     match round {
         Round::Complete(r) => Ok(r),
         Round::InputRequired(i) => Err(ClientError::InputRequired(i)),
+    }
+}
+
+/// Drops the tools whose input schema breaks the `x-mcp-header` rules (D22), keeping the
+/// order of the rest (D23), and logs one warning per dropped tool with the reason.
+fn keep_valid_annotations(tools: Vec<Tool>) -> Vec<Tool> {
+    tools
+        .into_iter()
+        .filter(|tool| {
+            let verdict = serde_json::to_value(&tool.input_schema)
+                .map_err(|e| e.to_string())
+                .and_then(|schema| param_headers(&schema).map_err(|v| v.to_string()));
+            match verdict {
+                Ok(_) => true,
+                Err(reason) => {
+                    tracing::warn!(tool = %tool.name, %reason, "dropped: invalid x-mcp-header");
+                    false
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, properties: Value) -> Tool {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "inputSchema": {"type": "object", "properties": properties},
+        }))
+        .expect("tool")
+    }
+
+    #[test]
+    fn d23_invalid_annotations_drop_the_tool_and_keep_valid_siblings() {
+        let string = |h: &str| serde_json::json!({"type": "string", "x-mcp-header": h});
+        let tools = vec![
+            tool("plain", serde_json::json!({"q": {"type": "string"}})),
+            tool("empty", serde_json::json!({"v": string("")})),
+            tool(
+                "valid",
+                serde_json::json!({"region": string("Region"), "n": {"type": "integer", "x-mcp-header": "N"}}),
+            ),
+            tool(
+                "object",
+                serde_json::json!({"d": {"type": "object", "x-mcp-header": "Data"}}),
+            ),
+            tool(
+                "array",
+                serde_json::json!({"d": {"type": "array", "x-mcp-header": "Items"}}),
+            ),
+            tool(
+                "null",
+                serde_json::json!({"d": {"type": "null", "x-mcp-header": "Nothing"}}),
+            ),
+            tool(
+                "number",
+                serde_json::json!({"d": {"type": "number", "x-mcp-header": "Score"}}),
+            ),
+            tool(
+                "duplicate",
+                serde_json::json!({"a": string("Region"), "b": string("Region")}),
+            ),
+            tool(
+                "duplicate-case",
+                serde_json::json!({"a": string("MyField"), "b": string("myfield")}),
+            ),
+            tool("space", serde_json::json!({"v": string("My Region")})),
+            tool("colon", serde_json::json!({"v": string("Region:Primary")})),
+            tool("non-ascii", serde_json::json!({"v": string("R\u{e9}gion")})),
+            tool("control", serde_json::json!({"v": string("Region\t1")})),
+        ];
+        let kept: Vec<String> = keep_valid_annotations(tools)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(kept, ["plain", "valid"]);
     }
 }
