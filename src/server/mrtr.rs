@@ -150,8 +150,73 @@ where
     resume(ctx, method, binding(), &token, &responses, &handler).await
 }
 
+/// What the server does with one retry, as the ledger decided it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ResumeStep {
+    /// `state_rejected` (tampered, foreign, other request, old epoch, expired, unknown).
+    Reject,
+    /// The same prompt again, answers missing (X5, O53); `write` when the chain changed.
+    AskAgain {
+        write: bool,
+        state: RequestState,
+        prompt: Vec<u8>,
+    },
+    /// Write the chain, then run the handler with every answer it collected.
+    Dispatch,
+    /// Run the handler in recovery mode for a completed chain (O53); nothing to write.
+    Recover,
+}
+
+/// The ledger's decision on one retry, from the stored chain alone: the chain as it must be
+/// stored afterwards and the step to take. Pure (no store, no clock, no randomness), so a
+/// model can check the very decision the server takes.
+pub(crate) fn decide_resume(stored: &Chain, now: Tick, resume: Resume) -> (Chain, ResumeStep) {
+    let mut chain = stored.clone();
+    let step = match chain.handle(now, LedgerEvent::Resume(resume)) {
+        LedgerEffect::Rejected(r) => {
+            tracing::debug!(?r, "requestState rejected");
+            ResumeStep::Reject
+        }
+        LedgerEffect::Prompt { state, prompt, .. } => ResumeStep::AskAgain {
+            write: *stored != chain,
+            state,
+            prompt,
+        },
+        LedgerEffect::Dispatch { .. } => ResumeStep::Dispatch,
+        LedgerEffect::DispatchRecovery => ResumeStep::Recover,
+        // A resume is answered by one of the four above; anything else is a ledger bug,
+        // refused like a bad state.
+        other @ (LedgerEffect::Completed
+        | LedgerEffect::Failed(_)
+        | LedgerEffect::Expired
+        | LedgerEffect::Invalidated
+        | LedgerEffect::Nothing) => {
+            tracing::debug!(?other, "unexpected ledger effect on resume");
+            ResumeStep::Reject
+        }
+    };
+    (chain, step)
+}
+
+/// How a compare-and-swap of a chain ended.
+enum Written {
+    Done,
+    /// Someone else wrote the record first: reload and decide again.
+    Conflict,
+    Failed,
+}
+
+async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
+    match cas(ctx, expected, new).await {
+        Ok(()) => Written::Done,
+        Err(StoreError::Conflict) => Written::Conflict,
+        Err(_) => Written::Failed,
+    }
+}
+
 /// A retry with `requestState`: the state opened, its chain loaded, the pending answer checked
-/// (O49), then the ledger's decision carried out, with compare-and-swap retries.
+/// (O49), then the ledger's decision ([`decide_resume`]) carried out, with compare-and-swap
+/// retries.
 async fn resume<'c, F, Fut>(
     ctx: &'c Ctx,
     method: Method,
@@ -164,7 +229,6 @@ where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
 {
-    let principal = binding.principal;
     let Ok(state) = open(&ctx.server.continuations().ring, token) else {
         return rejected(ctx, method);
     };
@@ -181,74 +245,63 @@ where
             Ok(a) => a,
             Err(message) => return Answer::error(Cause::InvalidParams, message),
         };
-        let mut chain = stored.clone();
-        let effect = chain.handle(
-            ctx.server.wall_now(),
-            LedgerEvent::Resume(Resume {
-                state,
-                principal,
-                method,
-                request: binding.request,
-                serving_epoch: ctx.epoch,
-                answer,
-            }),
-        );
-        match effect {
-            LedgerEffect::Rejected(r) => {
-                tracing::debug!(?r, "requestState rejected");
-                return rejected(ctx, method);
+        let retry = Resume {
+            state,
+            principal: binding.principal,
+            method,
+            request: binding.request,
+            serving_epoch: ctx.epoch,
+            answer,
+        };
+        let (chain, step) = decide_resume(&stored, ctx.server.wall_now(), retry);
+        let written = match &step {
+            ResumeStep::Reject => return rejected(ctx, method),
+            ResumeStep::Recover => return recover(ctx, method, &chain, handler).await,
+            ResumeStep::AskAgain { write: false, .. } => Written::Done,
+            ResumeStep::AskAgain { write: true, .. } | ResumeStep::Dispatch => {
+                write(ctx, Some(stored), chain.clone()).await
             }
-            LedgerEffect::Prompt { state, prompt, .. } => {
-                if stored != chain {
-                    match cas(ctx, Some(stored), chain.clone()).await {
-                        Ok(()) => {}
-                        Err(StoreError::Conflict) => continue,
-                        Err(_) => return internal(),
-                    }
-                }
-                return input_required(ctx, &state, &prompt);
+        };
+        match (written, step) {
+            (Written::Conflict, _) => continue,
+            (Written::Failed, _) => return internal(),
+            (Written::Done, ResumeStep::AskAgain { state, prompt, .. }) => {
+                return input_required(ctx, &state, &prompt)
             }
-            LedgerEffect::Dispatch { .. } => {
-                match cas(ctx, Some(stored), chain.clone()).await {
-                    Ok(()) => {}
-                    Err(StoreError::Conflict) => continue,
-                    Err(_) => return internal(),
-                }
+            (Written::Done, ResumeStep::Dispatch) => {
                 let answers = merged_answers(chain.answers());
                 let inv = ctx.invocation().with_input_responses(answers.clone());
                 let out = ctx.invoke(handler(inv, &answers)).await;
                 return finish_round(ctx, method, chain, out).await;
             }
-            LedgerEffect::DispatchRecovery => {
-                let answers = merged_answers(chain.answers());
-                let inv = ctx
-                    .invocation()
-                    .with_recovery(true)
-                    .with_input_responses(answers.clone());
-                return match ctx.invoke(handler(inv, &answers)).await {
-                    Ok(HandlerOut::Complete(answer)) => answer,
-                    Err(answer) => answer,
-                    Ok(HandlerOut::Input(_)) => refuse(
-                        ctx,
-                        method,
-                        FailureCode::AlreadyCompleted,
-                        "The operation already completed.",
-                    ),
-                };
-            }
-            // A resume is answered by one of the four above; anything else is a ledger bug,
-            // refused like a bad state.
-            other @ (LedgerEffect::Completed
-            | LedgerEffect::Failed(_)
-            | LedgerEffect::Expired
-            | LedgerEffect::Invalidated
-            | LedgerEffect::Nothing) => {
-                tracing::debug!(?other, "unexpected ledger effect on resume");
-                return rejected(ctx, method);
-            }
+            (Written::Done, ResumeStep::Reject | ResumeStep::Recover) => return internal(),
         }
     }
     internal()
+}
+
+/// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
+/// answer and must complete; asking again is `already_completed`.
+async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
+where
+    F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
+    Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
+{
+    let answers = merged_answers(chain.answers());
+    let inv = ctx
+        .invocation()
+        .with_recovery(true)
+        .with_input_responses(answers.clone());
+    match ctx.invoke(handler(inv, &answers)).await {
+        Ok(HandlerOut::Complete(answer)) => answer,
+        Err(answer) => answer,
+        Ok(HandlerOut::Input(_)) => refuse(
+            ctx,
+            method,
+            FailureCode::AlreadyCompleted,
+            "The operation already completed.",
+        ),
+    }
 }
 
 /// Feeds how a dispatched handler ended back into its chain and answers accordingly.
@@ -451,5 +504,71 @@ fn check_answer(key: &str, request: &Value, raw: &RawValue) -> Result<(), String
         _ => Err(format!(
             "inputResponses.{key}.action must be accept, decline or cancel"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::ledger::ChainId;
+    use crate::machine::Digest;
+
+    fn asked() -> (Chain, RequestState, Binding) {
+        let binding = Binding {
+            principal: Digest([1; 32]),
+            method: Method::ToolsCall,
+            request: Digest([2; 32]),
+        };
+        let mut chain = Chain::new(
+            ChainId([7; 16]),
+            binding,
+            Epoch(0),
+            LedgerConfig::with_ttl(1_000),
+        );
+        match chain.handle(
+            Tick(0),
+            LedgerEvent::HandlerAsked {
+                prompt: b"{}".to_vec(),
+            },
+        ) {
+            LedgerEffect::Prompt { state, .. } => (chain, state, binding),
+            other => panic!("a new chain prompts, got {other:?}"),
+        }
+    }
+
+    fn retry(state: RequestState, binding: Binding, answer: Option<&[u8]>) -> Resume {
+        Resume {
+            state,
+            principal: binding.principal,
+            method: binding.method,
+            request: binding.request,
+            serving_epoch: Epoch(0),
+            answer: answer.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// I6, O53, X5: the decision the server carries out for one retry, from the chain alone.
+    #[test]
+    fn i6_o53_resume_decisions_follow_the_ledger() {
+        let (chain, state, binding) = asked();
+        // The answer to the pending prompt: store the chain, then run the handler.
+        let (next, step) = decide_resume(&chain, Tick(1), retry(state, binding, Some(b"{}")));
+        assert_eq!(step, ResumeStep::Dispatch);
+        assert_ne!(next, chain, "the answered chain is what gets stored");
+        // No answer: the same prompt again.
+        let (_, step) = decide_resume(&chain, Tick(1), retry(state, binding, None));
+        assert!(
+            matches!(step, ResumeStep::AskAgain { ref prompt, .. } if prompt == b"{}"),
+            "{step:?}"
+        );
+        // Another principal: rejected.
+        let mut thief = retry(state, binding, Some(b"{}"));
+        thief.principal = Digest([9; 32]);
+        assert_eq!(decide_resume(&chain, Tick(1), thief).1, ResumeStep::Reject);
+        // At the end of the state's lifetime: rejected (one millisecond earlier it answered).
+        let late = decide_resume(&chain, Tick(1_000), retry(state, binding, Some(b"{}")));
+        assert_eq!(late.1, ResumeStep::Reject);
+        let (_, step) = decide_resume(&chain, Tick(999), retry(state, binding, Some(b"{}")));
+        assert_eq!(step, ResumeStep::Dispatch);
     }
 }

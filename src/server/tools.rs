@@ -68,7 +68,7 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         args.as_bytes(),
         continuation,
         |inv, _answers| {
-            let call = call.as_ref().map_err(|e| Answer::from_core(e));
+            let call = call.as_ref().map_err(Answer::from_core);
             async move {
                 let call = call?;
                 match publication.call_tool_parts(&ctx.registry, inv, call).await {
