@@ -79,6 +79,7 @@
 //! ```
 
 mod caller;
+pub mod continuation;
 mod cursor;
 pub mod descriptor;
 mod error;

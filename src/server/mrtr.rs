@@ -26,6 +26,7 @@ use serde_json::{json, Map, Value};
 use super::answer::{failure_result, members, Answer};
 use super::context::{Continuation, Ctx};
 use super::{Cause, PublishMode};
+use crate::core::continuation::{decide_resume, ResumeStep};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
 };
@@ -150,54 +151,6 @@ where
     resume(ctx, method, binding(), &token, &responses, &handler).await
 }
 
-/// What the server does with one retry, as the ledger decided it.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum ResumeStep {
-    /// `state_rejected` (tampered, foreign, other request, old epoch, expired, unknown).
-    Reject,
-    /// The same prompt again, answers missing (X5, O53); `write` when the chain changed.
-    AskAgain {
-        write: bool,
-        state: RequestState,
-        prompt: Vec<u8>,
-    },
-    /// Write the chain, then run the handler with every answer it collected.
-    Dispatch,
-    /// Run the handler in recovery mode for a completed chain (O53); nothing to write.
-    Recover,
-}
-
-/// The ledger's decision on one retry, from the stored chain alone: the chain as it must be
-/// stored afterwards and the step to take. Pure (no store, no clock, no randomness), so a
-/// model can check the very decision the server takes.
-pub(crate) fn decide_resume(stored: &Chain, now: Tick, resume: Resume) -> (Chain, ResumeStep) {
-    let mut chain = stored.clone();
-    let step = match chain.handle(now, LedgerEvent::Resume(resume)) {
-        LedgerEffect::Rejected(r) => {
-            tracing::debug!(?r, "requestState rejected");
-            ResumeStep::Reject
-        }
-        LedgerEffect::Prompt { state, prompt, .. } => ResumeStep::AskAgain {
-            write: *stored != chain,
-            state,
-            prompt,
-        },
-        LedgerEffect::Dispatch { .. } => ResumeStep::Dispatch,
-        LedgerEffect::DispatchRecovery => ResumeStep::Recover,
-        // A resume is answered by one of the four above; anything else is a ledger bug,
-        // refused like a bad state.
-        other @ (LedgerEffect::Completed
-        | LedgerEffect::Failed(_)
-        | LedgerEffect::Expired
-        | LedgerEffect::Invalidated
-        | LedgerEffect::Nothing) => {
-            tracing::debug!(?other, "unexpected ledger effect on resume");
-            ResumeStep::Reject
-        }
-    };
-    (chain, step)
-}
-
 /// How a compare-and-swap of a chain ended.
 enum Written {
     Done,
@@ -255,7 +208,7 @@ where
         };
         let (chain, step) = decide_resume(&stored, ctx.server.wall_now(), retry);
         let written = match &step {
-            ResumeStep::Reject => return rejected(ctx, method),
+            ResumeStep::Reject(_) => return rejected(ctx, method),
             ResumeStep::Recover => return recover(ctx, method, &chain, handler).await,
             ResumeStep::AskAgain { write: false, .. } => Written::Done,
             ResumeStep::AskAgain { write: true, .. } | ResumeStep::Dispatch => {
@@ -274,7 +227,7 @@ where
                 let out = ctx.invoke(handler(inv, &answers)).await;
                 return finish_round(ctx, method, chain, out).await;
             }
-            (Written::Done, ResumeStep::Reject | ResumeStep::Recover) => return internal(),
+            (Written::Done, ResumeStep::Reject(_) | ResumeStep::Recover) => return internal(),
         }
     }
     internal()
@@ -504,71 +457,5 @@ fn check_answer(key: &str, request: &Value, raw: &RawValue) -> Result<(), String
         _ => Err(format!(
             "inputResponses.{key}.action must be accept, decline or cancel"
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::machine::ledger::ChainId;
-    use crate::machine::Digest;
-
-    fn asked() -> (Chain, RequestState, Binding) {
-        let binding = Binding {
-            principal: Digest([1; 32]),
-            method: Method::ToolsCall,
-            request: Digest([2; 32]),
-        };
-        let mut chain = Chain::new(
-            ChainId([7; 16]),
-            binding,
-            Epoch(0),
-            LedgerConfig::with_ttl(1_000),
-        );
-        match chain.handle(
-            Tick(0),
-            LedgerEvent::HandlerAsked {
-                prompt: b"{}".to_vec(),
-            },
-        ) {
-            LedgerEffect::Prompt { state, .. } => (chain, state, binding),
-            other => panic!("a new chain prompts, got {other:?}"),
-        }
-    }
-
-    fn retry(state: RequestState, binding: Binding, answer: Option<&[u8]>) -> Resume {
-        Resume {
-            state,
-            principal: binding.principal,
-            method: binding.method,
-            request: binding.request,
-            serving_epoch: Epoch(0),
-            answer: answer.map(<[u8]>::to_vec),
-        }
-    }
-
-    /// I6, O53, X5: the decision the server carries out for one retry, from the chain alone.
-    #[test]
-    fn i6_o53_resume_decisions_follow_the_ledger() {
-        let (chain, state, binding) = asked();
-        // The answer to the pending prompt: store the chain, then run the handler.
-        let (next, step) = decide_resume(&chain, Tick(1), retry(state, binding, Some(b"{}")));
-        assert_eq!(step, ResumeStep::Dispatch);
-        assert_ne!(next, chain, "the answered chain is what gets stored");
-        // No answer: the same prompt again.
-        let (_, step) = decide_resume(&chain, Tick(1), retry(state, binding, None));
-        assert!(
-            matches!(step, ResumeStep::AskAgain { ref prompt, .. } if prompt == b"{}"),
-            "{step:?}"
-        );
-        // Another principal: rejected.
-        let mut thief = retry(state, binding, Some(b"{}"));
-        thief.principal = Digest([9; 32]);
-        assert_eq!(decide_resume(&chain, Tick(1), thief).1, ResumeStep::Reject);
-        // At the end of the state's lifetime: rejected (one millisecond earlier it answered).
-        let late = decide_resume(&chain, Tick(1_000), retry(state, binding, Some(b"{}")));
-        assert_eq!(late.1, ResumeStep::Reject);
-        let (_, step) = decide_resume(&chain, Tick(999), retry(state, binding, Some(b"{}")));
-        assert_eq!(step, ResumeStep::Dispatch);
     }
 }
