@@ -182,6 +182,7 @@ async fn connect(url: &str) -> Result<Client, Failure> {
                 "version": env!("CARGO_PKG_VERSION"),
             }),
             default_deadline: CALL_DEADLINE,
+            ..ClientOptions::default()
         };
         match Client::connect(Arc::new(transport), options).await {
             Ok(client) => return Ok(client),

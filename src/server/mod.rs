@@ -26,6 +26,8 @@
 // each module only what it needs through accessors.
 mod admission;
 mod answer;
+#[cfg(feature = "auth")]
+pub mod auth;
 mod completion;
 mod context;
 mod deadline;
