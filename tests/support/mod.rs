@@ -2,6 +2,8 @@
 //! `mod support;`).
 #![allow(dead_code)]
 
+pub mod harness;
+
 use std::sync::{Mutex, OnceLock};
 
 /// The example binary, built once per test run so a stale binary is never tested.
