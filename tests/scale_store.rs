@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use scale_support::{shared_redis, unique_prefix, RedisProc};
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore, StoreError};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, Phase, Rejection,
-    RequestState, Resume,
+    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, Phase, RecordError,
+    Rejection, RequestState, Resume, MAX_ROUNDS,
 };
 use strict_mcp::machine::{Digest, Epoch, Tick};
 use strict_mcp::scale::{
@@ -405,6 +405,44 @@ fn corrupt_records_are_typed_errors() {
     assert_eq!(
         decode_chain(&trailing),
         Err(RecordCodecError::Malformed("trailing bytes"))
+    );
+}
+
+/// A record no event sequence could produce is refused when rebuilt (round limit, answers
+/// beyond prompts, phase rounds that disagree with what was kept).
+#[test]
+fn o54_from_record_refuses_impossible_chains() {
+    let good = asked(chain(1), 1_000).to_record();
+    assert_eq!(Chain::from_record(good.clone()), Ok(asked(chain(1), 1_000)));
+    let mut r = good.clone();
+    r.issued = MAX_ROUNDS;
+    r.phase = Phase::Completed;
+    assert!(Chain::from_record(r.clone()).is_ok(), "at the round limit");
+    r.issued = MAX_ROUNDS + 1;
+    assert_eq!(
+        Chain::from_record(r),
+        Err(RecordError("more prompts than the round limit"))
+    );
+    let mut r = good.clone();
+    r.answers = vec![vec![1], vec![2]];
+    assert_eq!(
+        Chain::from_record(r),
+        Err(RecordError("more answers than prompts"))
+    );
+    let mut r = good.clone();
+    r.phase = Phase::Running { round: 1 };
+    assert_eq!(
+        Chain::from_record(r),
+        Err(RecordError("running round differs from the answers kept"))
+    );
+    let mut r = good;
+    r.phase = Phase::AwaitingAnswer {
+        round: 2,
+        expires: Tick(2_000),
+    };
+    assert_eq!(
+        Chain::from_record(r),
+        Err(RecordError("pending round differs from the prompts issued"))
     );
 }
 
