@@ -671,6 +671,88 @@ impl Chain {
     }
 }
 
+/// Every field of a [`Chain`], in the open: what a shared store serialises between rounds.
+///
+/// [`Chain::from_record`] checks the invariants the machine relies on, so a record read back
+/// from outside the process (possibly corrupted) cannot produce a chain the machine never could.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ChainRecord {
+    /// The chain id.
+    pub id: ChainId,
+    /// What the chain is bound to.
+    pub binding: Binding,
+    /// Serving epoch the chain was started under.
+    pub epoch: Epoch,
+    /// Per-chain configuration.
+    pub config: LedgerConfig,
+    /// Current phase.
+    pub phase: Phase,
+    /// Prompts issued so far.
+    pub issued: u8,
+    /// Exact bytes of the latest prompt.
+    pub prompt: Vec<u8>,
+    /// Exact answer bytes, in round order.
+    pub answers: Vec<Vec<u8>>,
+    /// Expiry of the latest issued token.
+    pub last_expires: Tick,
+}
+
+/// A [`ChainRecord`] that no sequence of events could have produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("inconsistent chain record: {0}")]
+pub struct RecordError(pub &'static str);
+
+impl Chain {
+    /// All fields, for serialisation by a shared store.
+    #[must_use]
+    pub fn to_record(&self) -> ChainRecord {
+        ChainRecord {
+            id: self.id,
+            binding: self.binding,
+            epoch: self.epoch,
+            config: self.config,
+            phase: self.phase,
+            issued: self.issued,
+            prompt: self.prompt.clone(),
+            answers: self.answers.clone(),
+            last_expires: self.last_expires,
+        }
+    }
+
+    /// Rebuilds a chain from [`Chain::to_record`]'s output, refusing records that break the
+    /// machine's invariants (round counts beyond [`MAX_ROUNDS`], more answers than prompts).
+    pub fn from_record(r: ChainRecord) -> Result<Chain, RecordError> {
+        if r.issued > MAX_ROUNDS {
+            return Err(RecordError("more prompts than the round limit"));
+        }
+        if r.answers.len() > usize::from(r.issued) {
+            return Err(RecordError("more answers than prompts"));
+        }
+        match r.phase {
+            Phase::Running { round } if usize::from(round) != r.answers.len() => {
+                return Err(RecordError("running round differs from the answers kept"));
+            }
+            Phase::AwaitingAnswer { round, .. }
+                if round != r.issued || r.answers.len() + 1 != usize::from(round) =>
+            {
+                return Err(RecordError("pending round differs from the prompts issued"));
+            }
+            _ => {}
+        }
+        Ok(Chain {
+            id: r.id,
+            binding: r.binding,
+            epoch: r.epoch,
+            config: r.config,
+            phase: r.phase,
+            issued: r.issued,
+            prompt: r.prompt,
+            answers: r.answers,
+            last_expires: r.last_expires,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

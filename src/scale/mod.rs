@@ -1,0 +1,14 @@
+//! Scale-out: state shared by several server instances behind a balancer.
+//!
+//! The 2026-07-28 revision is stateless, so any instance may serve any request; the one state
+//! that must outlive a request is the continuation ledger (single-use rounds, round order,
+//! expiry). [`RedisLedgerStore`] keeps it in Redis so an MRTR round started on one instance
+//! resumes on another, and two instances resuming the same round concurrently dispatch at most
+//! once (compare-and-swap in a server-side script). Inject it with
+//! `ServerOptions::ledger_store`, and give every instance the same key ring.
+
+pub mod ledger;
+pub mod record;
+
+pub use ledger::{EpochScope, RedisLedgerStore, RedisStoreConfig, RedisStoreError};
+pub use record::{decode_chain, encode_chain, RecordCodecError, MAX_RECORD_BYTES};
