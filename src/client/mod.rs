@@ -1,5 +1,6 @@
 //! The strict client: pieces a client core drives.
 //!
+//! - `auth`: OAuth 2.1 for the HTTP transport (feature `client-auth`).
 //! - [`digest`]: stable snapshot digests for hosts that cache or compare what a server
 //!   published (runtime-free).
 //! - `http`: the Streamable HTTP transport, one POST per message (feature `http`).
@@ -9,6 +10,8 @@
 //!   ids and deadlines, typed outcomes ([`error`]), list walks, MRTR rounds, listen streams.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "client-auth")]
+pub mod auth;
 pub mod connection;
 pub mod digest;
 pub mod error;
