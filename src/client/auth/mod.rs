@@ -4,6 +4,10 @@
 //! - [`fetch`]: the one injectable [`Fetcher`] every outbound request goes through.
 //! - [`discovery`]: the `WWW-Authenticate` challenge, RFC 9728 resource metadata and RFC 8414 /
 //!   OpenID Connect authorization server metadata, in the spec's order, `issuer` checked.
+//! - [`flow`]: authorization code + PKCE `S256` through a [`UserStep`], `state` and RFC 9207
+//!   `iss` checks, refresh with rotation, client credentials; `resource` on every request.
+//! - [`provider`]: [`OAuthClient`] ties them to a [`TokenStore`] and the HTTP transport's
+//!   request decorator, with refresh, step-up and a bounded number of attempts.
 //!
 //! Secrets (tokens, codes, verifiers, client secrets) never appear in an error's text or in a
 //! `Debug` output of this module.
@@ -11,6 +15,8 @@
 
 pub mod discovery;
 pub mod fetch;
+pub mod flow;
+pub mod provider;
 
 pub use discovery::{
     authorization_server_candidates, canonical_resource, check_endpoint, discover,
@@ -21,6 +27,16 @@ pub use discovery::{
 pub use fetch::{
     BoxFuture, FetchError, FetchMethod, FetchRequest, FetchResponse, Fetcher, LoopbackFetcher,
     DEFAULT_FETCH_TIMEOUT,
+};
+pub use flow::{
+    authorization_code, authorization_request, client_credentials, exchange_code, refresh,
+    AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, Secret, TokenAuthMethod,
+    Tokens, UserStep, MAX_AUTHORIZE_PAGE_BYTES, MAX_ERROR_CODE_CHARS, MAX_TOKEN_RESPONSE_BYTES,
+    PKCE_VERIFIER_BYTES, STATE_BYTES,
+};
+pub use provider::{
+    Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
+    MAX_AUTHORIZATION_ATTEMPTS, MAX_PROBE_BYTES,
 };
 
 /// Why the client could not obtain a token. No variant carries a secret.
@@ -79,5 +95,56 @@ pub enum AuthError {
         expected: String,
         /// The document's `issuer`.
         found: String,
+    },
+    /// The system's random source failed.
+    #[error("the system random source failed")]
+    Random,
+    /// The authorization server does not advertise PKCE `S256`; the code flow is refused.
+    #[error("the authorization server does not support PKCE S256")]
+    PkceUnsupported,
+    /// The authorization server has no authorization endpoint.
+    #[error("the authorization server has no authorization endpoint")]
+    NoAuthorizationEndpoint,
+    /// The authorization response's `iss` is absent where promised, or not the issuer.
+    #[error("the authorization response comes from another issuer")]
+    CallbackIssuer,
+    /// The authorization response's `state` is not the one sent.
+    #[error("the authorization response's state does not match")]
+    StateMismatch,
+    /// A parameter of the authorization response appears twice.
+    #[error("the authorization response repeats a parameter")]
+    DuplicateParameter,
+    /// The authorization server refused (its `error` code).
+    #[error("the authorization was refused: {error}")]
+    AuthorizationDenied {
+        /// The `error` code, bounded.
+        error: String,
+    },
+    /// The authorization response carries no code.
+    #[error("the authorization response carries no code")]
+    NoCode,
+    /// The authorization endpoint redirected somewhere other than the redirect URI.
+    #[error("the authorization endpoint redirected elsewhere than the redirect URI")]
+    UnexpectedRedirect,
+    /// A `client_secret_*` method without a secret.
+    #[error("the token endpoint method needs a client secret")]
+    NoSecret,
+    /// The token endpoint refused (its `error` code).
+    #[error("the token endpoint refused: {error}")]
+    TokenEndpoint {
+        /// The `error` code, bounded.
+        error: String,
+    },
+    /// The token endpoint's answer is not a bearer token response.
+    #[error("the token endpoint's answer is not a valid bearer token response")]
+    InvalidTokenResponse,
+    /// A 403 that is not `insufficient_scope`: no new token would help.
+    #[error("the server refused the request (403) for a reason other than scope")]
+    Forbidden,
+    /// More grants than [`MAX_AUTHORIZATION_ATTEMPTS`] without a request going through.
+    #[error("authorization did not succeed within {limit} attempts")]
+    TooManyAttempts {
+        /// The bound.
+        limit: u32,
     },
 }
