@@ -16,9 +16,9 @@ use hyper::body::Bytes;
 use hyper::{Request, Response};
 use sha2::{Digest as _, Sha256};
 use strict_mcp::client::auth::{
-    discover, AuthError, ClientCredentials, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
-    MemoryTokenStore, OAuthClient, OAuthConfig, TokenAuthMethod, TokenKey, TokenStore,
-    MAX_AUTHORIZATION_ATTEMPTS, MAX_METADATA_BYTES,
+    discover, AuthError, ClientCredentials, ClientIdentity, Fetcher, Grant, HeadlessUserStep,
+    LoopbackFetcher, MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest,
+    TokenAuthMethod, TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS, MAX_METADATA_BYTES,
 };
 use strict_mcp::client::http::Decorations;
 
@@ -51,6 +51,8 @@ struct Knobs {
     needs_scope: Option<String>,
     /// Refuse every token on /mcp.
     refuse_all: bool,
+    /// Advertise `client_id_metadata_document_supported: true`.
+    cimd: bool,
     /// Pad the AS metadata document to this many bytes.
     pad_metadata_to: Option<usize>,
 }
@@ -101,10 +103,14 @@ impl Mock {
             "issuer": self.knobs.claimed_issuer.clone().unwrap_or_else(|| b.clone()),
             "authorization_endpoint": format!("{b}/authorize"),
             "token_endpoint": format!("{b}/token"),
+            "registration_endpoint": format!("{b}/register"),
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": true,
             "scopes_supported": ["mcp:basic", "mcp:write", "offline_access"],
         });
+        if self.knobs.cimd {
+            m["client_id_metadata_document_supported"] = true.into();
+        }
         if self.knobs.no_pkce {
             m.as_object_mut()
                 .unwrap()
@@ -178,6 +184,7 @@ impl Mock {
                     .unwrap()
             }
             ("POST", "/token") => self.token(seen),
+            ("POST", "/register") => json(201, serde_json::json!({"client_id": "dyn-1"})),
             ("POST", "/mcp") => {
                 let inner = self.inner.lock().unwrap();
                 let token = seen
@@ -331,7 +338,7 @@ fn fetcher() -> Arc<dyn Fetcher> {
 fn code_client(mock: &Mock, client: ClientCredentials, store: Arc<dyn TokenStore>) -> OAuthClient {
     let fetcher = fetcher();
     let config = OAuthConfig {
-        client,
+        identity: ClientIdentity::registered(client),
         grant: Grant::AuthorizationCode {
             redirect_uri: "http://127.0.0.1:1/callback".into(),
             user_step: Arc::new(HeadlessUserStep::new(Arc::clone(&fetcher))),
@@ -680,11 +687,11 @@ async fn client_secret_basic_and_post() {
 async fn client_credentials_grant() {
     let mock = start(Knobs::default()).await;
     let config = OAuthConfig {
-        client: ClientCredentials::confidential(
+        identity: ClientIdentity::registered(ClientCredentials::confidential(
             "svc",
             "svc-secret",
             TokenAuthMethod::ClientSecretPost,
-        ),
+        )),
         grant: Grant::ClientCredentials,
         store: Arc::new(MemoryTokenStore::default()),
     };
@@ -723,4 +730,87 @@ async fn errors_never_show_secrets() {
         !text.contains("CLIENT-SECRET") && !text.contains("AT-") && !text.contains("RT-"),
         "{text}"
     );
+}
+
+fn identity_client(mock: &Mock, identity: ClientIdentity) -> OAuthClient {
+    let fetcher = fetcher();
+    let config = OAuthConfig {
+        identity,
+        grant: Grant::AuthorizationCode {
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+            user_step: Arc::new(HeadlessUserStep::new(Arc::clone(&fetcher))),
+        },
+        store: Arc::new(MemoryTokenStore::default()),
+    };
+    OAuthClient::new(fetcher, &format!("{}/mcp", mock.base), config).unwrap()
+}
+
+fn registration() -> RegistrationRequest {
+    RegistrationRequest {
+        client_name: "strict-mcp test".into(),
+        redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
+        application_type: "native".into(),
+    }
+}
+
+#[tokio::test]
+async fn dynamic_registration_only_on_opt_in() {
+    let mock = start(Knobs::default()).await;
+    let none = identity_client(&mock, ClientIdentity::default());
+    assert_eq!(
+        timed(none.authorize()).await,
+        Err(AuthError::NoClientIdentity)
+    );
+    assert!(!mock.paths().contains(&"POST /register".to_owned()));
+    let opted = identity_client(
+        &mock,
+        ClientIdentity {
+            dynamic_registration: Some(registration()),
+            ..ClientIdentity::default()
+        },
+    );
+    timed(opted.authorize()).await.unwrap();
+    let seen = mock.seen();
+    let authorize = seen.iter().find(|s| s.path == "/authorize").unwrap();
+    assert_eq!(authorize.query["client_id"], "dyn-1");
+    assert_eq!(
+        mock.paths()
+            .iter()
+            .filter(|p| *p == "POST /register")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn client_id_metadata_document_when_supported_else_registration() {
+    let url = "https://client.example.com/metadata.json";
+    let identity = ClientIdentity {
+        metadata_document: Some(url.into()),
+        dynamic_registration: Some(registration()),
+        ..ClientIdentity::default()
+    };
+    let cimd = start(Knobs {
+        cimd: true,
+        ..Knobs::default()
+    })
+    .await;
+    timed(identity_client(&cimd, identity.clone()).authorize())
+        .await
+        .unwrap();
+    let seen = cimd.seen();
+    assert_eq!(
+        seen.iter().find(|s| s.path == "/authorize").unwrap().query["client_id"],
+        url
+    );
+    assert_eq!(
+        seen.iter().find(|s| s.path == "/token").unwrap().form["client_id"],
+        url
+    );
+    assert!(!cimd.paths().contains(&"POST /register".to_owned()));
+    let plain = start(Knobs::default()).await;
+    timed(identity_client(&plain, identity).authorize())
+        .await
+        .unwrap();
+    assert!(plain.paths().contains(&"POST /register".to_owned()));
 }

@@ -453,6 +453,95 @@ pub async fn client_credentials(
     token_request(fetcher, metadata, client, &params).await
 }
 
+/// Largest registration endpoint answer read.
+pub const MAX_REGISTRATION_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// What the client registers about itself (RFC 7591 §2) when dynamic registration is opted in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistrationRequest {
+    /// `client_name`.
+    pub client_name: String,
+    /// `redirect_uris`.
+    pub redirect_uris: Vec<String>,
+    /// `application_type`: `native` for CLIs and desktop apps, `web` for hosted clients.
+    pub application_type: String,
+}
+
+#[derive(Deserialize)]
+struct RegistrationResponse {
+    client_id: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<String>,
+}
+
+/// Registers the client at the server's `registration_endpoint` (RFC 7591) as a public client
+/// (`token_endpoint_auth_method: none`); a server that issues a secret anyway gets it back
+/// with the method it names (`client_secret_basic` when it names none).
+///
+/// # Errors
+/// [`AuthError::RegistrationUnsupported`] without an endpoint; [`AuthError::Status`],
+/// [`AuthError::InvalidRegistration`], [`AuthError::Fetch`].
+pub async fn register(
+    fetcher: &dyn Fetcher,
+    metadata: &AuthorizationServerMetadata,
+    request: &RegistrationRequest,
+) -> Result<ClientCredentials, AuthError> {
+    let endpoint = metadata
+        .registration_endpoint
+        .as_deref()
+        .ok_or(AuthError::RegistrationUnsupported)?;
+    check_endpoint(endpoint)?;
+    let body = serde_json::json!({
+        "client_name": request.client_name,
+        "redirect_uris": request.redirect_uris,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": request.application_type,
+    });
+    let fetch = FetchRequest {
+        method: FetchMethod::Post,
+        url: endpoint.to_owned(),
+        headers: vec![
+            ("accept".into(), "application/json".into()),
+            ("content-type".into(), "application/json".into()),
+        ],
+        body: Some(body.to_string().into_bytes()),
+        max_body: MAX_REGISTRATION_RESPONSE_BYTES,
+    };
+    let response = fetcher
+        .fetch(fetch)
+        .await
+        .map_err(|source| AuthError::Fetch {
+            url: endpoint.to_owned(),
+            source,
+        })?;
+    if response.status != 200 && response.status != 201 {
+        return Err(AuthError::Status {
+            url: endpoint.to_owned(),
+            status: response.status,
+        });
+    }
+    let answer: RegistrationResponse =
+        serde_json::from_slice(&response.body).map_err(|_| AuthError::InvalidRegistration)?;
+    let auth_method = match (
+        answer.client_secret.is_some(),
+        answer.token_endpoint_auth_method.as_deref(),
+    ) {
+        (false, None | Some("none")) => TokenAuthMethod::None,
+        (true, None | Some("client_secret_basic")) => TokenAuthMethod::ClientSecretBasic,
+        (true, Some("client_secret_post")) => TokenAuthMethod::ClientSecretPost,
+        _ => return Err(AuthError::InvalidRegistration),
+    };
+    Ok(ClientCredentials {
+        client_id: answer.client_id,
+        client_secret: answer.client_secret.map(Secret::new),
+        auth_method,
+    })
+}
+
 /// The user's part of the code flow: take the user to `url` and return the redirect URL the
 /// authorization server sent back to `redirect_uri` (query included).
 pub trait UserStep: Send + Sync + 'static {

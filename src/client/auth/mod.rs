@@ -30,12 +30,12 @@ pub use fetch::{
 };
 pub use flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
-    AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, Secret, TokenAuthMethod,
-    Tokens, UserStep, MAX_AUTHORIZE_PAGE_BYTES, MAX_ERROR_CODE_CHARS, MAX_TOKEN_RESPONSE_BYTES,
-    PKCE_VERIFIER_BYTES, STATE_BYTES,
+    register, AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, RegistrationRequest,
+    Secret, TokenAuthMethod, Tokens, UserStep, MAX_AUTHORIZE_PAGE_BYTES, MAX_ERROR_CODE_CHARS,
+    MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES, PKCE_VERIFIER_BYTES, STATE_BYTES,
 };
 pub use provider::{
-    Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
+    ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
     MAX_AUTHORIZATION_ATTEMPTS, MAX_PROBE_BYTES,
 };
 
@@ -147,4 +147,15 @@ pub enum AuthError {
         /// The bound.
         limit: u32,
     },
+    /// No way to identify the client to this authorization server: no pre-registered
+    /// credentials, no metadata document it accepts, and dynamic registration not opted in
+    /// (or not offered).
+    #[error("no client identity usable with this authorization server")]
+    NoClientIdentity,
+    /// The authorization server offers no dynamic registration.
+    #[error("the authorization server offers no dynamic client registration")]
+    RegistrationUnsupported,
+    /// The registration answer is not a usable client information response.
+    #[error("the registration answer is not a valid client information response")]
+    InvalidRegistration,
 }

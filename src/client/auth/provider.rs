@@ -17,7 +17,7 @@ use super::discovery::{canonical_resource, discover, parse_challenge, Challenge,
 use super::fetch::{FetchRequest, Fetcher};
 use super::flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
-    ClientCredentials, Secret, Tokens, UserStep,
+    register, ClientCredentials, RegistrationRequest, Secret, TokenAuthMethod, Tokens, UserStep,
 };
 use super::AuthError;
 use crate::client::http::{Decorations, Decorator};
@@ -124,11 +124,35 @@ impl fmt::Debug for Grant {
     }
 }
 
+/// How the client identifies itself, tried in this order: pre-registered credentials, a
+/// Client ID Metadata Document (when the server advertises support), dynamic registration
+/// (only when opted in by giving its request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// Credentials registered out of band with the authorization server.
+    pub registered: Option<ClientCredentials>,
+    /// The `https` URL of this client's metadata document, used as `client_id` (public
+    /// client) where `client_id_metadata_document_supported` is true.
+    pub metadata_document: Option<String>,
+    /// Opt-in to RFC 7591 dynamic registration with this request.
+    pub dynamic_registration: Option<RegistrationRequest>,
+}
+
+impl ClientIdentity {
+    /// Pre-registered credentials only.
+    pub fn registered(client: ClientCredentials) -> Self {
+        ClientIdentity {
+            registered: Some(client),
+            ..ClientIdentity::default()
+        }
+    }
+}
+
 /// What an [`OAuthClient`] needs besides the server and the fetcher.
 #[derive(Debug, Clone)]
 pub struct OAuthConfig {
-    /// The client's identity and token endpoint authentication.
-    pub client: ClientCredentials,
+    /// How the client identifies itself.
+    pub identity: ClientIdentity,
     /// How new tokens are obtained.
     pub grant: Grant,
     /// Where tokens are kept.
@@ -146,6 +170,8 @@ struct State {
     discovered: Option<Discovered>,
     attempts: u32,
     granted: Vec<String>,
+    /// The client credentials resolved for the discovered issuer.
+    client: Option<(String, ClientCredentials)>,
 }
 
 /// The OAuth side of one MCP server connection; see the module documentation.
@@ -291,6 +317,31 @@ impl OAuthClient {
         self.state.lock().await.attempts = 0;
     }
 
+    async fn identify(
+        &self,
+        metadata: &super::discovery::AuthorizationServerMetadata,
+    ) -> Result<ClientCredentials, AuthError> {
+        let identity = &self.config.identity;
+        if let Some(client) = &identity.registered {
+            return Ok(client.clone());
+        }
+        if let Some(url) = &identity.metadata_document {
+            if metadata.client_id_metadata_document_supported == Some(true) {
+                return Ok(ClientCredentials {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    auth_method: TokenAuthMethod::None,
+                });
+            }
+        }
+        match &identity.dynamic_registration {
+            Some(request) if metadata.registration_endpoint.is_some() => {
+                register(self.fetcher.as_ref(), metadata, request).await
+            }
+            _ => Err(AuthError::NoClientIdentity),
+        }
+    }
+
     /// Reacts to a 401 (no or bad token: stored token, else refresh, else a new grant) or a
     /// 403 `insufficient_scope` (step-up: a new grant for the challenged scopes plus those
     /// already granted). Concurrent callers that saw the same token wait for one another, and
@@ -337,6 +388,14 @@ impl OAuthClient {
             return Err(AuthError::NoAuthorizationServer);
         };
         let metadata = &found.authorization_server;
+        let client = match &state.client {
+            Some((issuer, client)) if issuer == &metadata.issuer => client.clone(),
+            _ => {
+                let client = self.identify(metadata).await?;
+                state.client = Some((metadata.issuer.clone(), client.clone()));
+                client
+            }
+        };
         let key = TokenKey {
             issuer: metadata.issuer.clone(),
             resource: found.resource.clone(),
@@ -352,7 +411,7 @@ impl OAuthClient {
                     match refresh(
                         self.fetcher.as_ref(),
                         metadata,
-                        &self.config.client,
+                        &client,
                         refresh_token,
                         &found.resource,
                     )
@@ -402,7 +461,7 @@ impl OAuthClient {
                 client_credentials(
                     self.fetcher.as_ref(),
                     metadata,
-                    &self.config.client,
+                    &client,
                     &found.resource,
                     scope.as_deref(),
                 )
@@ -414,7 +473,7 @@ impl OAuthClient {
             } => {
                 let request = authorization_request(
                     metadata,
-                    &self.config.client.client_id,
+                    &client.client_id,
                     redirect_uri,
                     &found.resource,
                     scope.as_deref(),
@@ -424,7 +483,7 @@ impl OAuthClient {
                 exchange_code(
                     self.fetcher.as_ref(),
                     metadata,
-                    &self.config.client,
+                    &client,
                     &request,
                     &code,
                     &found.resource,
