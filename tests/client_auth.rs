@@ -51,6 +51,10 @@ struct Knobs {
     needs_scope: Option<String>,
     /// Refuse every token on /mcp.
     refuse_all: bool,
+    /// Publish `resource` as the bare base URL (no path) instead of `{base}/mcp`.
+    prm_resource_root: bool,
+    /// Publish `resource` as another server's URL.
+    prm_resource_other: bool,
     /// Advertise `client_id_metadata_document_supported: true`.
     cimd: bool,
     /// Pad the AS metadata document to this many bytes.
@@ -142,7 +146,13 @@ impl Mock {
     fn answer(&self, seen: &Seen) -> Response<Full<Bytes>> {
         let b = &self.base;
         let prm = serde_json::json!({
-            "resource": format!("{b}/mcp"),
+            "resource": if self.knobs.prm_resource_root {
+                b.clone()
+            } else if self.knobs.prm_resource_other {
+                "http://127.0.0.1:1/mcp".to_owned()
+            } else {
+                format!("{b}/mcp")
+            },
             "authorization_servers": [b],
             "scopes_supported": ["mcp:basic"],
         });
@@ -813,4 +823,51 @@ async fn client_id_metadata_document_when_supported_else_registration() {
         .await
         .unwrap();
     assert!(plain.paths().contains(&"POST /register".to_owned()));
+}
+
+/// A pathless published identifier is sent exactly as published (no `/mcp`, no trailing `/`);
+/// one that names another resource is refused before any authorization server is contacted.
+#[tokio::test]
+async fn d45_resource_sent_as_published_and_checked() {
+    let root = start(Knobs {
+        prm_resource_root: true,
+        ..Knobs::default()
+    })
+    .await;
+    let client = code_client(
+        &root,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    );
+    timed(client.authorize()).await.unwrap();
+    let seen = root.seen();
+    assert_eq!(
+        seen.iter().find(|s| s.path == "/authorize").unwrap().query["resource"],
+        root.base
+    );
+    assert_eq!(
+        seen.iter().find(|s| s.path == "/token").unwrap().form["resource"],
+        root.base
+    );
+    let other = start(Knobs {
+        prm_resource_other: true,
+        ..Knobs::default()
+    })
+    .await;
+    let client = code_client(
+        &other,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    );
+    assert_eq!(
+        timed(client.authorize()).await,
+        Err(AuthError::ResourceMismatch {
+            expected: format!("{}/mcp", other.base),
+            found: "http://127.0.0.1:1/mcp".into()
+        })
+    );
+    assert!(!other
+        .paths()
+        .iter()
+        .any(|p| p.contains("oauth-authorization-server")));
 }

@@ -281,7 +281,8 @@ impl AuthorizationServerMetadata {
 /// What discovery found for one MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discovered {
-    /// The canonical server URI: the `resource` of every request.
+    /// The `resource` of every authorization and token request: the resource metadata's
+    /// identifier exactly as published (checked to identify this server).
     pub resource: String,
     /// Where the resource metadata was read.
     pub resource_metadata_url: String,
@@ -322,7 +323,8 @@ async fn fetch_document<T: serde::de::DeserializeOwned>(
 /// Discovers the authorization server for the MCP server at `server_url`, given the challenge
 /// of its 401 (if it was read). The resource metadata's `resource` must be the server's
 /// canonical URI or a path prefix of it on the same origin (RFC 9728 §3.3); the first listed
-/// authorization server is used.
+/// authorization server is used. Its `resource` is then sent as published (a pathless
+/// identifier stays without a trailing `/`).
 ///
 /// # Errors
 /// [`AuthError`] for an insecure URL, a failed fetch, no document at any location, a
@@ -359,7 +361,7 @@ pub async fn discover(
         .ok_or(AuthError::NoAuthorizationServer)?;
     let authorization_server = discover_authorization_server(fetcher, &issuer).await?;
     Ok(Discovered {
-        resource,
+        resource: resource_metadata.resource.clone(),
         resource_metadata_url,
         resource_metadata,
         authorization_server,

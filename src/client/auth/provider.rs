@@ -257,11 +257,34 @@ impl OAuthClient {
     /// # Errors
     /// [`AuthError::Fetch`] when the server cannot be reached.
     pub async fn probe(&self) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
+        self.probe_request("server/discover", None, serde_json::json!({}))
+            .await
+    }
+
+    /// As [`OAuthClient::probe`], repeating a specific request (`method`, the `Mcp-Name`
+    /// target and `params`), for a server that refuses only some operations (a 403
+    /// `insufficient_scope` on one tool).
+    ///
+    /// # Errors
+    /// [`AuthError::Fetch`] when the server cannot be reached.
+    pub async fn probe_request(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        params: serde_json::Value,
+    ) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
+        let mut params = params;
+        if let Some(object) = params.as_object_mut() {
+            object.insert(
+                "_meta".into(),
+                serde_json::json!({"io.modelcontextprotocol/protocolVersion": PROBE_PROTOCOL_VERSION}),
+            );
+        }
         let body = serde_json::json!({
             "jsonrpc": "2.0",
             "id": 0,
-            "method": "server/discover",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": PROBE_PROTOCOL_VERSION}},
+            "method": method,
+            "params": params,
         });
         let mut request = FetchRequest::get(&self.server_url, MAX_PROBE_BYTES);
         request.method = super::fetch::FetchMethod::Post;
@@ -276,8 +299,11 @@ impl OAuthClient {
                 "mcp-protocol-version".into(),
                 PROBE_PROTOCOL_VERSION.to_owned(),
             ),
-            ("mcp-method".into(), "server/discover".into()),
+            ("mcp-method".into(), method.to_owned()),
         ];
+        if let Some(name) = name {
+            request.headers.push(("mcp-name".into(), name.to_owned()));
+        }
         if let Some(token) = self.current_token() {
             request
                 .headers
@@ -323,7 +349,7 @@ impl OAuthClient {
     ) -> Result<ClientCredentials, AuthError> {
         let identity = &self.config.identity;
         if let Some(client) = &identity.registered {
-            return Ok(client.clone());
+            return Ok(adapt_method(client, metadata));
         }
         if let Some(url) = &identity.metadata_document {
             if metadata.client_id_metadata_document_supported == Some(true) {
@@ -372,18 +398,11 @@ impl OAuthClient {
             });
         }
         state.attempts += 1;
-        let rediscover = match (
-            &state.discovered,
-            challenge.and_then(|c| c.resource_metadata.as_ref()),
-        ) {
-            (None, _) => true,
-            (Some(found), Some(url)) => &found.resource_metadata_url != url,
-            (Some(_), None) => false,
-        };
-        if rediscover {
-            state.discovered =
-                Some(discover(self.fetcher.as_ref(), &self.server_url, challenge).await?);
-        }
+        // Discovery runs on every refusal: the resource may have moved to another
+        // authorization server since the last grant (then the client identifies itself
+        // there anew, and tokens of the old issuer are never sent).
+        state.discovered =
+            Some(discover(self.fetcher.as_ref(), &self.server_url, challenge).await?);
         let Some(found) = state.discovered.clone() else {
             return Err(AuthError::NoAuthorizationServer);
         };
@@ -499,4 +518,30 @@ impl OAuthClient {
         self.config.store.save(&key, tokens);
         Ok(())
     }
+}
+
+/// A registered confidential client keeps its configured method unless the server lists
+/// methods without it; then the first of `client_secret_basic`, `client_secret_post` it lists.
+fn adapt_method(
+    client: &ClientCredentials,
+    metadata: &super::discovery::AuthorizationServerMetadata,
+) -> ClientCredentials {
+    let mut client = client.clone();
+    let Some(supported) = &metadata.token_endpoint_auth_methods_supported else {
+        return client;
+    };
+    if client.client_secret.is_none() || supported.iter().any(|m| m == client.auth_method.as_str())
+    {
+        return client;
+    }
+    for method in [
+        TokenAuthMethod::ClientSecretBasic,
+        TokenAuthMethod::ClientSecretPost,
+    ] {
+        if supported.iter().any(|m| m == method.as_str()) {
+            client.auth_method = method;
+            break;
+        }
+    }
+    client
 }
