@@ -198,6 +198,7 @@ async fn connect(url: &str) -> Result<Client, Failure> {
                 "version": env!("CARGO_PKG_VERSION"),
             }),
             default_deadline: CALL_DEADLINE,
+            ..ClientOptions::default()
         };
         match Client::connect(Arc::new(transport), options).await {
             Ok(client) => return Ok(client),
@@ -766,6 +767,7 @@ async fn run_auth(url: &str) -> Result<(), Failure> {
                 "version": env!("CARGO_PKG_VERSION"),
             }),
             default_deadline: CALL_DEADLINE,
+            ..ClientOptions::default()
         };
         let (step, refused) = match Client::connect(Arc::new(transport), options).await {
             Err(ConnectError::Discover(inner)) if maybe_refused(&inner) => (

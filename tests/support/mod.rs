@@ -55,3 +55,7 @@ pub struct EchoOut {
     /// The same text.
     pub text: String,
 }
+/// Contract evidence: per-test records of observed exchanges, and the check over them.
+pub mod evidence;
+/// Raw stdio, HTTP and in-memory peers shared by the evidence, equivalence and sweep tests.
+pub mod peers;
