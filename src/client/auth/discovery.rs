@@ -69,9 +69,7 @@ pub fn parse_challenge(value: &str) -> Result<Challenge, ChallengeError> {
         if rest.is_empty() {
             break;
         }
-        let token_end = rest
-            .find(|c: char| c == '=' || c == ',' || c == ' ' || c == '\t')
-            .unwrap_or(rest.len());
+        let token_end = rest.find(['=', ',', ' ', '\t']).unwrap_or(rest.len());
         let token = &rest[..token_end];
         if token.is_empty() {
             return Err(ChallengeError::Malformed);
