@@ -11,6 +11,10 @@
 //! to its end, 1 with a one-line reason on stderr when a step failed, 2 for a usage error
 //! (unknown scenario, no URL, a revision this client does not speak).
 //!
+//! The `auth/*` scenarios run through `client::auth`: probe, discover, register or identify,
+//! authorize headlessly (the suite's authorization server approves without a user), then
+//! `tools/list` and a call of `test-tool` with the token, stepping up on a 403.
+//!
 //! The client does only what the library does: it answers `input_required` rounds itself
 //! (explicit rounds, as a host would), but header mirroring, dropping tools with invalid
 //! annotations and schema handling are the library's, never patched up here.
@@ -22,6 +26,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
+use strict_mcp::client::auth::{
+    ClientCredentials, ClientIdentity, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
+    MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest, TokenAuthMethod,
+    MAX_AUTHORIZATION_ATTEMPTS,
+};
 use strict_mcp::client::http::{HttpError, HttpTransport};
 use strict_mcp::client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, InputRequired, RoundInput,
@@ -138,6 +147,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(name: &str) -> Result<(), Failure> {
+    if AUTH_SCENARIOS.contains(&name) {
+        let url = std::env::args()
+            .skip(1)
+            .last()
+            .ok_or_else(|| Failure::Usage("no server URL argument".to_owned()))?;
+        return run_auth(&url).await;
+    }
     let scenario = Scenario::from_name(name).ok_or_else(|| {
         Failure::Usage(format!("unknown scenario {name:?} (from {SCENARIO_ENV})"))
     })?;
@@ -636,5 +652,182 @@ mod tests {
             json!({"region": "example", "n": 1})
         );
         assert_eq!(sample_arguments(&json!({"type": "object"})), Map::new());
+    }
+}
+
+/// The suite's `auth/*` client scenarios this client runs through [`run_auth`].
+const AUTH_SCENARIOS: [&str; 25] = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+];
+
+/// This client's Client ID Metadata Document URL, the one the suite expects.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Where the headless user step "returns"; never listened on (the redirect is read, not
+/// followed).
+const REDIRECT_URI: &str = "http://127.0.0.1:3999/callback";
+
+/// Whether a failed call may have been an authorization refusal: the transport reports a
+/// refused message as `TransportError::Refused` with text only (and a broken transport as
+/// `Failed`), so any transport failure is re-probed ([`OAuthClient::probe_request`]) for
+/// the status and challenge.
+fn maybe_refused(error: &ClientError) -> bool {
+    matches!(error, ClientError::Transport(_))
+}
+
+fn auth_failure(error: strict_mcp::client::auth::AuthError) -> Failure {
+    Failure::Unexpected(format!("authorization: {error}"))
+}
+
+/// The identity from the scenario context (pre-registered `client_id` / `client_secret`),
+/// else the metadata document URL, else dynamic registration.
+fn auth_identity() -> Result<ClientIdentity, Failure> {
+    let registered = match std::env::var(CONTEXT_ENV) {
+        Ok(text) => {
+            let context: Value = serde_json::from_str(&text)
+                .map_err(|_| Failure::Usage(format!("{CONTEXT_ENV} is not JSON")))?;
+            match (
+                context.get("client_id").and_then(Value::as_str),
+                context.get("client_secret").and_then(Value::as_str),
+            ) {
+                (Some(id), Some(secret)) => Some(ClientCredentials::confidential(
+                    id,
+                    secret,
+                    TokenAuthMethod::ClientSecretBasic,
+                )),
+                (Some(id), None) => Some(ClientCredentials::public(id)),
+                _ => None,
+            }
+        }
+        Err(_) => None,
+    };
+    Ok(ClientIdentity {
+        registered,
+        metadata_document: Some(CLIENT_METADATA_URL.to_owned()),
+        dynamic_registration: Some(RegistrationRequest {
+            client_name: "strict-mcp-conformance-client".to_owned(),
+            redirect_uris: vec![REDIRECT_URI.to_owned()],
+            application_type: "native".to_owned(),
+        }),
+    })
+}
+
+/// One `auth/*` scenario: authorize, then list and call with the token; a refused step
+/// (401/403) is handled and the whole sequence retried, at most
+/// [`MAX_AUTHORIZATION_ATTEMPTS`] times (the library bounds the grants as well).
+async fn run_auth(url: &str) -> Result<(), Failure> {
+    let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
+    let config = OAuthConfig {
+        identity: auth_identity()?,
+        grant: Grant::AuthorizationCode {
+            redirect_uri: REDIRECT_URI.to_owned(),
+            user_step: Arc::new(HeadlessUserStep::new(Arc::clone(&fetcher))),
+        },
+        store: Arc::new(MemoryTokenStore::default()),
+    };
+    let oauth = OAuthClient::new(fetcher, url, config).map_err(auth_failure)?;
+    oauth.authorize().await.map_err(auth_failure)?;
+    let plain = CallOptions::default();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let transport = HttpTransport::new(url, Some(oauth.decorator())).map_err(|source| {
+            Failure::Transport {
+                url: url.to_owned(),
+                source,
+            }
+        })?;
+        let options = ClientOptions {
+            client_info: json!({
+                "name": "strict-mcp-conformance-client",
+                "version": env!("CARGO_PKG_VERSION"),
+            }),
+            default_deadline: CALL_DEADLINE,
+            ..ClientOptions::default()
+        };
+        let (step, refused) = match Client::connect(Arc::new(transport), options).await {
+            Err(ConnectError::Discover(inner)) if maybe_refused(&inner) => (
+                ("server/discover", None),
+                Failure::Connect(Box::new(ConnectError::Discover(inner))),
+            ),
+            Err(error) => return Err(Failure::Connect(Box::new(error))),
+            Ok(client) => {
+                let outcome = async {
+                    client
+                        .list_tools(&plain)
+                        .await
+                        .map_err(|e| (("tools/list", None), e))?;
+                    client
+                        .call("test-tool", Some(Map::new()), &plain)
+                        .await
+                        .map_err(|e| (("tools/call", Some("test-tool")), e))?;
+                    Ok::<(), ((&str, Option<&str>), ClientError)>(())
+                }
+                .await;
+                client.close().await;
+                match outcome {
+                    Ok(()) => {
+                        oauth.succeeded().await;
+                        return Ok(());
+                    }
+                    Err((step, error)) if maybe_refused(&error) => (
+                        step,
+                        Failure::Call {
+                            step: step.0.to_owned(),
+                            source: Box::new(error),
+                        },
+                    ),
+                    Err((step, error)) => {
+                        return Err(Failure::Call {
+                            step: step.0.to_owned(),
+                            source: Box::new(error),
+                        })
+                    }
+                }
+            }
+        };
+        if attempt > MAX_AUTHORIZATION_ATTEMPTS as usize {
+            return Err(refused);
+        }
+        let (method, name) = step;
+        let params = match name {
+            Some(name) => json!({"name": name, "arguments": {}}),
+            None => json!({}),
+        };
+        match oauth
+            .probe_request(method, name, params)
+            .await
+            .map_err(auth_failure)?
+        {
+            Some((status, challenge)) => oauth
+                .handle(status, challenge.as_ref())
+                .await
+                .map_err(auth_failure)?,
+            None => return Err(refused),
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The strict client: pieces a client core drives.
 //!
+//! - `auth`: OAuth 2.1 for the HTTP transport (feature `client-auth`).
 //! - [`diagnostics`]: what was read leniently (X1, X2) and strict mode.
 //! - [`extensions`]: typed codecs for extension payloads; unknown ones stay raw and inert.
 //! - [`digest`]: stable snapshot digests for hosts that cache or compare what a server
@@ -11,6 +12,8 @@
 //!   ids and deadlines, typed outcomes ([`error`]), list walks, MRTR rounds, listen streams.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "client-auth")]
+pub mod auth;
 pub mod connection;
 pub mod diagnostics;
 pub mod digest;

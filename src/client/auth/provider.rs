@@ -1,0 +1,547 @@
+//! [`OAuthClient`]: discovery, the grant, the token store and the HTTP transport's request
+//! decorator tied together for one MCP server.
+//!
+//! The transport reports a refused request as `HttpError::Status { status: 401 | 403 }`
+//! without its `WWW-Authenticate` header, so the client reads the challenge itself:
+//! [`OAuthClient::probe`] repeats a minimal `server/discover` POST through the fetcher with the
+//! current token and returns the status and challenge of a 401/403. [`OAuthClient::handle`]
+//! then refreshes, authorizes, or steps up (at most [`MAX_AUTHORIZATION_ATTEMPTS`] times until
+//! [`OAuthClient::succeeded`]), and the decorator sends the new token from the next request on.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Instant;
+
+use super::discovery::{canonical_resource, discover, parse_challenge, Challenge, Discovered};
+use super::fetch::{FetchRequest, Fetcher};
+use super::flow::{
+    authorization_code, authorization_request, client_credentials, exchange_code, refresh,
+    register, ClientCredentials, RegistrationRequest, Secret, TokenAuthMethod, Tokens, UserStep,
+};
+use super::AuthError;
+use crate::client::http::{Decorations, Decorator};
+
+/// How many times [`OAuthClient::handle`] runs a grant before a request succeeds: a server
+/// that keeps refusing fresh tokens (or keeps asking for more scopes) must not loop the user
+/// through the authorization server forever.
+pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
+
+/// Largest body read from the MCP server by [`OAuthClient::probe`]: only status and header
+/// matter.
+pub const MAX_PROBE_BYTES: usize = 16 * 1024;
+
+/// The revision the probe names in its headers.
+const PROBE_PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
+
+/// Tokens are stored per authorization server and resource: a token is only ever sent to the
+/// resource it was issued for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TokenKey {
+    /// The issuer that issued the tokens.
+    pub issuer: String,
+    /// The canonical URI of the MCP server they are for.
+    pub resource: String,
+}
+
+/// Where tokens live between requests (and, for a persistent store, between runs).
+pub trait TokenStore: Send + Sync + 'static {
+    /// The tokens stored for `key`.
+    fn load(&self, key: &TokenKey) -> Option<Tokens>;
+    /// Stores (replaces) the tokens for `key`.
+    fn save(&self, key: &TokenKey, tokens: Tokens);
+    /// Forgets the tokens for `key`.
+    fn remove(&self, key: &TokenKey);
+}
+
+/// The default store: in memory, gone with the process.
+#[derive(Default)]
+pub struct MemoryTokenStore {
+    tokens: Mutex<HashMap<TokenKey, Tokens>>,
+}
+
+impl fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = self
+            .tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        f.debug_struct("MemoryTokenStore")
+            .field("entries", &count)
+            .finish()
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load(&self, key: &TokenKey) -> Option<Tokens> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    fn save(&self, key: &TokenKey, tokens: Tokens) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), tokens);
+    }
+
+    fn remove(&self, key: &TokenKey) {
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+/// Which grant obtains a new token.
+#[derive(Clone)]
+pub enum Grant {
+    /// Authorization code with PKCE: the user approves through `user_step`, which returns to
+    /// `redirect_uri`.
+    AuthorizationCode {
+        /// The registered redirect URI.
+        redirect_uri: String,
+        /// Takes the user to the authorization server and back.
+        user_step: Arc<dyn UserStep>,
+    },
+    /// Client credentials: no user, a confidential client.
+    ClientCredentials,
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Grant::AuthorizationCode { redirect_uri, .. } => f
+                .debug_struct("AuthorizationCode")
+                .field("redirect_uri", redirect_uri)
+                .finish_non_exhaustive(),
+            Grant::ClientCredentials => f.write_str("ClientCredentials"),
+        }
+    }
+}
+
+/// How the client identifies itself, tried in this order: pre-registered credentials, a
+/// Client ID Metadata Document (when the server advertises support), dynamic registration
+/// (only when opted in by giving its request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientIdentity {
+    /// Credentials registered out of band with the authorization server.
+    pub registered: Option<ClientCredentials>,
+    /// The `https` URL of this client's metadata document, used as `client_id` (public
+    /// client) where `client_id_metadata_document_supported` is true.
+    pub metadata_document: Option<String>,
+    /// Opt-in to RFC 7591 dynamic registration with this request.
+    pub dynamic_registration: Option<RegistrationRequest>,
+}
+
+impl ClientIdentity {
+    /// Pre-registered credentials only.
+    pub fn registered(client: ClientCredentials) -> Self {
+        ClientIdentity {
+            registered: Some(client),
+            ..ClientIdentity::default()
+        }
+    }
+}
+
+/// What an [`OAuthClient`] needs besides the server and the fetcher.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// How the client identifies itself.
+    pub identity: ClientIdentity,
+    /// How new tokens are obtained.
+    pub grant: Grant,
+    /// Where tokens are kept.
+    pub store: Arc<dyn TokenStore>,
+}
+
+impl fmt::Debug for dyn TokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TokenStore")
+    }
+}
+
+#[derive(Default)]
+struct State {
+    discovered: Option<Discovered>,
+    attempts: u32,
+    granted: Vec<String>,
+    /// The client credentials resolved for the discovered issuer.
+    client: Option<(String, ClientCredentials)>,
+}
+
+/// The OAuth side of one MCP server connection; see the module documentation.
+pub struct OAuthClient {
+    fetcher: Arc<dyn Fetcher>,
+    server_url: String,
+    resource: String,
+    config: OAuthConfig,
+    current: Arc<RwLock<Option<Secret>>>,
+    state: tokio::sync::Mutex<State>,
+}
+
+impl fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("server_url", &self.server_url)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn scopes(value: &str) -> impl Iterator<Item = &str> {
+    value.split(' ').filter(|s| !s.is_empty())
+}
+
+impl OAuthClient {
+    /// An OAuth client for the MCP server at `server_url`, dialling through `fetcher`.
+    ///
+    /// # Errors
+    /// [`AuthError::InsecureEndpoint`] when the server URL is neither `https` nor loopback.
+    pub fn new(
+        fetcher: Arc<dyn Fetcher>,
+        server_url: &str,
+        config: OAuthConfig,
+    ) -> Result<OAuthClient, AuthError> {
+        Ok(OAuthClient {
+            fetcher,
+            resource: canonical_resource(server_url)?,
+            server_url: server_url.to_owned(),
+            config,
+            current: Arc::new(RwLock::new(None)),
+            state: tokio::sync::Mutex::new(State::default()),
+        })
+    }
+
+    /// The canonical URI sent as `resource`.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The request decorator for `HttpTransport`: `Authorization: Bearer <token>` on every
+    /// request once a token is held, nothing before.
+    pub fn decorator(&self) -> Decorator {
+        let current = Arc::clone(&self.current);
+        Arc::new(move |_method: &str, decorations: &mut Decorations| {
+            let token = current
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(token) = token {
+                decorations.insert("authorization", &format!("Bearer {}", token.expose()))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn current_token(&self) -> Option<Secret> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_current(&self, token: Option<Secret>) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = token;
+    }
+
+    /// Sends a minimal `server/discover` POST with the current token and returns the status
+    /// and challenge when the server refuses it (401 or 403), `None` when it does not. A
+    /// challenge that does not parse is `None` in the pair (discovery then uses the
+    /// well-known locations).
+    ///
+    /// # Errors
+    /// [`AuthError::Fetch`] when the server cannot be reached.
+    pub async fn probe(&self) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
+        self.probe_request("server/discover", None, serde_json::json!({}))
+            .await
+    }
+
+    /// As [`OAuthClient::probe`], repeating a specific request (`method`, the `Mcp-Name`
+    /// target and `params`), for a server that refuses only some operations (a 403
+    /// `insufficient_scope` on one tool).
+    ///
+    /// # Errors
+    /// [`AuthError::Fetch`] when the server cannot be reached.
+    pub async fn probe_request(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        params: serde_json::Value,
+    ) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
+        let mut params = params;
+        if let Some(object) = params.as_object_mut() {
+            object.insert(
+                "_meta".into(),
+                serde_json::json!({"io.modelcontextprotocol/protocolVersion": PROBE_PROTOCOL_VERSION}),
+            );
+        }
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": method,
+            "params": params,
+        });
+        let mut request = FetchRequest::get(&self.server_url, MAX_PROBE_BYTES);
+        request.method = super::fetch::FetchMethod::Post;
+        request.body = Some(body.to_string().into_bytes());
+        request.headers = vec![
+            ("content-type".into(), "application/json".into()),
+            (
+                "accept".into(),
+                "application/json, text/event-stream".into(),
+            ),
+            (
+                "mcp-protocol-version".into(),
+                PROBE_PROTOCOL_VERSION.to_owned(),
+            ),
+            ("mcp-method".into(), method.to_owned()),
+        ];
+        if let Some(name) = name {
+            request.headers.push(("mcp-name".into(), name.to_owned()));
+        }
+        if let Some(token) = self.current_token() {
+            request
+                .headers
+                .push(("authorization".into(), format!("Bearer {}", token.expose())));
+        }
+        let response = self
+            .fetcher
+            .fetch(request)
+            .await
+            .map_err(|source| AuthError::Fetch {
+                url: self.server_url.clone(),
+                source,
+            })?;
+        if response.status != 401 && response.status != 403 {
+            return Ok(None);
+        }
+        let challenge = response
+            .header("www-authenticate")
+            .and_then(|value| parse_challenge(value).ok());
+        Ok(Some((response.status, challenge)))
+    }
+
+    /// Probes and, when refused, handles the refusal: the way to get a token before the first
+    /// request, or after the transport reported 401/403.
+    ///
+    /// # Errors
+    /// As [`OAuthClient::probe`] and [`OAuthClient::handle`].
+    pub async fn authorize(&self) -> Result<(), AuthError> {
+        match self.probe().await? {
+            Some((status, challenge)) => self.handle(status, challenge.as_ref()).await,
+            None => Ok(()),
+        }
+    }
+
+    /// A request went through: the attempt budget starts over.
+    pub async fn succeeded(&self) {
+        self.state.lock().await.attempts = 0;
+    }
+
+    async fn identify(
+        &self,
+        metadata: &super::discovery::AuthorizationServerMetadata,
+    ) -> Result<ClientCredentials, AuthError> {
+        let identity = &self.config.identity;
+        if let Some(client) = &identity.registered {
+            return Ok(adapt_method(client, metadata));
+        }
+        if let Some(url) = &identity.metadata_document {
+            if metadata.client_id_metadata_document_supported == Some(true) {
+                return Ok(ClientCredentials {
+                    client_id: url.clone(),
+                    client_secret: None,
+                    auth_method: TokenAuthMethod::None,
+                });
+            }
+        }
+        match &identity.dynamic_registration {
+            Some(request) if metadata.registration_endpoint.is_some() => {
+                register(self.fetcher.as_ref(), metadata, request).await
+            }
+            _ => Err(AuthError::NoClientIdentity),
+        }
+    }
+
+    /// Reacts to a 401 (no or bad token: stored token, else refresh, else a new grant) or a
+    /// 403 `insufficient_scope` (step-up: a new grant for the challenged scopes plus those
+    /// already granted). Concurrent callers that saw the same token wait for one another, and
+    /// only the first refreshes or authorizes.
+    ///
+    /// # Errors
+    /// [`AuthError::TooManyAttempts`] past [`MAX_AUTHORIZATION_ATTEMPTS`]; [`AuthError::Forbidden`]
+    /// for a 403 that is not `insufficient_scope`; otherwise whatever discovery or the grant
+    /// failed with.
+    pub async fn handle(
+        &self,
+        status: u16,
+        challenge: Option<&Challenge>,
+    ) -> Result<(), AuthError> {
+        let seen = self.current_token();
+        let mut state = self.state.lock().await;
+        if self.current_token() != seen {
+            // Another caller already replaced the token this request was refused with.
+            return Ok(());
+        }
+        let step_up = status == 403;
+        if step_up && challenge.and_then(|c| c.error.as_deref()) != Some("insufficient_scope") {
+            return Err(AuthError::Forbidden);
+        }
+        if state.attempts >= MAX_AUTHORIZATION_ATTEMPTS {
+            return Err(AuthError::TooManyAttempts {
+                limit: MAX_AUTHORIZATION_ATTEMPTS,
+            });
+        }
+        state.attempts += 1;
+        // Discovery runs on every refusal: the resource may have moved to another
+        // authorization server since the last grant (then the client identifies itself
+        // there anew, and tokens of the old issuer are never sent).
+        state.discovered =
+            Some(discover(self.fetcher.as_ref(), &self.server_url, challenge).await?);
+        let Some(found) = state.discovered.clone() else {
+            return Err(AuthError::NoAuthorizationServer);
+        };
+        let metadata = &found.authorization_server;
+        let client = match &state.client {
+            Some((issuer, client)) if issuer == &metadata.issuer => client.clone(),
+            _ => {
+                let client = self.identify(metadata).await?;
+                state.client = Some((metadata.issuer.clone(), client.clone()));
+                client
+            }
+        };
+        let key = TokenKey {
+            issuer: metadata.issuer.clone(),
+            resource: found.resource.clone(),
+        };
+        if !step_up {
+            if let Some(stored) = self.config.store.load(&key) {
+                let unexpired = stored.expires_at.is_none_or(|at| at > Instant::now());
+                if seen.as_ref() != Some(&stored.access_token) && unexpired {
+                    self.set_current(Some(stored.access_token));
+                    return Ok(());
+                }
+                if let Some(refresh_token) = &stored.refresh_token {
+                    match refresh(
+                        self.fetcher.as_ref(),
+                        metadata,
+                        &client,
+                        refresh_token,
+                        &found.resource,
+                    )
+                    .await
+                    {
+                        Ok(tokens) => {
+                            self.set_current(Some(tokens.access_token.clone()));
+                            self.config.store.save(&key, tokens);
+                            return Ok(());
+                        }
+                        // A refused refresh token is dead: forget it and authorize anew.
+                        Err(AuthError::TokenEndpoint { .. }) => self.config.store.remove(&key),
+                        Err(other) => return Err(other),
+                    }
+                }
+            }
+        }
+        // Scope selection: the challenge's scopes, else the resource's scopes_supported, else
+        // none; a step-up keeps what was granted before.
+        let mut wanted: Vec<String> = Vec::new();
+        if step_up {
+            wanted.extend(state.granted.iter().cloned());
+        }
+        match challenge.and_then(|c| c.scope.as_deref()) {
+            Some(scope) => wanted.extend(scopes(scope).map(str::to_owned)),
+            None if !step_up => {
+                wanted.extend(
+                    found
+                        .resource_metadata
+                        .scopes_supported
+                        .iter()
+                        .flatten()
+                        .cloned(),
+                );
+            }
+            None => {}
+        }
+        let mut unique = Vec::new();
+        for scope in wanted {
+            if !unique.contains(&scope) {
+                unique.push(scope);
+            }
+        }
+        let scope = (!unique.is_empty()).then(|| unique.join(" "));
+        let tokens = match &self.config.grant {
+            Grant::ClientCredentials => {
+                client_credentials(
+                    self.fetcher.as_ref(),
+                    metadata,
+                    &client,
+                    &found.resource,
+                    scope.as_deref(),
+                )
+                .await?
+            }
+            Grant::AuthorizationCode {
+                redirect_uri,
+                user_step,
+            } => {
+                let request = authorization_request(
+                    metadata,
+                    &client.client_id,
+                    redirect_uri,
+                    &found.resource,
+                    scope.as_deref(),
+                )?;
+                let callback = user_step.authorize(&request.url, redirect_uri).await?;
+                let code = authorization_code(&request, &callback)?;
+                exchange_code(
+                    self.fetcher.as_ref(),
+                    metadata,
+                    &client,
+                    &request,
+                    &code,
+                    &found.resource,
+                )
+                .await?
+            }
+        };
+        state.granted = match &tokens.scope {
+            Some(granted) => scopes(granted).map(str::to_owned).collect(),
+            None => unique,
+        };
+        self.set_current(Some(tokens.access_token.clone()));
+        self.config.store.save(&key, tokens);
+        Ok(())
+    }
+}
+
+/// A registered confidential client keeps its configured method unless the server lists
+/// methods without it; then the first of `client_secret_basic`, `client_secret_post` it lists.
+fn adapt_method(
+    client: &ClientCredentials,
+    metadata: &super::discovery::AuthorizationServerMetadata,
+) -> ClientCredentials {
+    let mut client = client.clone();
+    let Some(supported) = &metadata.token_endpoint_auth_methods_supported else {
+        return client;
+    };
+    if client.client_secret.is_none() || supported.iter().any(|m| m == client.auth_method.as_str())
+    {
+        return client;
+    }
+    for method in [
+        TokenAuthMethod::ClientSecretBasic,
+        TokenAuthMethod::ClientSecretPost,
+    ] {
+        if supported.iter().any(|m| m == method.as_str()) {
+            client.auth_method = method;
+            break;
+        }
+    }
+    client
+}
