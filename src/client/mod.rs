@@ -32,4 +32,4 @@ pub use listen::{ListenError, ListenStream};
 pub use methods::{
     Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS, MAX_LIST_PAGES,
 };
-pub use transport::{BoxFuture, Inbound, Transport, TransportError};
+pub use transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};
