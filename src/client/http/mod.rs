@@ -203,11 +203,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The schemes this build dials.
 fn scheme_supported(scheme: Option<&str>) -> bool {
-    match scheme {
-        Some("http") => true,
-        Some("https") => cfg!(feature = "https"),
-        _ => false,
-    }
+    scheme == Some("http") || (cfg!(feature = "https") && scheme == Some("https"))
 }
 
 impl HttpTransport {
