@@ -17,7 +17,7 @@ if [ ! -d "$examples" ]; then
   echo "seed-corpus: no examples at $examples (set EXAMPLES_DIR)" >&2
   exit 1
 fi
-for target in stdio_line http_body egress_preflight client_response; do
+for target in stdio_line http_body egress_preflight client_response sse_stream; do
   dir="$here/corpus/$target"
   mkdir -p "$dir"
   find "$examples" -name '*.json' -print0 | while IFS= read -r -d '' f; do
@@ -27,6 +27,9 @@ for target in stdio_line http_body egress_preflight client_response; do
       stdio_line) { printf '\x07'; tr -d '\n' < "$f"; printf '\n'; } > "$dir/$name" ;;
       # egress_preflight: 4 header bytes (bounds and kind), then the example as payload.
       egress_preflight) { printf '\xff\xff\x20\x40'; cat "$f"; } > "$dir/$name" ;;
+      # sse_stream: first byte seeds the chunk sizes, then the example as one SSE event
+      # (a comment, CRLF line ends) followed by a second LF-ended event.
+      sse_stream) { printf '\x05: keep-alive\r\nevent: message\r\ndata: '; tr -d '\n' < "$f"; printf '\r\n\r\ndata: '; tr -d '\n' < "$f"; printf '\n\n'; } > "$dir/$name" ;;
       *) cp "$f" "$dir/$name" ;;
     esac
   done

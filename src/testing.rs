@@ -98,7 +98,7 @@ impl Transport for InMemoryTransport {
                 return Err(TransportError::Closed);
             }
             let line = encode_line(message, &EgressLimits::CLIENT)
-                .map_err(|e| TransportError::Refused(e.to_string()))?;
+                .map_err(|e| TransportError::Refused(e.into()))?;
             let bytes = line.as_bytes();
             let frame = &bytes[..bytes.len() - 1];
             match decode(frame, &self.server.ingress_limits()) {

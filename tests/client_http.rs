@@ -15,10 +15,12 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use strict_mcp::client::http::{Decorator, DecoratorError, HttpTransport, MAX_REDIRECT_HOPS};
+use strict_mcp::client::http::{
+    Decorator, DecoratorError, HttpError, HttpTransport, MAX_REDIRECT_HOPS,
+};
 use strict_mcp::client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, Inbound, Progress, ProgressSink,
-    RoundInput, RpcErrorKind, ToolOutcome, Transport, TransportError,
+    Refusal, RoundInput, RpcErrorKind, ToolOutcome, Transport, TransportError,
 };
 use strict_mcp::codec::ReplyTo;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
@@ -299,9 +301,9 @@ async fn d46_a_decorator_setting_mcp_method_is_refused_with_a_typed_error() {
         panic!("expected a discovery failure, got {err:?}");
     };
     match *inner {
-        ClientError::Transport(TransportError::Refused(text)) => assert_eq!(
-            text,
-            DecoratorError::Reserved("mcp-method".into()).to_string()
+        ClientError::Transport(TransportError::Refused(Refusal::Http(e))) => assert_eq!(
+            e,
+            HttpError::Decorator(DecoratorError::Reserved("mcp-method".into()))
         ),
         other => panic!("expected a refused message, got {other:?}"),
     }
@@ -460,13 +462,16 @@ async fn d47_a_json_body_at_the_bound_is_read_one_past_is_refused() {
     let err = transport.send(&call_request(1)).await.expect_err("past");
     assert_eq!(
         refused(err),
-        format!("the response exceeds the {MAX_CLIENT_INGRESS_FRAME_BYTES}-byte limit")
+        HttpError::TooLarge {
+            limit: MAX_CLIENT_INGRESS_FRAME_BYTES
+        }
     );
 }
 
-fn refused(err: TransportError) -> String {
+/// The typed HTTP cause of a refused message.
+fn refused(err: TransportError) -> HttpError {
     match err {
-        TransportError::Refused(text) => text,
+        TransportError::Refused(Refusal::Http(e)) => e,
         other => panic!("expected a refused message, got {other:?}"),
     }
 }
@@ -480,7 +485,7 @@ async fn d47_a_server_closing_mid_json_body_is_truncated() {
     .await;
     let transport = HttpTransport::new(&url, None).expect("transport");
     let err = transport.send(&call_request(1)).await.expect_err("cut");
-    assert_eq!(refused(err), "the response ended before it was complete");
+    assert_eq!(refused(err), HttpError::Truncated);
 }
 
 #[tokio::test]
@@ -530,15 +535,9 @@ async fn d5_status_without_json_rpc_body_bad_type_and_error_bodies() {
         })
     };
     let err = transport.send(&named("plain")).await.expect_err("500");
-    assert_eq!(
-        refused(err),
-        "the server answered HTTP 500 without a JSON-RPC body"
-    );
+    assert_eq!(refused(err), HttpError::Status { status: 500 });
     let err = transport.send(&named("html")).await.expect_err("html");
-    assert_eq!(
-        refused(err),
-        "the server answered with an unexpected content type"
-    );
+    assert_eq!(refused(err), HttpError::ContentType);
     transport.send(&named("err")).await.expect("error body");
     let Ok(Inbound::Message(Message::Response(Response::Error(e)))) = transport.recv().await else {
         panic!("expected the error response");
@@ -566,12 +565,9 @@ async fn d47_redirects_are_not_followed_and_secrets_stay_out_of_errors() {
         .send(&call_request(1))
         .await
         .expect_err("redirect");
-    let text = refused(err);
-    assert_eq!(
-        text,
-        "the server answered a redirect (307), which is not followed"
-    );
-    assert!(!text.contains("s3cret"));
+    let text = format!("{err} {err:?}");
+    assert_eq!(refused(err), HttpError::Redirect { status: 307 });
+    assert!(!text.contains("s3cret"), "{text}");
     assert_eq!(heads.lock().unwrap().len(), 1);
     assert!(heads_target.lock().unwrap().is_empty());
 }
@@ -623,7 +619,9 @@ async fn d47_same_origin_307_chain_at_the_hop_bound_is_followed_one_past_is_refu
         .expect_err("too many");
     assert_eq!(
         refused(err),
-        format!("more than {MAX_REDIRECT_HOPS} redirects")
+        HttpError::TooManyRedirects {
+            limit: MAX_REDIRECT_HOPS
+        }
     );
 }
 
@@ -642,10 +640,7 @@ async fn d47_cross_origin_and_method_changing_redirects_are_never_followed() {
         .expect("transport")
         .follow_redirects(MAX_REDIRECT_HOPS);
     let err = transport.send(&call_request(1)).await.expect_err("cross");
-    assert_eq!(
-        refused(err),
-        "the server redirected to another origin, which is not followed"
-    );
+    assert_eq!(refused(err), HttpError::CrossOriginRedirect);
     assert!(heads_target.lock().unwrap().is_empty());
     let (found, heads) = raw_server(|_, _| {
         b"HTTP/1.1 302 Found\r\nlocation: /mcp\r\ncontent-length: 0\r\n\r\n".to_vec()
@@ -655,10 +650,7 @@ async fn d47_cross_origin_and_method_changing_redirects_are_never_followed() {
         .expect("transport")
         .follow_redirects(MAX_REDIRECT_HOPS);
     let err = transport.send(&call_request(1)).await.expect_err("302");
-    assert_eq!(
-        refused(err),
-        "the server answered a redirect (302), which is not followed"
-    );
+    assert_eq!(refused(err), HttpError::Redirect { status: 302 });
     assert_eq!(heads.lock().unwrap().len(), 1);
 }
 

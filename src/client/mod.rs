@@ -42,4 +42,4 @@ pub use methods::{
     check_answers, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
     MAX_LIST_PAGES,
 };
-pub use transport::{BoxFuture, Inbound, Transport, TransportError};
+pub use transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};

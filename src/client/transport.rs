@@ -10,7 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::codec::Rejection;
+use crate::codec::{EgressError, Rejection};
 use crate::wire::jsonrpc::Message;
 
 /// A boxed future, so transports can be used behind `dyn Transport`.
@@ -27,13 +27,31 @@ pub enum Inbound {
     Rejected(Rejection),
 }
 
+/// Why one message was refused while the transport stays usable: the typed cause, so a caller
+/// matches it (say `Refusal::Http(HttpError::Status { status: 401 })`) instead of parsing text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The message could not be encoded within the client's egress bounds.
+    #[error(transparent)]
+    Encode(#[from] EgressError),
+    /// The stdio transport refused the line.
+    #[cfg(all(unix, feature = "stdio"))]
+    #[error(transparent)]
+    Line(#[from] crate::client::stdio::LineError),
+    /// The HTTP transport could not carry the message or read its answer.
+    #[cfg(feature = "http")]
+    #[error(transparent)]
+    Http(#[from] crate::client::http::HttpError),
+}
+
 /// Why a transport could not carry a message.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
     /// This one message was refused before any byte was sent; the transport still works.
     #[error("message refused by the transport: {0}")]
-    Refused(String),
+    Refused(Refusal),
     /// The transport is finished; `cause` says why (the child exited, a pipe broke, ...).
     #[error("the transport failed: {cause}")]
     Failed {
@@ -50,6 +68,15 @@ impl TransportError {
     #[must_use]
     pub fn is_fatal(&self) -> bool {
         !matches!(self, TransportError::Refused(_))
+    }
+
+    /// The typed refusal, when this message alone was refused.
+    #[must_use]
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            TransportError::Refused(r) => Some(r),
+            _ => None,
+        }
     }
 
     /// A fatal error wrapping `cause`.
@@ -88,10 +115,10 @@ impl Transport for crate::client::stdio::StdioTransport {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
             self.send_message(message).await.map_err(|e| {
-                if e.is_fatal() {
-                    TransportError::failed(e)
-                } else {
-                    TransportError::Refused(e.to_string())
+                use crate::client::stdio::TransportError as StdioError;
+                match e {
+                    StdioError::Line(line) => TransportError::Refused(Refusal::Line(line)),
+                    e => TransportError::failed(e),
                 }
             })
         })

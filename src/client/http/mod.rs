@@ -12,13 +12,23 @@
 //!   stream is never resumed (D14).
 //! - A [`Decorator`] adds auth or trace headers but can never set the protocol headers,
 //!   `Host`, the content headers or anything the transport owns (D46).
+//! - Dialing is SSRF-safe ([`dial`], D47): every new connection resolves the host, checks each
+//!   address against the [`AddressPolicy`] fixed from the base URL, and only then connects.
 //! - Redirects are not followed by default (D47): a `3xx` answer is [`HttpError::Redirect`].
 //!   [`HttpTransport::follow_redirects`] opts into `307`/`308` to the same origin only (the
 //!   method and body are kept), at most [`MAX_REDIRECT_HOPS`] hops.
-//! - Diagnostics never carry header values (no `Authorization` or `Cookie`), nor bodies.
+//! - `https://` through rustls ([`tls`], feature `https`).
+//! - Diagnostics never carry header values (no `Authorization` or `Cookie`), URL credentials
+//!   (a URL with userinfo is refused) nor bodies.
 //! - The `x-mcp-header` annotations (D19, D22) are read by this transport from the
 //!   `tools/list` results it carries, since the core hands the transport messages only.
 #![forbid(unsafe_code)]
+
+mod decorate;
+pub mod dial;
+mod sse;
+#[cfg(feature = "https")]
+pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,24 +37,28 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION};
 use hyper::{Method as HttpMethod, Request as HttpRequest, StatusCode, Uri};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use crate::client::transport::{BoxFuture, Inbound, Transport, TransportError};
-use crate::codec::{self, EgressLimits, IngressError, IngressLimits, Rejection, ReplyTo};
+use crate::client::transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};
+use crate::codec::{
+    self, EgressError, EgressLimits, IngressError, IngressLimits, Rejection, ReplyTo,
+};
 use crate::wire::headers::{self, ParamHeader};
 use crate::wire::jsonrpc::{Message, Request, RequestId, Response};
 use crate::wire::limits::MAX_CLIENT_INGRESS_FRAME_BYTES;
 use crate::wire::methods;
 
-/// Longest single SSE line kept while assembling an event: one `data:` line may carry a whole
-/// message, so the frame bound plus room for the field name.
-///
-/// Threat: a server streaming one endless line to exhaust client memory.
-pub const MAX_SSE_LINE_BYTES: usize = MAX_CLIENT_INGRESS_FRAME_BYTES + 16;
+pub use decorate::{Decorations, Decorator, DecoratorError, RESERVED_HEADERS};
+pub use dial::{
+    AddressClass, AddressPolicy, Connect, DialError, Resolve, SystemResolver, TcpConnect,
+    MAX_DIAL_ADDRESSES,
+};
+pub use sse::{SseParser, MAX_SSE_LINE_BYTES};
+
+use dial::{DialSettings, Dialer};
 
 /// Decoded messages waiting for the client core's reader before the streams pause.
 ///
@@ -57,44 +71,38 @@ pub const INBOUND_QUEUE_MESSAGES: usize = 256;
 /// Threat: a redirect loop (or a long chain) holding a request and its connection forever.
 pub const MAX_REDIRECT_HOPS: usize = 5;
 
-/// Header names a [`Decorator`] may never set (D46), besides every `mcp-*` name: the
-/// transport owns the target, the body's framing and what it accepts.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "accept",
-    "content-type",
-    "content-length",
-    "content-encoding",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-    "expect",
-    "last-event-id",
-];
-
 /// Why the HTTP transport could not carry a message or read its answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpError {
-    /// The base URL is not an absolute `http://` URL with a host.
-    #[error("the endpoint must be an absolute http:// URL")]
+    /// The base URL is not an absolute `http://` (or, with feature `https`, `https://`) URL
+    /// with a host and without credentials.
+    #[error("the endpoint must be an absolute http:// or https:// URL without credentials")]
     BadUrl,
     /// The message could not be encoded within the client's egress bounds.
     #[error("the message could not be encoded: {0}")]
-    Encode(String),
+    Encode(#[from] EgressError),
+    /// A client posts requests and notifications, never responses.
+    #[error("a client posts requests and notifications only")]
+    NotPostable,
     /// The protocol headers could not be computed from the message.
     #[error("the protocol headers could not be computed: {0}")]
     Headers(#[from] headers::RequiredHeaderError),
+    /// A computed protocol header is not a valid HTTP header (the value is not repeated).
+    #[error("the protocol header {name} is not a valid HTTP header")]
+    InvalidProtocolHeader {
+        /// The header's name.
+        name: String,
+    },
     /// The request decorator refused or failed.
     #[error(transparent)]
     Decorator(#[from] DecoratorError),
-    /// Connecting or exchanging the request failed.
-    #[error("the HTTP exchange failed: {0}")]
-    Exchange(String),
+    /// No connection could be opened: resolution, the address check (D47), TCP or TLS.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The connection failed before the response headers arrived.
+    #[error("the connection failed before the response headers")]
+    Connection,
     /// The server answered a redirect; none is followed.
     #[error("the server answered a redirect ({status}), which is not followed")]
     Redirect {
@@ -136,73 +144,41 @@ pub enum HttpError {
     NotTheResponse,
 }
 
-/// Why a decorator's header was refused (D46).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecoratorError {
-    /// The name belongs to the transport or the protocol and cannot be set.
-    #[error("header {0} is set by the transport and cannot be decorated")]
-    Reserved(String),
-    /// The name is not a valid HTTP header name.
-    #[error("invalid header name")]
-    InvalidName,
-    /// The value is not a valid HTTP header value (the value is not repeated here).
-    #[error("invalid value for header {0}")]
-    InvalidValue(String),
-    /// The decorator's own failure (say, no token available).
-    #[error("the request decorator failed: {0}")]
-    Failed(String),
-}
-
-/// The headers a [`Decorator`] adds to one POST; protocol and transport names are refused.
-#[derive(Debug, Default)]
-pub struct Decorations {
-    added: Vec<(HeaderName, HeaderValue)>,
-}
-
-impl Decorations {
-    /// Adds one header. `Authorization`, `Cookie` and `Proxy-Authorization` are marked
-    /// sensitive so they never appear in debug output.
-    ///
-    /// # Errors
-    /// [`DecoratorError::Reserved`] for `mcp-*` and [`RESERVED_HEADERS`] names;
-    /// [`DecoratorError::InvalidName`] / [`DecoratorError::InvalidValue`] for bad syntax.
-    pub fn insert(&mut self, name: &str, value: &str) -> Result<(), DecoratorError> {
-        let name =
-            HeaderName::from_bytes(name.as_bytes()).map_err(|_| DecoratorError::InvalidName)?;
-        let lower = name.as_str();
-        if lower.starts_with(headers::PROTOCOL_HEADER_PREFIX) || RESERVED_HEADERS.contains(&lower) {
-            return Err(DecoratorError::Reserved(lower.to_owned()));
-        }
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| DecoratorError::InvalidValue(lower.to_owned()))?;
-        if matches!(lower, "authorization" | "cookie" | "proxy-authorization") {
-            value.set_sensitive(true);
-        }
-        self.added.push((name, value));
-        Ok(())
-    }
-
-    /// The headers added so far, in order.
-    #[must_use]
-    pub fn headers(&self) -> &[(HeaderName, HeaderValue)] {
-        &self.added
+#[cfg(feature = "https")]
+impl From<tls::TlsError> for HttpError {
+    fn from(e: tls::TlsError) -> Self {
+        HttpError::Dial(DialError::Tls(e))
     }
 }
-
-/// Adds auth or trace headers to each POST; called with the JSON-RPC method of the message.
-pub type Decorator =
-    Arc<dyn Fn(&str, &mut Decorations) -> Result<(), DecoratorError> + Send + Sync + 'static>;
 
 type Inner = Result<Inbound, TransportError>;
 
 /// The Streamable HTTP transport of the strict client.
+///
+/// # Network edge
+///
+/// - **Dialing** goes through a [`Resolve`] and a [`Connect`] (the system resolver and plain
+///   TCP by default; replace them with [`HttpTransport::with_resolver`] and
+///   [`HttpTransport::with_connector`]); every address is checked first (see [`dial`] for the
+///   rule: special addresses only when the base URL names them).
+/// - **HTTPS** (feature `https`) uses rustls with the ring provider and the bundled Mozilla
+///   roots; add a private CA with [`HttpTransport::add_root_certificate`] (see [`tls`]).
+/// - **Proxy environment variables are refused on purpose.** `HTTP_PROXY`, `HTTPS_PROXY`,
+///   `ALL_PROXY`, `NO_PROXY` (any case) are never read: a proxy taken from the environment
+///   would move the dial — and the address check above — to a host this transport cannot see,
+///   and a variable set for other programs would silently reroute MCP traffic (and its
+///   `Authorization` header). To use a proxy, inject a [`Connect`] that tunnels through it;
+///   it only ever receives addresses the check allowed.
 pub struct HttpTransport {
-    client: HyperClient<HttpConnector, Full<Bytes>>,
+    client: HyperClient<Dialer, Full<Bytes>>,
     url: Uri,
     decorator: Option<Decorator>,
     /// Same-origin `307`/`308` hops followed per message (0: none).
     max_redirects: usize,
+    /// What each new connection is dialed with (the client above holds a copy).
+    settings: DialSettings,
+    #[cfg(feature = "https")]
+    roots: tls::Roots,
     tx: mpsc::Sender<Inner>,
     rx: tokio::sync::Mutex<mpsc::Receiver<Inner>>,
     closed: watch::Sender<bool>,
@@ -216,6 +192,7 @@ impl std::fmt::Debug for HttpTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTransport")
             .field("url", &self.url)
+            .field("policy", &self.settings.policy)
             .finish_non_exhaustive()
     }
 }
@@ -224,23 +201,46 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The schemes this build dials.
+fn scheme_supported(scheme: Option<&str>) -> bool {
+    scheme == Some("http") || (cfg!(feature = "https") && scheme == Some("https"))
+}
+
 impl HttpTransport {
-    /// A transport posting to `url` (absolute `http://`). Needs a Tokio runtime when used.
+    /// A transport posting to `url` (absolute `http://`, or `https://` with feature `https`;
+    /// no userinfo — credentials go through the decorator). Needs a Tokio runtime when used.
     ///
     /// # Errors
-    /// [`HttpError::BadUrl`] when `url` is not an absolute `http://` URL.
+    /// [`HttpError::BadUrl`] when `url` is not such a URL.
     pub fn new(url: &str, decorator: Option<Decorator>) -> Result<HttpTransport, HttpError> {
         let url: Uri = url.parse().map_err(|_| HttpError::BadUrl)?;
-        if url.scheme_str() != Some("http") || url.host().is_none() {
+        let authority = url.authority().ok_or(HttpError::BadUrl)?;
+        if !scheme_supported(url.scheme_str())
+            || url.host().is_none_or(str::is_empty)
+            || authority.as_str().contains('@')
+        {
             return Err(HttpError::BadUrl);
         }
-        let client = HyperClient::builder(TokioExecutor::new()).build(HttpConnector::new());
+        let policy = AddressPolicy::for_host(url.host().unwrap_or_default());
+        #[cfg(feature = "https")]
+        let roots = tls::Roots::default();
+        let settings = DialSettings {
+            policy: policy.clone(),
+            resolver: Arc::new(SystemResolver),
+            connector: Arc::new(TcpConnect),
+            #[cfg(feature = "https")]
+            tls: tls::config(&roots)?,
+        };
         let (tx, rx) = mpsc::channel(INBOUND_QUEUE_MESSAGES);
         Ok(HttpTransport {
-            client,
+            client: HyperClient::builder(TokioExecutor::new())
+                .build(Dialer(Arc::new(settings.clone()))),
             url,
             decorator,
             max_redirects: 0,
+            settings,
+            #[cfg(feature = "https")]
+            roots,
             tx,
             rx: tokio::sync::Mutex::new(rx),
             closed: watch::channel(false).0,
@@ -249,12 +249,85 @@ impl HttpTransport {
         })
     }
 
+    /// Rebuilds the pooled client after a dial setting changed (the builder methods run
+    /// before any connection exists, so nothing is lost).
+    fn rebuild(&mut self) {
+        self.client = HyperClient::builder(TokioExecutor::new())
+            .build(Dialer(Arc::new(self.settings.clone())));
+    }
+
     /// Follows up to `hops` (at most [`MAX_REDIRECT_HOPS`]) `307`/`308` redirects that stay on
     /// the base URL's origin; other redirects stay errors.
     #[must_use]
     pub fn follow_redirects(mut self, hops: usize) -> HttpTransport {
         self.max_redirects = hops.min(MAX_REDIRECT_HOPS);
         self
+    }
+
+    /// Resolves host names through `resolver` instead of the system's.
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolve>) -> HttpTransport {
+        self.settings.resolver = resolver;
+        self.rebuild();
+        self
+    }
+
+    /// Opens TCP connections through `connector` (say, a tunnel through a proxy you choose);
+    /// it receives only addresses the [`AddressPolicy`] allowed.
+    #[must_use]
+    pub fn with_connector(mut self, connector: Arc<dyn Connect>) -> HttpTransport {
+        self.settings.connector = connector;
+        self.rebuild();
+        self
+    }
+
+    /// Allows private (RFC 1918, `fc00::/7`) and CGNAT addresses for a named host, for
+    /// servers on an intranet (see [`AddressPolicy::allow_private_networks`]).
+    #[must_use]
+    pub fn allow_private_networks(mut self) -> HttpTransport {
+        self.settings.policy = self.settings.policy.clone().allow_private_networks();
+        self.rebuild();
+        self
+    }
+
+    /// The address policy every dial is checked against.
+    #[must_use]
+    pub fn address_policy(&self) -> &AddressPolicy {
+        &self.settings.policy
+    }
+
+    /// Also trusts the DER-encoded CA certificate `der` for `https://` (a private CA).
+    ///
+    /// # Errors
+    /// [`tls::TlsError::BadRootCertificate`] (as [`HttpError::Dial`]) when `der` is not a
+    /// usable X.509 trust anchor.
+    #[cfg(feature = "https")]
+    pub fn add_root_certificate(mut self, der: &[u8]) -> Result<HttpTransport, HttpError> {
+        let mut roots = self.roots.clone();
+        roots
+            .custom
+            .push(tokio_rustls::rustls::pki_types::CertificateDer::from(
+                der.to_vec(),
+            ));
+        self.settings.tls = tls::config(&roots)?;
+        self.roots = roots;
+        self.rebuild();
+        Ok(self)
+    }
+
+    /// Trusts only the certificates added with [`HttpTransport::add_root_certificate`], not
+    /// the bundled Mozilla roots (a deployment that pins its own CA).
+    ///
+    /// # Errors
+    /// As [`HttpTransport::add_root_certificate`].
+    #[cfg(feature = "https")]
+    pub fn only_custom_roots(mut self) -> Result<HttpTransport, HttpError> {
+        let mut roots = self.roots.clone();
+        roots.only_custom = true;
+        self.settings.tls = tls::config(&roots)?;
+        self.roots = roots;
+        self.rebuild();
+        Ok(self)
     }
 
     /// The `x-mcp-header` annotations this transport mirrors for `tool` (from `tools/list`).
@@ -268,14 +341,11 @@ impl HttpTransport {
 
     /// Builds the POST for `message`: body, protocol headers, then the decorations.
     fn build(&self, message: &Message, url: &Uri) -> Result<HttpRequest<Full<Bytes>>, HttpError> {
-        let body = codec::encode(message, &EgressLimits::CLIENT)
-            .map_err(|e| HttpError::Encode(e.to_string()))?;
+        let body = codec::encode(message, &EgressLimits::CLIENT)?;
         let (method, params) = match message {
             Message::Request(r) => (r.method.as_str(), r.params.as_deref()),
             Message::Notification(n) => (n.method.as_str(), n.params.as_deref()),
-            Message::Response(_) => {
-                return Err(HttpError::Encode("a client sends no responses".into()))
-            }
+            Message::Response(_) => return Err(HttpError::NotPostable),
         };
         let annotations = if method == methods::TOOLS_CALL {
             headers::Mirrored::of(params)
@@ -294,9 +364,9 @@ impl HttpTransport {
             .method(HttpMethod::POST)
             .uri(url.clone())
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| HttpError::Exchange(e.to_string()))?;
+            .map_err(|_| HttpError::BadUrl)?;
         let map = request.headers_mut();
-        for (name, value) in decorations.added {
+        for (name, value) in decorations.into_headers() {
             map.append(name, value);
         }
         map.insert(
@@ -305,11 +375,11 @@ impl HttpTransport {
         );
         map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         for (name, value) in required {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| HttpError::Exchange(e.to_string()))?;
+            let invalid = || HttpError::InvalidProtocolHeader { name: name.clone() };
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
             // `required_headers` encodes unsafe text with the base64 sentinel (D18, D21).
-            let value =
-                HeaderValue::from_str(&value).map_err(|e| HttpError::Exchange(e.to_string()))?;
+            let value = HeaderValue::from_str(&value).map_err(|_| invalid())?;
+            let name = header;
             map.insert(name, value);
         }
         Ok(request)
@@ -326,7 +396,7 @@ impl HttpTransport {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| HttpError::Exchange(exchange_text(&e)))?;
+                .map_err(|e| exchange_error(&e))?;
             let status = response.status();
             if !status.is_redirection() {
                 break (response, status);
@@ -427,11 +497,20 @@ fn same_origin(from: &Uri, location: Option<&HeaderValue>) -> Result<Uri, HttpEr
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<Uri>().ok())
         .ok_or(HttpError::CrossOriginRedirect)?;
-    let port = |u: &Uri| u.port_u16().unwrap_or(80);
+    let port = |u: &Uri| {
+        u.port_u16().unwrap_or(if u.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        })
+    };
     let same = match (location.scheme_str(), location.host()) {
         (None, None) => location.path().starts_with('/'),
         (Some(scheme), Some(host)) => {
-            scheme == "http"
+            Some(scheme) == from.scheme_str()
+                && location
+                    .authority()
+                    .is_some_and(|a| !a.as_str().contains('@'))
                 && from.host().is_some_and(|h| h.eq_ignore_ascii_case(host))
                 && port(from) == port(&location)
         }
@@ -445,7 +524,7 @@ fn same_origin(from: &Uri, location: Option<&HeaderValue>) -> Result<Uri, HttpEr
         .map_or("/", hyper::http::uri::PathAndQuery::as_str);
     let authority = from.authority().ok_or(HttpError::CrossOriginRedirect)?;
     Uri::builder()
-        .scheme("http")
+        .scheme(from.scheme_str().unwrap_or("http"))
         .authority(authority.as_str())
         .path_and_query(path)
         .build()
@@ -482,12 +561,15 @@ fn media_kind(map: &hyper::HeaderMap) -> Option<Kind> {
     }
 }
 
-/// The kind of an exchange failure without any request detail (no headers, no URL userinfo).
-fn exchange_text(e: &hyper_util::client::legacy::Error) -> String {
-    if e.is_connect() {
-        "could not connect".to_owned()
-    } else {
-        "the connection failed before the response headers".to_owned()
+/// The typed cause of an exchange failure: the dial's own error when the dial failed, never
+/// any request detail (no headers, no URL).
+fn exchange_error(e: &hyper_util::client::legacy::Error) -> HttpError {
+    match dial::dial_error(e) {
+        Some(d) => HttpError::Dial(d),
+        None if e.is_connect() => HttpError::Dial(DialError::Connect {
+            kind: std::io::ErrorKind::Other,
+        }),
+        None => HttpError::Connection,
     }
 }
 
@@ -605,82 +687,6 @@ async fn read_sse(
     }
 }
 
-/// An incremental SSE parser with bounded line and event buffers.
-#[derive(Debug, Default)]
-pub struct SseParser {
-    line: Vec<u8>,
-    data: Vec<u8>,
-    has_data: bool,
-    /// Bytes consumed so far.
-    pub seen: usize,
-    skip_lf: bool,
-}
-
-impl SseParser {
-    /// Feeds bytes; returns the data of every event they complete.
-    ///
-    /// # Errors
-    /// The bound exceeded: a line over [`MAX_SSE_LINE_BYTES`] or an event's data over
-    /// [`MAX_CLIENT_INGRESS_FRAME_BYTES`].
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, usize> {
-        let mut events = Vec::new();
-        for &b in bytes {
-            self.seen += 1;
-            if self.skip_lf {
-                self.skip_lf = false;
-                if b == b'\n' {
-                    continue;
-                }
-            }
-            if b == b'\r' || b == b'\n' {
-                self.skip_lf = b == b'\r';
-                if let Some(event) = self.end_line()? {
-                    events.push(event);
-                }
-                continue;
-            }
-            if self.line.len() >= MAX_SSE_LINE_BYTES {
-                return Err(MAX_SSE_LINE_BYTES);
-            }
-            self.line.push(b);
-        }
-        Ok(events)
-    }
-
-    fn end_line(&mut self) -> Result<Option<Vec<u8>>, usize> {
-        let line = std::mem::take(&mut self.line);
-        if line.is_empty() {
-            if !self.has_data {
-                return Ok(None);
-            }
-            self.has_data = false;
-            return Ok(Some(std::mem::take(&mut self.data)));
-        }
-        if line[0] == b':' {
-            return Ok(None);
-        }
-        let (field, value) = match line.iter().position(|&c| c == b':') {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (&line[..], &[][..]),
-        };
-        if field == b"data" {
-            let extra = usize::from(self.has_data);
-            if self.data.len() + extra + value.len() > MAX_CLIENT_INGRESS_FRAME_BYTES {
-                return Err(MAX_CLIENT_INGRESS_FRAME_BYTES);
-            }
-            if self.has_data {
-                self.data.push(b'\n');
-            }
-            self.data.extend_from_slice(value);
-            self.has_data = true;
-        }
-        Ok(None)
-    }
-}
-
 impl Transport for HttpTransport {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
@@ -699,7 +705,7 @@ impl Transport for HttpTransport {
             }
             self.exchange(message)
                 .await
-                .map_err(|e| TransportError::Refused(e.to_string()))
+                .map_err(|e| TransportError::Refused(Refusal::Http(e)))
         })
     }
 
@@ -737,85 +743,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn d11_sse_comments_skipped_data_lines_joined_crlf_and_lf() {
-        let mut p = SseParser::default();
-        let events = p
-            .push(b": keep-alive\n\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n")
-            .expect("parse");
-        assert_eq!(events, vec![b"{\"a\":\n1}".to_vec()]);
-        // Split across chunks, including between CR and LF.
-        let mut p = SseParser::default();
-        assert!(p.push(b"data: x\r").expect("a").is_empty());
-        assert!(p.push(b"\n").expect("b").is_empty());
-        assert_eq!(p.push(b"\r\n").expect("c"), vec![b"x".to_vec()]);
-    }
-
-    #[test]
-    fn d47_sse_line_bound_at_and_one_past() {
-        let mut p = SseParser::default();
-        let line = vec![b'a'; MAX_SSE_LINE_BYTES];
-        assert!(p.push(&line).is_ok());
-        assert_eq!(p.push(b"a"), Err(MAX_SSE_LINE_BYTES));
-    }
-
-    #[test]
-    fn d47_sse_event_bound_at_and_one_past() {
-        let mut p = SseParser::default();
-        let mut at = b"data: ".to_vec();
-        at.extend(std::iter::repeat_n(b'x', MAX_CLIENT_INGRESS_FRAME_BYTES));
-        at.extend_from_slice(b"\n\n");
-        let events = p.push(&at).expect("at the bound");
-        assert_eq!(events[0].len(), MAX_CLIENT_INGRESS_FRAME_BYTES);
-        let mut p = SseParser::default();
-        let mut past = b"data: ".to_vec();
-        past.extend(std::iter::repeat_n(
-            b'x',
-            MAX_CLIENT_INGRESS_FRAME_BYTES + 1,
-        ));
-        past.extend_from_slice(b"\n");
-        assert_eq!(p.push(&past), Err(MAX_CLIENT_INGRESS_FRAME_BYTES));
-    }
-
-    #[test]
-    fn d46_decorator_cannot_set_protocol_or_transport_headers() {
-        let mut d = Decorations::default();
-        for name in [
-            "Mcp-Method",
-            "mcp-name",
-            "MCP-Protocol-Version",
-            "Mcp-Param-Region",
-            "Host",
+    fn d47_only_absolute_http_urls_without_credentials() {
+        assert!(HttpTransport::new("http://127.0.0.1:1/mcp", None).is_ok());
+        assert_eq!(
+            HttpTransport::new("https://127.0.0.1/mcp", None).is_ok(),
+            cfg!(feature = "https")
+        );
+        for bad in [
+            "/mcp",
+            "ftp://x/",
+            "not a url",
+            "http:///mcp",
+            "http://user:s3cret@127.0.0.1/mcp",
+            "https://token@127.0.0.1/mcp",
         ] {
             assert_eq!(
-                d.insert(name, "x"),
-                Err(DecoratorError::Reserved(name.to_ascii_lowercase()))
+                HttpTransport::new(bad, None).err(),
+                Some(HttpError::BadUrl),
+                "{bad}"
             );
         }
-        for name in RESERVED_HEADERS {
-            assert!(matches!(
-                d.insert(name, "x"),
-                Err(DecoratorError::Reserved(_))
-            ));
-        }
-        assert_eq!(
-            d.insert("authorization", "Bearer s3cret\n"),
-            Err(DecoratorError::InvalidValue("authorization".into()))
-        );
-        assert!(!DecoratorError::InvalidValue("authorization".into())
-            .to_string()
-            .contains("s3cret"));
-        d.insert("Authorization", "Bearer s3cret").expect("auth");
-        d.insert("traceparent", "00-abc-def-01").expect("trace");
-        assert_eq!(d.headers().len(), 2);
-        assert!(d.headers()[0].1.is_sensitive());
-        assert!(!format!("{d:?}").contains("s3cret"));
     }
 
     #[test]
-    fn d47_only_absolute_http_urls() {
-        assert!(HttpTransport::new("http://127.0.0.1:1/mcp", None).is_ok());
-        for bad in ["https://127.0.0.1/mcp", "/mcp", "ftp://x/", "not a url"] {
-            assert_eq!(HttpTransport::new(bad, None).err(), Some(HttpError::BadUrl));
+    fn d47_redirect_locations_stay_on_the_origin_and_scheme() {
+        let from: Uri = "https://mcp.example:8443/mcp".parse().expect("uri");
+        let loc = |v: &'static str| HeaderValue::from_static(v);
+        assert_eq!(
+            same_origin(&from, Some(&loc("/next?x=1"))).expect("path"),
+            "https://mcp.example:8443/next?x=1"
+        );
+        assert_eq!(
+            same_origin(&from, Some(&loc("https://MCP.example:8443/b"))).expect("same"),
+            "https://mcp.example:8443/b"
+        );
+        for other in [
+            "http://mcp.example:8443/b",
+            "https://mcp.example/b",
+            "https://evil.test:8443/b",
+            "https://u@mcp.example:8443/b",
+            "relative",
+        ] {
+            assert_eq!(
+                same_origin(&from, Some(&HeaderValue::from_static(other))),
+                Err(HttpError::CrossOriginRedirect),
+                "{other}"
+            );
         }
+        let default_port: Uri = "https://mcp.example/mcp".parse().expect("uri");
+        assert!(same_origin(&default_port, Some(&loc("https://mcp.example:443/b"))).is_ok());
+        assert_eq!(
+            same_origin(&from, None),
+            Err(HttpError::CrossOriginRedirect)
+        );
     }
 }
