@@ -134,3 +134,47 @@ async fn o83_stdio_child_dying_mid_call_is_a_typed_error_with_its_exit_status_th
     assert!(started.elapsed() < Duration::from_secs(1), "fails fast");
     let _ = transport.close().await;
 }
+
+#[tokio::test]
+async fn l2_o75_stdio_child_log_messages_reach_the_call_that_asked_at_its_level() {
+    use std::sync::Mutex;
+    use strict_mcp::client::{LogMessage, LogMessageSink};
+    use strict_mcp::wire::logging::LogLevel;
+    let (client, _transport) = conformance_client().await;
+    let seen: Arc<Mutex<Vec<LogMessage>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let sink = LogMessageSink(Arc::new(move |m| kept.lock().unwrap().push(m)));
+    let info = CallOptions::default().logs(LogLevel::Info, sink.clone());
+    client.call("test_logging_tool", None, &info).await.unwrap();
+    let got: Vec<(LogLevel, Value)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|m| (m.level, m.data.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (LogLevel::Info, json!("Tool execution started")),
+            (LogLevel::Info, json!("Tool execution processing data")),
+            (LogLevel::Info, json!("Tool execution completed")),
+        ]
+    );
+    // At `error` the server sends none of its info messages; without a level, none either.
+    seen.lock().unwrap().clear();
+    let error = CallOptions::default().logs(LogLevel::Error, sink.clone());
+    client
+        .call("test_logging_tool", None, &error)
+        .await
+        .unwrap();
+    let unasked = CallOptions {
+        on_log: Some(sink),
+        ..CallOptions::default()
+    };
+    client
+        .call("test_logging_tool", None, &unasked)
+        .await
+        .unwrap();
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(client.dropped_log_messages(), 0);
+}

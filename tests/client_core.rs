@@ -260,6 +260,7 @@ async fn o72_connect_to_own_server_keeps_the_typed_discovery() {
     );
 }
 
+/// B17, B24: a modern-only client probes with `server/discover` first.
 #[tokio::test]
 async fn o72_o79_fake_discovery_keeps_cache_hints_and_sends_discover_only() {
     let fake = modern(|_, _| vec![]);
@@ -409,6 +410,7 @@ async fn o73_caller_meta_cannot_write_reserved_keys_and_nothing_is_sent() {
     );
 }
 
+/// C7: responses are matched by their exact id (listen notifications by subscriptionId in k3_k7_*, progress by token in j1_*).
 #[tokio::test]
 async fn a3_a4_ids_are_fresh_and_replies_match_by_exact_token() {
     // Each reply is first preceded by a decoy: the same id as a string, and an unknown id.
@@ -489,6 +491,7 @@ async fn o85_rpc_errors_are_typed_codes_and_retired_32002_is_not_found() {
     }
 }
 
+/// A7, E18: an unknown `resultType` or content block `type` fails closed.
 #[tokio::test]
 async fn o74_unknown_result_type_unknown_content_type_and_duplicate_keys_fail_closed() {
     let fake = modern(|r, n| {
@@ -571,6 +574,7 @@ fn schema_fake(body: &'static str) -> Arc<Fake> {
     })
 }
 
+/// E17: `structuredContent` is validated against `outputSchema`.
 #[tokio::test]
 async fn o80_o81_structured_content_is_checked_against_the_output_schema_with_local_refs() {
     let fake =
@@ -596,6 +600,7 @@ async fn o80_o81_structured_content_is_checked_against_the_output_schema_with_lo
     }
 }
 
+/// E14: an `isError` result stays apart from JSON-RPC errors.
 #[tokio::test]
 async fn o85_is_error_is_a_tool_failure_and_skips_the_output_schema() {
     let fake = schema_fake(
@@ -620,6 +625,7 @@ async fn o85_is_error_is_a_tool_failure_and_skips_the_output_schema() {
     }
 }
 
+/// E14: tool errors and JSON-RPC errors are distinct outcomes.
 #[tokio::test]
 async fn o85_own_server_success_and_tool_failure_are_distinct() {
     let (client, _server) = own_client().await;
@@ -774,6 +780,7 @@ fn asking_fake(rounds: usize) -> Arc<Fake> {
     })
 }
 
+/// I10, I11: each retry resends the call with `inputResponses` and the byte-exact `requestState` under a new id.
 #[tokio::test]
 async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
     // At the bound: MAX_DRIVEN_ROUNDS answers, then completion.
@@ -809,7 +816,9 @@ async fn o78_driven_rounds_use_fresh_ids_exact_state_and_stop_at_the_cap() {
     let fake = asking_fake(MAX_DRIVEN_ROUNDS + 1);
     let client = connect(&fake).await;
     match client
-        .call_tool_driven("t", None, &CallOptions::default(), |_| Ok(Map::new()))
+        .call_tool_driven("t", None, &CallOptions::default(), |_| {
+            Ok(obj(json!({"q": {"action": "cancel"}})))
+        })
         .await
     {
         Err(ClientError::TooManyRounds { limit }) => assert_eq!(limit, MAX_DRIVEN_ROUNDS),
@@ -1016,6 +1025,7 @@ async fn o86_item_cap_at_the_bound_and_one_past() {
 // ---------------------------------------------------------------------------------------------
 // Deadlines, cancellation, transport death
 
+/// J13: every request has a deadline.
 #[tokio::test]
 async fn o86_a_server_that_never_answers_hits_the_deadline_and_is_cancelled() {
     let fake = modern(|_, _| vec![]);
@@ -1038,6 +1048,7 @@ async fn o86_a_server_that_never_answers_hits_the_deadline_and_is_cancelled() {
     );
 }
 
+/// J13: the deadline is configurable per request within a hard maximum.
 #[tokio::test]
 async fn o86_deadline_bounds_zero_and_past_the_maximum_are_refused_before_sending() {
     let fake = modern(|r, _| vec![ok(r, &tools_page(&[], None))]);
@@ -1065,6 +1076,7 @@ async fn o86_deadline_bounds_zero_and_past_the_maximum_are_refused_before_sendin
         .is_err());
 }
 
+/// C8, J7, J8: only a request that reached the wire and is still pending is cancelled, with its raw id.
 #[tokio::test]
 async fn o83_cancelling_after_the_wire_sends_the_raw_id_and_before_it_sends_nothing() {
     let fake = modern(|_, _| vec![]);
@@ -1218,6 +1230,7 @@ fn listen_line(method: &str, sub: &str, extra: &str) -> String {
     )
 }
 
+/// C7, K7: listen notifications are matched by `_meta.subscriptionId`.
 #[tokio::test]
 async fn k3_k7_fake_listen_rejects_before_ack_wrong_id_and_outside_filter() {
     let fake = modern(|r, _| {
@@ -1324,6 +1337,7 @@ fn burst_fake(burst: usize, method: &'static str) -> Arc<Fake> {
     })
 }
 
+/// K15: an overflowing consumer queue is reported, never silently lossy.
 #[tokio::test]
 async fn o84_listen_queue_at_the_bound_delivers_all_and_one_past_overflows() {
     use strict_mcp::client::LISTEN_QUEUE_MESSAGES;
@@ -1374,6 +1388,7 @@ async fn k7_listen_remembers_violations_up_to_the_bound() {
     }
 }
 
+/// C7: progress is matched by `progressToken`.
 #[tokio::test]
 async fn j1_progress_reaches_the_call_sink_and_nothing_after_the_reply() {
     use strict_mcp::client::{Progress, ProgressSink};

@@ -13,9 +13,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::client::diagnostics::{self, Diagnostics, Leniency};
 use crate::client::error::{
     ClientError, ConnectError, InvalidResult, RpcError, RpcErrorKind, TransportError,
 };
+use crate::client::extensions::{Declarations, ExtensionRegistry};
 use crate::client::transport::{Inbound, Transport};
 use crate::codec::ReplyTo;
 use crate::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
@@ -33,6 +35,37 @@ pub const MAX_DEADLINE: Duration = Duration::from_secs(600);
 /// How many listen-stream messages wait for the application before the stream is ended as
 /// overflowed (reported, never silently dropped).
 pub const LISTEN_QUEUE_MESSAGES: usize = 256;
+
+/// The most `notifications/message` one call delivers to its [`LogMessageSink`]; later ones
+/// are dropped (and counted in [`Client::dropped_log_messages`]), so a chatty or hostile
+/// server cannot flood the host. Equal to the server's own per-request cap.
+pub const MAX_LOG_MESSAGES_PER_CALL: usize = 100;
+
+/// One `notifications/message` delivered to the call that asked for it (L2, L5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMessage {
+    /// `level`: at or above the level the call asked for (L4 order).
+    pub level: LogLevel,
+    /// `logger`, if given.
+    pub logger: Option<String>,
+    /// `data`, any JSON.
+    pub data: Value,
+}
+
+/// Receives a call's log messages until its reply arrives (only with
+/// [`CallOptions::log_level`] set).
+///
+/// stdio and HTTP notifications name no request, so a message is attributed to a call only
+/// when exactly one call that asked for logs is waiting; while several overlap, their
+/// messages are dropped rather than guessed (counted in [`Client::dropped_log_messages`]).
+#[derive(Clone)]
+pub struct LogMessageSink(pub Arc<dyn Fn(LogMessage) + Send + Sync>);
+
+impl std::fmt::Debug for LogMessageSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogMessageSink")
+    }
+}
 
 /// One `notifications/progress` for a call, numbers as the exact texts the server sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +104,16 @@ pub struct CallOptions {
     pub on_progress: Option<ProgressSink>,
     /// Application `_meta` keys; reserved keys and MCP namespaces are refused (B10, O73).
     pub meta: Vec<(String, Value)>,
+    /// Where this call's `notifications/message` go (with [`CallOptions::log_level`]); at
+    /// most [`MAX_LOG_MESSAGES_PER_CALL`], only those at or above the level, nothing after
+    /// the reply.
+    pub on_log: Option<LogMessageSink>,
+    /// Overrides [`ClientOptions::retry_header_mismatch`] for this call.
+    pub retry_header_mismatch: Option<bool>,
+    /// `Some(hard)`: each `notifications/progress` for this call restarts its deadline, but
+    /// never past `hard` after the call began (J13); `hard` lies in [deadline,
+    /// [`MAX_DEADLINE`]]. A progress token is picked when none is set.
+    pub reset_on_progress: Option<Duration>,
 }
 
 impl CallOptions {
@@ -87,6 +130,14 @@ impl CallOptions {
         self.capabilities = Some(capabilities);
         self
     }
+
+    /// Options asking for this call's log messages at `level` and above, delivered to `sink`.
+    #[must_use]
+    pub fn logs(mut self, level: LogLevel, sink: LogMessageSink) -> Self {
+        self.log_level = Some(level);
+        self.on_log = Some(sink);
+        self
+    }
 }
 
 /// Client-wide settings.
@@ -96,6 +147,16 @@ pub struct ClientOptions {
     pub client_info: Value,
     /// The deadline of calls that set none; at most [`MAX_DEADLINE`].
     pub default_deadline: Duration,
+    /// Strict mode (X1, X2): every leniency (a missing `resultType`, a missing or invalid
+    /// cache hint) is a typed error instead of a recorded diagnostic. Off by default: the
+    /// spec asks clients to be lenient there.
+    pub strict: bool,
+    /// After a -32020 to `tools/call`, refresh `tools/list` and retry once with a new id
+    /// (D25, X14). Off by default: nothing retries on its own (I15). Safe for side effects:
+    /// a -32020 is refused before the tool runs.
+    pub retry_header_mismatch: bool,
+    /// Codecs for extension payloads (O76). Registering advertises nothing.
+    pub extensions: ExtensionRegistry,
 }
 
 impl Default for ClientOptions {
@@ -106,6 +167,9 @@ impl Default for ClientOptions {
                 "version": env!("CARGO_PKG_VERSION"),
             }),
             default_deadline: DEFAULT_DEADLINE,
+            strict: false,
+            retry_header_mismatch: false,
+            extensions: ExtensionRegistry::new(),
         }
     }
 }
@@ -118,6 +182,9 @@ pub struct Discovery {
     pub result: DiscoverResult,
     /// The server identity from the result's `_meta`, when it sent one.
     pub server_info: Option<Implementation>,
+    /// `capabilities.extensions`, each declaration byte-exact and in wire order (O76);
+    /// decode one with [`Declarations::decode`] and a codec of [`ClientOptions::extensions`].
+    pub extensions: Declarations,
 }
 
 /// What a pending request receives.
@@ -150,7 +217,16 @@ struct State {
     /// Progress sinks by the exact JSON text of their token.
     progress: HashMap<String, ProgressSink>,
     listens: HashMap<String, ListenSlot>,
+    /// Pending calls that asked for log messages, by request id token.
+    logs: HashMap<String, LogSlot>,
     dead: Option<TransportError>,
+}
+
+/// The log channel of one pending call.
+struct LogSlot {
+    threshold: LogLevel,
+    sink: Option<LogMessageSink>,
+    delivered: usize,
 }
 
 pub(crate) struct Shared {
@@ -161,6 +237,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
     pub(crate) output_schemas: Mutex<HashMap<String, OutputSchema>>,
+    diagnostics: Mutex<Diagnostics>,
+    /// Log messages not delivered: past the per-call cap, ambiguous, or for no call.
+    dropped_logs: AtomicU64,
 }
 
 /// A tool's compiled output schema, or why it could not be compiled.
@@ -216,21 +295,29 @@ impl Client {
             state: Mutex::new(State::default()),
             reader: Mutex::new(None),
             output_schemas: Mutex::new(HashMap::new()),
+            diagnostics: Mutex::new(Diagnostics::default()),
+            dropped_logs: AtomicU64::new(0),
         });
         let reader = tokio::spawn(read_loop(transport, Arc::downgrade(&shared)));
         *lock(&shared.reader) = Some(reader.abort_handle());
         let outcome = shared
-            .round_trip(methods::DISCOVER, Map::new(), &CallOptions::default())
-            .await;
-        let value = match outcome {
-            Ok(value) => value,
+            .round_trip_raw(methods::DISCOVER, Map::new(), &CallOptions::default())
+            .await
+            .and_then(|raw| {
+                let value = parse_result(methods::DISCOVER, &raw)?;
+                let value = shared.lenient(Method::ServerDiscover, value)?;
+                Ok((raw, value))
+            });
+        let (raw, value) = match outcome {
+            Ok(pair) => pair,
             Err(ClientError::Rpc(RpcError {
                 kind: RpcErrorKind::Standard(crate::wire::jsonrpc::ErrorCode::MethodNotFound),
                 ..
             })) => return Err(ConnectError::LegacyServer),
             Err(e) => return Err(ConnectError::Discover(Box::new(e))),
         };
-        let discovery = read_discovery(&value)?;
+        let mut discovery = read_discovery(&value)?;
+        discovery.extensions = Declarations::from_discovery(raw.get());
         Ok(Client {
             shared,
             discovery: Arc::new(discovery),
@@ -258,6 +345,7 @@ impl Client {
             .shared
             .round_trip(method.name(), params, options)
             .await?;
+        let value = self.shared.lenient(method, value)?;
         decode_lenient(method, &value).map_err(|error| {
             ClientError::Invalid(InvalidResult::Result {
                 method: method.name().to_owned(),
@@ -277,6 +365,42 @@ impl Client {
     pub fn failure(&self) -> Option<TransportError> {
         lock(&self.shared.state).dead.clone()
     }
+
+    /// The leniencies recorded so far (X1, X2), oldest first, at most
+    /// [`diagnostics::MAX_DIAGNOSTICS`], and how many older ones were dropped.
+    #[must_use]
+    pub fn diagnostics(&self) -> (Vec<Leniency>, u64) {
+        lock(&self.shared.diagnostics).snapshot()
+    }
+
+    /// As [`Client::diagnostics`], and clears them.
+    pub fn take_diagnostics(&self) -> (Vec<Leniency>, u64) {
+        lock(&self.shared.diagnostics).take()
+    }
+
+    /// How many `notifications/message` were not delivered: past
+    /// [`MAX_LOG_MESSAGES_PER_CALL`], below the call's level, while several logging calls
+    /// overlapped, malformed, or with no logging call waiting.
+    #[must_use]
+    pub fn dropped_log_messages(&self) -> u64 {
+        self.shared.dropped_logs.load(Ordering::Relaxed)
+    }
+
+    /// The options this client was connected with.
+    #[must_use]
+    pub fn options(&self) -> &ClientOptions {
+        &self.shared.options
+    }
+}
+
+/// A success result's text as JSON.
+fn parse_result(method: &str, raw: &RawValue) -> Result<Value, ClientError> {
+    serde_json::from_str(raw.get()).map_err(|e| {
+        ClientError::Invalid(InvalidResult::Frame {
+            method: method.to_owned(),
+            reason: e.to_string(),
+        })
+    })
 }
 
 /// Checks the discovery result before and after typing it.
@@ -323,6 +447,7 @@ fn read_discovery(value: &Value) -> Result<Discovery, ConnectError> {
     Ok(Discovery {
         result: *result,
         server_info,
+        extensions: Declarations::default(),
     })
 }
 
@@ -336,6 +461,26 @@ pub(crate) fn check_deadline(deadline: Duration) -> Result<(), ClientError> {
 }
 
 impl Shared {
+    /// Applies the lenient readings `method`'s result needs, recording each (or, in strict
+    /// mode, refusing the result with the first).
+    fn lenient(&self, method: Method, mut value: Value) -> Result<Value, ClientError> {
+        let found = diagnostics::inspect(method, &mut value);
+        if self.options.strict {
+            if let Some(first) = found.into_iter().next() {
+                return Err(ClientError::Invalid(InvalidResult::Lenient(first)));
+            }
+            return Ok(value);
+        }
+        if !found.is_empty() {
+            let mut d = lock(&self.diagnostics);
+            for leniency in found {
+                tracing::debug!(%leniency, "read leniently");
+                d.record(leniency);
+            }
+        }
+        Ok(value)
+    }
+
     /// Releases every waiter with `cause`; later calls fail fast with it.
     fn die(&self, cause: TransportError) {
         let (pending, listens) = {
@@ -343,6 +488,7 @@ impl Shared {
             if state.dead.is_none() {
                 state.dead = Some(cause.clone());
             }
+            state.logs.clear();
             (
                 std::mem::take(&mut state.pending),
                 std::mem::take(&mut state.listens),
@@ -383,6 +529,12 @@ impl Shared {
                     .to_owned(),
             ));
         }
+        // I16, O73: the capabilities a call declares must have the schema's shape (e.g.
+        // `elicitation: {form?, url?}`), or the server would judge a request we never meant.
+        if let Some(capabilities) = &options.capabilities {
+            serde_json::from_value::<crate::wire::ClientCapabilities>(capabilities.clone())
+                .map_err(|e| ClientError::Request(format!("invalid clientCapabilities: {e}")))?;
+        }
         let extra: Vec<(&str, Value)> = options
             .meta
             .iter()
@@ -416,8 +568,44 @@ impl Shared {
         params: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
+        let raw = self.round_trip_raw(method, params, options).await?;
+        parse_result(method, &raw)
+    }
+
+    /// [`Shared::round_trip`], the result exactly as received.
+    pub(crate) async fn round_trip_raw(
+        self: &Arc<Self>,
+        method: &str,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
         let deadline = self.deadline_of(options)?;
+        let hard = match options.reset_on_progress {
+            None => deadline,
+            Some(hard) => {
+                check_deadline(hard)?;
+                if hard < deadline {
+                    return Err(ClientError::Request(format!(
+                        "the progress hard maximum {hard:?} is below the deadline {deadline:?}"
+                    )));
+                }
+                hard
+            }
+        };
         let mut options = std::borrow::Cow::Borrowed(options);
+        // J13: progress restarts the deadline; the reader records when the last one came.
+        let beat: Option<Arc<Mutex<Option<tokio::time::Instant>>>> =
+            options.reset_on_progress.map(|_| Arc::default());
+        if let Some(beat) = &beat {
+            let user = options.on_progress.clone();
+            let beat = Arc::clone(beat);
+            options.to_mut().on_progress = Some(ProgressSink(Arc::new(move |p| {
+                *lock(&beat) = Some(tokio::time::Instant::now());
+                if let Some(user) = &user {
+                    (user.0)(p);
+                }
+            })));
+        }
         if options.on_progress.is_some() && options.progress_token.is_none() {
             let n = self.next_token.fetch_add(1, Ordering::Relaxed);
             options.to_mut().progress_token = Some(Value::String(format!("progress-{n}")));
@@ -444,6 +632,16 @@ impl Shared {
             if let Some((key, sink)) = &progress_key {
                 state.progress.insert(key.clone(), sink.clone());
             }
+            if let Some(threshold) = options.log_level {
+                state.logs.insert(
+                    id.token().to_owned(),
+                    LogSlot {
+                        threshold,
+                        sink: options.on_log.clone(),
+                        delivered: 0,
+                    },
+                );
+            }
             id
         };
         let mut guard = InFlight {
@@ -459,19 +657,25 @@ impl Shared {
             params: Some(params),
         });
         // The deadline covers the send too: a blocked pipe must not hang the caller.
-        let until = tokio::time::Instant::now() + deadline;
-        let timed_out = || ClientError::Deadline {
+        let start = tokio::time::Instant::now();
+        let hard = start + hard;
+        let mut until = start + deadline;
+        let timed_out = |until: tokio::time::Instant| ClientError::Deadline {
             method: method.to_owned(),
-            deadline,
+            deadline: until - start,
         };
         let Ok(sent) = tokio::time::timeout_at(until, self.transport.send(&message)).await else {
-            return Err(timed_out());
+            return Err(timed_out(until));
         };
         match sent {
             Ok(()) => guard.sent = true,
             Err(e) => {
                 guard.done = true;
-                lock(&self.state).pending.remove(guard.id.token());
+                {
+                    let mut state = lock(&self.state);
+                    state.pending.remove(guard.id.token());
+                    state.logs.remove(guard.id.token());
+                }
                 if e.is_fatal() {
                     self.die(e.clone());
                     return Err(ClientError::Transport(self.dead().unwrap_or(e)));
@@ -479,13 +683,26 @@ impl Shared {
                 return Err(ClientError::Transport(e));
             }
         }
-        let reply = match tokio::time::timeout_at(until, rx).await {
-            Ok(Ok(reply)) => reply,
-            // The sender went away without a reply: only `die` does that, after recording why.
-            Ok(Err(_)) => Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
-            Err(_) => return Err(timed_out()),
+        let mut rx = rx;
+        let reply = loop {
+            match tokio::time::timeout_at(until, &mut rx).await {
+                Ok(Ok(reply)) => break reply,
+                // The sender went away without a reply: only `die` does that, after recording
+                // why.
+                Ok(Err(_)) => break Reply::Dead(self.dead().unwrap_or(TransportError::Closed)),
+                Err(_) => {
+                    let last = beat.as_ref().and_then(|b| *lock(b));
+                    match last.map(|t| (t + deadline).min(hard)) {
+                        Some(next) if next > until => until = next,
+                        _ => return Err(timed_out(until)),
+                    }
+                }
+            }
         };
         guard.done = true;
+        // However the call ended (a refused frame, a dead transport), its log channel closes
+        // with it: a stale one would make every later message look ambiguous.
+        lock(&self.state).logs.remove(guard.id.token());
         match reply {
             Reply::Dead(cause) => Err(ClientError::Transport(cause)),
             Reply::Rejected(reason) => Err(ClientError::Invalid(InvalidResult::Frame {
@@ -495,14 +712,7 @@ impl Shared {
             Reply::Response(Response::Error(e)) => {
                 Err(ClientError::Rpc(RpcError::from_object(method, &e.error)))
             }
-            Reply::Response(Response::Success(s)) => {
-                serde_json::from_str(s.result.get()).map_err(|e| {
-                    ClientError::Invalid(InvalidResult::Frame {
-                        method: method.to_owned(),
-                        reason: e.to_string(),
-                    })
-                })
-            }
+            Reply::Response(Response::Success(s)) => Ok(s.result),
         }
     }
 
@@ -572,6 +782,12 @@ impl Shared {
         if !self.transport.announces_cancellation() || self.dead().is_some() {
             return;
         }
+        // J14: say why; a caller stops waiting only by its deadline or by dropping the call.
+        tracing::debug!(
+            id = %id.token(),
+            reason = reason.unwrap_or("the caller stopped waiting (deadline passed or call dropped)"),
+            "cancelling a request"
+        );
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -624,10 +840,11 @@ impl Drop for InFlight<'_> {
         if self.done {
             return;
         }
-        let was_pending = lock(&self.shared.state)
-            .pending
-            .remove(self.id.token())
-            .is_some();
+        let was_pending = {
+            let mut state = lock(&self.shared.state);
+            state.logs.remove(self.id.token());
+            state.pending.remove(self.id.token()).is_some()
+        };
         if self.sent && was_pending {
             self.shared.announce_cancel(&self.id, None);
         }
@@ -679,6 +896,8 @@ impl Shared {
             if let Some(key) = &p.progress {
                 state.progress.remove(key);
             }
+            // Log messages are delivered only before the reply (L2).
+            state.logs.remove(&token);
             drop(state);
             let _ = p.reply.send(Reply::Response(response));
             return;
@@ -694,6 +913,10 @@ impl Shared {
     fn route_notification(&self, n: Notification) {
         if n.method == methods::PROGRESS {
             self.route_progress(&n);
+            return;
+        }
+        if n.method == methods::MESSAGE {
+            self.route_log(&n);
             return;
         }
         let key = match n.method.as_str() {
@@ -739,6 +962,61 @@ impl Shared {
             });
         }
     }
+}
+
+impl Shared {
+    /// Hands a `notifications/message` to the one waiting call that asked for logs, if its
+    /// level is at or above that call's threshold and the call's cap is not reached.
+    fn route_log(&self, n: &Notification) {
+        let dropped = || {
+            self.dropped_logs.fetch_add(1, Ordering::Relaxed);
+        };
+        let Some(message) = n.params.as_deref().and_then(read_log_message) else {
+            tracing::debug!("ignoring a malformed log message");
+            dropped();
+            return;
+        };
+        let sink = {
+            let mut state = lock(&self.state);
+            let mut slots = state.logs.values_mut();
+            let (Some(slot), None) = (slots.next(), slots.next()) else {
+                drop(state);
+                tracing::debug!("log message for no single waiting call");
+                dropped();
+                return;
+            };
+            if message.level < slot.threshold || slot.delivered >= MAX_LOG_MESSAGES_PER_CALL {
+                None
+            } else {
+                slot.delivered += 1;
+                slot.sink.clone()
+            }
+        };
+        match sink {
+            Some(sink) => (sink.0)(message),
+            None => dropped(),
+        }
+    }
+}
+
+/// The params of a `notifications/message`: `level` and `data` required, `logger` optional
+/// (L5); anything else (an unknown level, a missing `data`, a non-string `logger`) is `None`.
+fn read_log_message(params: &RawValue) -> Option<LogMessage> {
+    let mut p: Map<String, Value> = serde_json::from_str(params.get()).ok()?;
+    let level = match p.get("level")? {
+        Value::String(level) => LogLevel::parse(level)?,
+        _ => return None,
+    };
+    let logger = match p.remove("logger") {
+        None => None,
+        Some(Value::String(logger)) => Some(logger),
+        Some(_) => return None,
+    };
+    Some(LogMessage {
+        level,
+        logger,
+        data: p.remove("data")?,
+    })
 }
 
 /// Queues a stream message; `false` when the stream overflowed (and is then dropped).

@@ -109,6 +109,9 @@ pub enum InvalidResult {
         /// The codec's reason.
         reason: String,
     },
+    /// Strict mode refused what the client would otherwise read leniently (X1, X2).
+    #[error("strict mode: {0}")]
+    Lenient(crate::client::diagnostics::Leniency),
     /// `structuredContent` does not match the tool's `outputSchema` (O81).
     #[error("structuredContent of tool {tool} does not match its output schema: {reason}")]
     OutputSchema {
@@ -224,6 +227,15 @@ pub enum ClientError {
     /// unencodable params).
     #[error("request refused before sending: {0}")]
     Request(String),
+    /// A `tools/call` met -32020 and the opt-in `tools/list` refresh before its one retry
+    /// failed (D25); nothing was retried.
+    #[error("{mismatch}; refreshing tools/list before the retry failed: {refresh}")]
+    HeaderMismatchRefresh {
+        /// The -32020 the call received.
+        mismatch: RpcError,
+        /// Why the refresh failed.
+        refresh: Box<ClientError>,
+    },
     /// The host's answer callback gave up.
     #[error("the input callback declined: {0}")]
     Declined(String),

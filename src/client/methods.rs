@@ -12,14 +12,16 @@ use serde_json::{Map, Value};
 
 use crate::client::connection::{lock, CallOptions, Client};
 use crate::client::error::{
-    ClientError, InputRequired, InvalidResult, PaginationError, ToolFailed,
+    ClientError, InputRequired, InvalidResult, PaginationError, RpcErrorKind, ToolFailed,
 };
 use crate::core::schema::CompiledSchema;
+use crate::wire::headers::param_headers;
 use crate::wire::result::{CompleteResult, Decoded, Method};
 use crate::wire::{
-    CallToolResult, CompleteResult as CompletionResult, GetPromptResult, InputRequiredResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool,
+    CallToolResult, CompleteResult as CompletionResult, ElicitRequestParams, GetPromptResult,
+    InputRequest, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    Tool,
 };
 
 /// The most pages one list walk follows: a server that keeps paginating is cut off.
@@ -57,6 +59,18 @@ impl RoundInput {
         }
     }
 
+    /// [`RoundInput::answer`], after checking `responses` with [`check_answers`].
+    ///
+    /// # Errors
+    /// [`ClientError::Request`] naming the first answer that cannot be sent.
+    pub fn try_answer(
+        previous: &InputRequiredResult,
+        responses: Map<String, Value>,
+    ) -> Result<Self, ClientError> {
+        check_answers(previous, &responses).map_err(ClientError::Request)?;
+        Ok(Self::answer(previous, responses))
+    }
+
     fn write(self, params: &mut Map<String, Value>) {
         if let Some(responses) = self.input_responses {
             params.insert("inputResponses".into(), Value::Object(responses));
@@ -64,6 +78,62 @@ impl RoundInput {
         if let Some(state) = self.request_state {
             params.insert("requestState".into(), Value::String(state));
         }
+    }
+}
+
+/// Checks one round's answers before they are sent: every input request answered and no
+/// other key (I9), and each answer to an `elicitation/create` an `ElicitResult` (I20):
+/// `action` is `accept`, `decline` or `cancel`; a form accept's `content`, if any, maps to
+/// string, number, boolean or string-array values; a URL accept has no `content`.
+///
+/// # Errors
+/// Why the first offending answer (in key order) cannot be sent.
+pub fn check_answers(
+    asked: &InputRequiredResult,
+    responses: &Map<String, Value>,
+) -> Result<(), String> {
+    let empty = std::collections::BTreeMap::new();
+    let requests = asked.input_requests.as_ref().map_or(&empty, |r| &r.0);
+    if let Some(extra) = responses.keys().find(|k| !requests.contains_key(*k)) {
+        return Err(format!("answer {extra:?} matches no input request"));
+    }
+    for (key, request) in requests {
+        let Some(answer) = responses.get(key) else {
+            return Err(format!("input request {key:?} is not answered"));
+        };
+        if let InputRequest::ElicitRequest(elicit) = request {
+            let url = matches!(elicit.params, ElicitRequestParams::UrlParams(_));
+            check_elicit_result(answer, url)
+                .map_err(|reason| format!("answer {key:?}: {reason}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn check_elicit_result(answer: &Value, url: bool) -> Result<(), String> {
+    let Some(object) = answer.as_object() else {
+        return Err("an elicitation answer is an object".to_owned());
+    };
+    let action = object.get("action").and_then(Value::as_str);
+    let content = object.get("content");
+    match (action, content) {
+        (Some("decline" | "cancel"), _) => Ok(()),
+        (Some("accept"), None) => Ok(()),
+        (Some("accept"), Some(_)) if url => Err("a URL-mode accept carries no content".to_owned()),
+        (Some("accept"), Some(Value::Object(fields))) => {
+            let primitive = |v: &Value| {
+                matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+                    || v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+            };
+            match fields.iter().find(|(_, v)| !primitive(v)) {
+                Some((name, _)) => Err(format!(
+                    "content field {name:?} is not a string, number, boolean or string array"
+                )),
+                None => Ok(()),
+            }
+        }
+        (Some("accept"), Some(_)) => Err("content is an object".to_owned()),
+        _ => Err("action is accept, decline or cancel".to_owned()),
     }
 }
 
@@ -157,6 +227,8 @@ impl Client {
     }
 
     /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
+    /// A tool whose `x-mcp-header` annotations are invalid is dropped with a warning, its
+    /// siblings kept (D23): no call could carry the headers it declares.
     ///
     /// # Errors
     /// Any [`ClientError`]; [`ClientError::Pagination`] for a looping or endless list.
@@ -169,6 +241,7 @@ impl Client {
                 _ => None,
             })
             .await?;
+        let tools = keep_valid_annotations(tools);
         let mut schemas = lock(&self.shared.output_schemas);
         schemas.clear();
         for tool in &tools {
@@ -257,7 +330,7 @@ impl Client {
             params.insert("arguments".into(), Value::Object(arguments));
         }
         round.write(&mut params);
-        match self.request(Method::ToolsCall, params, options).await? {
+        match self.request_tool(name, params, options).await? {
             Decoded::InputRequired(result) => Ok(ToolOutcome::InputRequired(InputRequired {
                 method: Method::ToolsCall.name().to_owned(),
                 result,
@@ -274,6 +347,52 @@ impl Client {
             }
             _ => Err(unexpected(Method::ToolsCall)),
         }
+    }
+
+    /// Sends one `tools/call`; with the opt-in retry (D25, X14), a -32020 refreshes
+    /// `tools/list` (bounded by [`MAX_LIST_PAGES`] / [`MAX_LIST_ITEMS`]; a transport that
+    /// mirrors `x-mcp-header` annotations learns the refreshed ones from it) and sends the
+    /// call once more under a new id. A second -32020 is returned as it came. The retry
+    /// never replays a side effect: -32020 is refused before the tool runs.
+    async fn request_tool(
+        &self,
+        name: &str,
+        params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Decoded, ClientError> {
+        let retry = options
+            .retry_header_mismatch
+            .unwrap_or(self.options().retry_header_mismatch);
+        let first = self
+            .request(Method::ToolsCall, params.clone(), options)
+            .await;
+        let mismatch = match first {
+            Err(ClientError::Rpc(e)) if retry && e.kind == RpcErrorKind::HeaderMismatch => e,
+            other => return other,
+        };
+        let refresh = CallOptions {
+            deadline: options.deadline,
+            capabilities: options.capabilities.clone(),
+            ..CallOptions::default()
+        };
+        match self.list_tools(&refresh).await {
+            Err(e) => {
+                return Err(ClientError::HeaderMismatchRefresh {
+                    mismatch,
+                    refresh: Box::new(e),
+                })
+            }
+            // Gone (or dropped for an invalid annotation): no definition to retry with.
+            Ok(tools) if !tools.iter().any(|t| t.name == name) => {
+                return Err(ClientError::Rpc(mismatch))
+            }
+            Ok(_) => {}
+        }
+        tracing::debug!(
+            tool = name,
+            "retrying tools/call after -32020 and a tools/list refresh"
+        );
+        self.request(Method::ToolsCall, params, options).await
     }
 
     fn check_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), ClientError> {
@@ -329,7 +448,8 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::TooManyRounds`] past the cap, [`ClientError::Declined`] when `answer`
-    /// gives up, [`ClientError::ToolFailed`] for the tool's own failure, or any other error.
+    /// gives up, [`ClientError::Request`] for answers [`check_answers`] refuses (nothing is
+    /// sent), [`ClientError::ToolFailed`] for the tool's own failure, or any other error.
     pub async fn call_tool_driven(
         &self,
         name: &str,
@@ -354,7 +474,7 @@ impl Client {
                     }
                     answered += 1;
                     let responses = answer(&i.result).map_err(ClientError::Declined)?;
-                    round = RoundInput::answer(&i.result, responses);
+                    round = RoundInput::try_answer(&i.result, responses)?;
                 }
             }
         }
@@ -464,5 +584,84 @@ fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {
     match round {
         Round::Complete(r) => Ok(r),
         Round::InputRequired(i) => Err(ClientError::InputRequired(i)),
+    }
+}
+
+/// Drops the tools whose input schema breaks the `x-mcp-header` rules (D22), keeping the
+/// order of the rest (D23), and logs one warning per dropped tool with the reason.
+fn keep_valid_annotations(tools: Vec<Tool>) -> Vec<Tool> {
+    tools
+        .into_iter()
+        .filter(|tool| {
+            let verdict = serde_json::to_value(&tool.input_schema)
+                .map_err(|e| e.to_string())
+                .and_then(|schema| param_headers(&schema).map_err(|v| v.to_string()));
+            match verdict {
+                Ok(_) => true,
+                Err(reason) => {
+                    tracing::warn!(tool = %tool.name, %reason, "dropped: invalid x-mcp-header");
+                    false
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, properties: Value) -> Tool {
+        serde_json::from_value(serde_json::json!({
+            "name": name,
+            "inputSchema": {"type": "object", "properties": properties},
+        }))
+        .expect("tool")
+    }
+
+    #[test]
+    fn d23_invalid_annotations_drop_the_tool_and_keep_valid_siblings() {
+        let string = |h: &str| serde_json::json!({"type": "string", "x-mcp-header": h});
+        let tools = vec![
+            tool("plain", serde_json::json!({"q": {"type": "string"}})),
+            tool("empty", serde_json::json!({"v": string("")})),
+            tool(
+                "valid",
+                serde_json::json!({"region": string("Region"), "n": {"type": "integer", "x-mcp-header": "N"}}),
+            ),
+            tool(
+                "object",
+                serde_json::json!({"d": {"type": "object", "x-mcp-header": "Data"}}),
+            ),
+            tool(
+                "array",
+                serde_json::json!({"d": {"type": "array", "x-mcp-header": "Items"}}),
+            ),
+            tool(
+                "null",
+                serde_json::json!({"d": {"type": "null", "x-mcp-header": "Nothing"}}),
+            ),
+            tool(
+                "number",
+                serde_json::json!({"d": {"type": "number", "x-mcp-header": "Score"}}),
+            ),
+            tool(
+                "duplicate",
+                serde_json::json!({"a": string("Region"), "b": string("Region")}),
+            ),
+            tool(
+                "duplicate-case",
+                serde_json::json!({"a": string("MyField"), "b": string("myfield")}),
+            ),
+            tool("space", serde_json::json!({"v": string("My Region")})),
+            tool("colon", serde_json::json!({"v": string("Region:Primary")})),
+            tool("non-ascii", serde_json::json!({"v": string("R\u{e9}gion")})),
+            tool("control", serde_json::json!({"v": string("Region\t1")})),
+        ];
+        let kept: Vec<String> = keep_valid_annotations(tools)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(kept, ["plain", "valid"]);
     }
 }

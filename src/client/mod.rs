@@ -1,5 +1,7 @@
 //! The strict client: pieces a client core drives.
 //!
+//! - [`diagnostics`]: what was read leniently (X1, X2) and strict mode.
+//! - [`extensions`]: typed codecs for extension payloads; unknown ones stay raw and inert.
 //! - [`digest`]: stable snapshot digests for hosts that cache or compare what a server
 //!   published (runtime-free).
 //! - `http`: the Streamable HTTP transport, one POST per message (feature `http`).
@@ -10,8 +12,10 @@
 #![forbid(unsafe_code)]
 
 pub mod connection;
+pub mod diagnostics;
 pub mod digest;
 pub mod error;
+pub mod extensions;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod listen;
@@ -21,15 +25,18 @@ pub mod stdio;
 pub mod transport;
 
 pub use connection::{
-    CallOptions, Client, ClientOptions, Discovery, Progress, ProgressSink, DEFAULT_DEADLINE,
-    LISTEN_QUEUE_MESSAGES, MAX_DEADLINE,
+    CallOptions, Client, ClientOptions, Discovery, LogMessage, LogMessageSink, Progress,
+    ProgressSink, DEFAULT_DEADLINE, LISTEN_QUEUE_MESSAGES, MAX_DEADLINE, MAX_LOG_MESSAGES_PER_CALL,
 };
+pub use diagnostics::{Leniency, MAX_DIAGNOSTICS};
 pub use error::{
     ClientError, ConnectError, InputRequired, InvalidResult, PaginationError, RpcError,
     RpcErrorKind, ToolFailed,
 };
+pub use extensions::{Declarations, ExtensionCodec, ExtensionError, ExtensionRegistry, SerdeCodec};
 pub use listen::{ListenError, ListenStream};
 pub use methods::{
-    Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS, MAX_LIST_PAGES,
+    check_answers, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
+    MAX_LIST_PAGES,
 };
 pub use transport::{BoxFuture, Inbound, Transport, TransportError};

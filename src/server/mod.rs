@@ -19,6 +19,8 @@
 //! drawn when the server is built, so continuation state is then valid only inside this process
 //! (a restart or a second instance rejects it as `state_rejected`).
 
+#[cfg(feature = "auth")]
+pub mod auth;
 mod dispatch;
 mod encode;
 pub mod fault;

@@ -1,0 +1,640 @@
+//! The client the official MCP conformance suite drives (`conformance client --command …`).
+//!
+//! ```sh
+//! MCP_CONFORMANCE_SCENARIO=tools_call cargo run --example conformance_client -- http://localhost:PORT/mcp
+//! ```
+//!
+//! The suite appends the scenario server's URL as the last argument and names the scenario in
+//! `MCP_CONFORMANCE_SCENARIO` (the revision in `MCP_CONFORMANCE_PROTOCOL_VERSION`, scenario
+//! data in `MCP_CONFORMANCE_CONTEXT`). Each scenario is performed with the library's public
+//! API only, over [`HttpTransport`] to exactly that URL. Exit status: 0 when the scenario ran
+//! to its end, 1 with a one-line reason on stderr when a step failed, 2 for a usage error
+//! (unknown scenario, no URL, a revision this client does not speak).
+//!
+//! The client does only what the library does: it answers `input_required` rounds itself
+//! (explicit rounds, as a host would), but header mirroring, dropping tools with invalid
+//! annotations and schema handling are the library's, never patched up here.
+
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use strict_mcp::client::http::{HttpError, HttpTransport};
+use strict_mcp::client::{
+    CallOptions, Client, ClientError, ClientOptions, ConnectError, InputRequired, RoundInput,
+    RpcError, RpcErrorKind, ToolOutcome,
+};
+use strict_mcp::wire::{InputRequiredResult, Tool, PROTOCOL_REVISION};
+
+/// The scenario to perform.
+const SCENARIO_ENV: &str = "MCP_CONFORMANCE_SCENARIO";
+/// The revision the suite runs at; this client speaks only [`PROTOCOL_REVISION`].
+const VERSION_ENV: &str = "MCP_CONFORMANCE_PROTOCOL_VERSION";
+/// Scenario data (JSON), for the scenarios that have some.
+const CONTEXT_ENV: &str = "MCP_CONFORMANCE_CONTEXT";
+
+/// Per-request deadline: well inside the suite's 30 s scenario budget, so a mock that never
+/// answers gives our own one-line reason instead of the suite's kill.
+const CALL_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Reconnects after a `-32022` that lists [`PROTOCOL_REVISION`] as supported (B15: the library
+/// reports the rejection, the host picks the version again). One: a server
+/// that rejects the version it just said it supports would reject it again.
+const MAX_VERSION_RETRIES: usize = 1;
+
+/// The eight scenarios, by the suite's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    ToolsCall,
+    RequestMetadata,
+    RequestState,
+    StandardHeaders,
+    CustomHeaders,
+    InvalidToolHeaders,
+    RefNoDeref,
+    SchemaPreservation,
+}
+
+/// The suite's names for [`Scenario`].
+const SCENARIOS: [(&str, Scenario); 8] = [
+    ("tools_call", Scenario::ToolsCall),
+    ("request-metadata", Scenario::RequestMetadata),
+    ("sep-2322-client-request-state", Scenario::RequestState),
+    ("http-standard-headers", Scenario::StandardHeaders),
+    ("http-custom-headers", Scenario::CustomHeaders),
+    ("http-invalid-tool-headers", Scenario::InvalidToolHeaders),
+    ("json-schema-ref-no-deref", Scenario::RefNoDeref),
+    (
+        "json-schema-2020-12-preservation",
+        Scenario::SchemaPreservation,
+    ),
+];
+
+impl Scenario {
+    fn from_name(name: &str) -> Option<Scenario> {
+        SCENARIOS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, scenario)| *scenario)
+    }
+}
+
+/// Why a run ended unsuccessfully.
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    /// The suite's contract was not met (arguments, environment).
+    #[error("{0}")]
+    Usage(String),
+    /// The transport could not be built for the URL.
+    #[error("HTTP transport for {url}: {source}")]
+    Transport { url: String, source: HttpError },
+    /// Discovery refused the server.
+    #[error("connect: {0}")]
+    Connect(Box<ConnectError>),
+    /// A call failed.
+    #[error("{step}: {source}")]
+    Call {
+        step: String,
+        source: Box<ClientError>,
+    },
+    /// The server answered, but not what the scenario needs to go on.
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Names the step of a failed call.
+fn at(step: impl Into<String>) -> impl FnOnce(ClientError) -> Failure {
+    let step = step.into();
+    move |source| Failure::Call {
+        step,
+        source: Box::new(source),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let name = std::env::var(SCENARIO_ENV).unwrap_or_default();
+    match run(&name).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            // One line, whatever the nested errors contain.
+            let reason = failure.to_string().replace(['\n', '\r'], " ");
+            eprintln!("conformance_client: {name}: {reason}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}
+
+async fn run(name: &str) -> Result<(), Failure> {
+    let scenario = Scenario::from_name(name).ok_or_else(|| {
+        Failure::Usage(format!("unknown scenario {name:?} (from {SCENARIO_ENV})"))
+    })?;
+    if let Ok(version) = std::env::var(VERSION_ENV) {
+        if version != PROTOCOL_REVISION {
+            return Err(Failure::Usage(format!(
+                "{VERSION_ENV}={version}, but this client speaks only {PROTOCOL_REVISION}"
+            )));
+        }
+    }
+    let url = std::env::args()
+        .skip(1)
+        .last()
+        .ok_or_else(|| Failure::Usage("no server URL argument".to_owned()))?;
+    // Read before connecting: bad scenario data is a usage error, not a server failure.
+    let context = match scenario {
+        Scenario::CustomHeaders => {
+            Some(tool_calls(&std::env::var(CONTEXT_ENV).map_err(|_| {
+                Failure::Usage(format!("{CONTEXT_ENV} is not set"))
+            })?)?)
+        }
+        _ => None,
+    };
+    let client = connect(&url).await?;
+    let outcome = perform(&client, scenario, context).await;
+    client.close().await;
+    outcome
+}
+
+/// Connects, reconnecting at most [`MAX_VERSION_RETRIES`] times when the server rejects the
+/// version with `-32022` but lists [`PROTOCOL_REVISION`] among the ones it supports.
+async fn connect(url: &str) -> Result<Client, Failure> {
+    let mut attempt = 0;
+    loop {
+        let transport = HttpTransport::new(url, None).map_err(|source| Failure::Transport {
+            url: url.to_owned(),
+            source,
+        })?;
+        let options = ClientOptions {
+            client_info: json!({
+                "name": "strict-mcp-conformance-client",
+                "version": env!("CARGO_PKG_VERSION"),
+            }),
+            default_deadline: CALL_DEADLINE,
+            ..ClientOptions::default()
+        };
+        match Client::connect(Arc::new(transport), options).await {
+            Ok(client) => return Ok(client),
+            Err(error) => match retry_after(&error, attempt) {
+                Retry::Again => attempt += 1,
+                Retry::No => return Err(Failure::Connect(Box::new(error))),
+                Retry::NoCommonVersion(supported) => {
+                    return Err(Failure::Unexpected(format!(
+                        "the server rejected {PROTOCOL_REVISION} and supports only {supported:?}"
+                    )))
+                }
+            },
+        }
+    }
+}
+
+/// What to do after a failed connect.
+#[derive(Debug, PartialEq, Eq)]
+enum Retry {
+    Again,
+    No,
+    /// `-32022` whose `data.supported` lacks the one revision this client speaks.
+    NoCommonVersion(Vec<String>),
+}
+
+fn retry_after(error: &ConnectError, attempt: usize) -> Retry {
+    let ConnectError::Discover(inner) = error else {
+        return Retry::No;
+    };
+    let ClientError::Rpc(RpcError {
+        kind: RpcErrorKind::UnsupportedProtocolVersion,
+        data,
+        ..
+    }) = inner.as_ref()
+    else {
+        return Retry::No;
+    };
+    let supported: Vec<String> = data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !supported.iter().any(|v| v == PROTOCOL_REVISION) {
+        return Retry::NoCommonVersion(supported);
+    }
+    if attempt < MAX_VERSION_RETRIES {
+        Retry::Again
+    } else {
+        Retry::No
+    }
+}
+
+/// The tool calls a scenario's context asks for, in order: name and arguments.
+type ToolCalls = Vec<(String, Map<String, Value>)>;
+
+/// `MCP_CONFORMANCE_CONTEXT` of `http-custom-headers`: `{"toolCalls":[{name, arguments}]}`.
+fn tool_calls(text: &str) -> Result<ToolCalls, Failure> {
+    let bad = |why: &str| Failure::Usage(format!("{CONTEXT_ENV}: {why}"));
+    let value: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+    let calls = value
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("no toolCalls array"))?;
+    calls
+        .iter()
+        .map(|call| {
+            let name = call
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| bad("a tool call without a name"))?;
+            let arguments = match call.get("arguments") {
+                None => Map::new(),
+                Some(Value::Object(map)) => map.clone(),
+                Some(_) => return Err(bad("arguments that are not an object")),
+            };
+            Ok((name.to_owned(), arguments))
+        })
+        .collect()
+}
+
+async fn perform(
+    client: &Client,
+    scenario: Scenario,
+    context: Option<ToolCalls>,
+) -> Result<(), Failure> {
+    let plain = CallOptions::default();
+    match scenario {
+        Scenario::ToolsCall => {
+            let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+            find(&tools, "add_numbers")?;
+            let arguments = object(json!({"a": 5, "b": 3}));
+            client
+                .call("add_numbers", Some(arguments), &plain)
+                .await
+                .map_err(at("tools/call add_numbers"))?;
+        }
+        // Discovery (with the version retry) did the work; one more request shows the
+        // headers and `_meta` on a request after the retry.
+        Scenario::RequestMetadata => {
+            client.list_tools(&plain).await.map_err(at("tools/list"))?;
+        }
+        Scenario::RequestState => request_state(client).await?,
+        Scenario::StandardHeaders => standard_headers(client).await?,
+        Scenario::CustomHeaders => {
+            let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+            for (name, arguments) in context.unwrap_or_default() {
+                find(&tools, &name)?;
+                client
+                    .call(&name, Some(arguments), &plain)
+                    .await
+                    .map_err(at(format!("tools/call {name}")))?;
+            }
+        }
+        // The library drops tools whose `x-mcp-header` annotations are invalid (D23): call
+        // every tool it kept.
+        Scenario::InvalidToolHeaders => {
+            let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+            if tools.is_empty() {
+                return Err(Failure::Unexpected("tools/list kept no tool".to_owned()));
+            }
+            for tool in &tools {
+                let arguments = sample_arguments(&tool_schema(tool)?);
+                client
+                    .call(&tool.name, Some(arguments), &plain)
+                    .await
+                    .map_err(at(format!("tools/call {}", tool.name)))?;
+            }
+        }
+        // Listing is the whole step: nothing may fetch the schema's network `$ref`.
+        Scenario::RefNoDeref => {
+            client.list_tools(&plain).await.map_err(at("tools/list"))?;
+        }
+        Scenario::SchemaPreservation => {
+            let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+            let focal = find(&tools, "json_schema_2020_12_tool")?;
+            find(&tools, "json_schema_echo")?;
+            let arguments = object(json!({ "schema": tool_schema(focal)? }));
+            client
+                .call("json_schema_echo", Some(arguments), &plain)
+                .await
+                .map_err(at("tools/call json_schema_echo"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `sep-2322-client-request-state`: explicit MRTR rounds, each a new request.
+async fn request_state(client: &Client) -> Result<(), Failure> {
+    let plain = CallOptions::default();
+    // The host answers form elicitations on these calls, so it declares that for them.
+    let answering = CallOptions::default().capabilities(json!({"elicitation": {"form": {}}}));
+    let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+    for name in [
+        "test_mrtr_echo_state",
+        "test_mrtr_no_state",
+        "test_mrtr_unrelated",
+        "test_mrtr_no_result_type",
+    ] {
+        find(&tools, name)?;
+    }
+
+    // Round 1 of the echo tool; an unrelated call runs while its answer is pending, carrying
+    // neither of its fields.
+    let echo = expect_input(client, "test_mrtr_echo_state", &answering).await?;
+    expect_complete(client, "test_mrtr_unrelated", RoundInput::first(), &plain).await?;
+    let round = RoundInput::answer(&echo.result, answer_all(&echo.result)?);
+    expect_complete(client, "test_mrtr_echo_state", round, &answering).await?;
+
+    // No requestState in round 1: none in round 2 (RoundInput::answer copies it as absent).
+    let no_state = expect_input(client, "test_mrtr_no_state", &answering).await?;
+    let round = RoundInput::answer(&no_state.result, answer_all(&no_state.result)?);
+    expect_complete(client, "test_mrtr_no_state", round, &answering).await?;
+
+    // A result without resultType is complete: nothing to retry.
+    expect_complete(
+        client,
+        "test_mrtr_no_result_type",
+        RoundInput::first(),
+        &plain,
+    )
+    .await
+}
+
+async fn expect_input(
+    client: &Client,
+    name: &str,
+    options: &CallOptions,
+) -> Result<InputRequired, Failure> {
+    match client
+        .call_tool(name, None, RoundInput::first(), options)
+        .await
+        .map_err(at(format!("tools/call {name}")))?
+    {
+        ToolOutcome::InputRequired(input) => Ok(input),
+        other => Err(Failure::Unexpected(format!(
+            "tools/call {name}: expected input_required, got {}",
+            outcome_kind(&other)
+        ))),
+    }
+}
+
+async fn expect_complete(
+    client: &Client,
+    name: &str,
+    round: RoundInput,
+    options: &CallOptions,
+) -> Result<(), Failure> {
+    match client
+        .call_tool(name, None, round, options)
+        .await
+        .map_err(at(format!("tools/call {name}")))?
+    {
+        ToolOutcome::Success(_) => Ok(()),
+        other => Err(Failure::Unexpected(format!(
+            "tools/call {name}: expected a complete result, got {}",
+            outcome_kind(&other)
+        ))),
+    }
+}
+
+fn outcome_kind(outcome: &ToolOutcome) -> &'static str {
+    match outcome {
+        ToolOutcome::Success(_) => "a complete result",
+        ToolOutcome::Failed(_) => "a tool error (isError)",
+        ToolOutcome::InputRequired(_) => "input_required",
+    }
+}
+
+/// Answers every input request: form elicitations are accepted with a value for each
+/// requested property; anything else is a step this host does not take.
+fn answer_all(result: &InputRequiredResult) -> Result<Map<String, Value>, Failure> {
+    let mut answers = Map::new();
+    for (key, request) in result.input_requests.iter().flat_map(|r| r.iter()) {
+        let request = serde_json::to_value(request)
+            .map_err(|e| Failure::Unexpected(format!("input request {key}: {e}")))?;
+        answers.insert(key.clone(), answer(key, &request)?);
+    }
+    if answers.is_empty() {
+        return Err(Failure::Unexpected(
+            "input_required without any input request".to_owned(),
+        ));
+    }
+    Ok(answers)
+}
+
+fn answer(key: &str, request: &Value) -> Result<Value, Failure> {
+    let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+    let params = request.get("params");
+    let mode = params
+        .and_then(|p| p.get("mode"))
+        .and_then(Value::as_str)
+        .unwrap_or("form");
+    if method != "elicitation/create" || mode != "form" {
+        return Err(Failure::Unexpected(format!(
+            "input request {key}: {method} ({mode}) is not answered by this client"
+        )));
+    }
+    let schema = params
+        .and_then(|p| p.get("requestedSchema"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(json!({"action": "accept", "content": sample_arguments(&schema)}))
+}
+
+/// `http-standard-headers`: every method that carries `Mcp-Method` and `Mcp-Name`.
+async fn standard_headers(client: &Client) -> Result<(), Failure> {
+    let plain = CallOptions::default();
+    let tools = client.list_tools(&plain).await.map_err(at("tools/list"))?;
+    for tool in &tools {
+        let arguments = sample_arguments(&tool_schema(tool)?);
+        client
+            .call(&tool.name, Some(arguments), &plain)
+            .await
+            .map_err(at(format!("tools/call {}", tool.name)))?;
+    }
+    let resources = client
+        .list_resources(&plain)
+        .await
+        .map_err(at("resources/list"))?;
+    for resource in &resources {
+        client
+            .read_resource(&resource.uri, &plain)
+            .await
+            .map_err(at(format!("resources/read {}", resource.uri)))?;
+    }
+    let prompts = client
+        .list_prompts(&plain)
+        .await
+        .map_err(at("prompts/list"))?;
+    for prompt in &prompts {
+        client
+            .get_prompt(&prompt.name, None, &plain)
+            .await
+            .map_err(at(format!("prompts/get {}", prompt.name)))?;
+    }
+    if tools.is_empty() || resources.is_empty() || prompts.is_empty() {
+        return Err(Failure::Unexpected(format!(
+            "nothing to exercise: {} tools, {} resources, {} prompts",
+            tools.len(),
+            resources.len(),
+            prompts.len()
+        )));
+    }
+    Ok(())
+}
+
+fn find<'a>(tools: &'a [Tool], name: &str) -> Result<&'a Tool, Failure> {
+    tools
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| Failure::Unexpected(format!("tools/list has no tool {name:?}")))
+}
+
+/// A tool's `inputSchema` as JSON, exactly as the library kept it.
+fn tool_schema(tool: &Tool) -> Result<Value, Failure> {
+    serde_json::to_value(&tool.input_schema)
+        .map_err(|e| Failure::Unexpected(format!("inputSchema of {}: {e}", tool.name)))
+}
+
+/// A value for every `required` property of an object schema (every property when none is
+/// required), by its `type`: enough to make a call the schema accepts.
+fn sample_arguments(schema: &Value) -> Map<String, Value> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = Map::new();
+    for (name, property) in properties.into_iter().flatten() {
+        if !required.is_empty() && !required.contains(&name.as_str()) {
+            continue;
+        }
+        let value = match property.get("type").and_then(Value::as_str) {
+            Some("boolean") => json!(true),
+            Some("integer") => json!(1),
+            Some("number") => json!(1.5),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => json!("example"),
+        };
+        out.insert(name.clone(), value);
+    }
+    out
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(data: Value) -> ConnectError {
+        ConnectError::Discover(Box::new(ClientError::Rpc(RpcError {
+            method: "server/discover".to_owned(),
+            kind: RpcErrorKind::UnsupportedProtocolVersion,
+            code: -32022,
+            message: "Unsupported protocol version".to_owned(),
+            data: Some(data),
+        })))
+    }
+
+    #[test]
+    fn every_scenario_name_maps_and_unknown_does_not() {
+        assert_eq!(SCENARIOS.len(), 8);
+        for (name, scenario) in SCENARIOS {
+            assert_eq!(Scenario::from_name(name), Some(scenario));
+        }
+        assert_eq!(Scenario::from_name("tools-call"), None);
+        assert_eq!(Scenario::from_name(""), None);
+    }
+
+    #[test]
+    fn b15_version_retry_at_the_bound_and_one_past() {
+        let error = rejected(json!({"supported": [PROTOCOL_REVISION], "requested": "2026-07-28"}));
+        assert_eq!(retry_after(&error, MAX_VERSION_RETRIES - 1), Retry::Again);
+        assert_eq!(retry_after(&error, MAX_VERSION_RETRIES), Retry::No);
+    }
+
+    #[test]
+    fn b15_version_retry_needs_our_revision_among_the_supported() {
+        let error = rejected(json!({"supported": ["2099-01-01"]}));
+        assert_eq!(
+            retry_after(&error, 0),
+            Retry::NoCommonVersion(vec!["2099-01-01".to_owned()])
+        );
+        assert_eq!(
+            retry_after(&rejected(json!({})), 0),
+            Retry::NoCommonVersion(Vec::new())
+        );
+        assert_eq!(retry_after(&ConnectError::LegacyServer, 0), Retry::No);
+    }
+
+    #[test]
+    fn custom_header_context_is_read_in_order_and_bad_context_is_typed() {
+        let calls = tool_calls(
+            r#"{"name":"http-custom-headers","toolCalls":[{"name":"a","arguments":{"x":null}},{"name":"b"}]}"#,
+        )
+        .expect("context");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0, "a");
+        assert_eq!(calls[0].1.get("x"), Some(&Value::Null));
+        assert_eq!(calls[1], ("b".to_owned(), Map::new()));
+        for bad in [
+            "",
+            "{}",
+            r#"{"toolCalls":[{}]}"#,
+            r#"{"toolCalls":[{"name":"a","arguments":1}]}"#,
+        ] {
+            assert!(matches!(tool_calls(bad), Err(Failure::Usage(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn form_elicitation_is_accepted_with_typed_values_and_others_refused() {
+        let request = json!({"method": "elicitation/create", "params": {
+            "message": "Please confirm",
+            "requestedSchema": {"type": "object", "properties": {"confirmed": {"type": "boolean"}}},
+        }});
+        assert_eq!(
+            answer("confirm", &request).expect("answer"),
+            json!({"action": "accept", "content": {"confirmed": true}})
+        );
+        let url = json!({"method": "elicitation/create", "params": {"mode": "url"}});
+        assert!(matches!(answer("u", &url), Err(Failure::Unexpected(_))));
+        let sampling = json!({"method": "sampling/createMessage", "params": {}});
+        assert!(matches!(
+            answer("s", &sampling),
+            Err(Failure::Unexpected(_))
+        ));
+    }
+
+    #[test]
+    fn sample_arguments_fill_required_properties_only() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string"}, "n": {"type": "integer"}, "opt": {"type": "number"},
+        }, "required": ["region", "n"]});
+        assert_eq!(
+            Value::Object(sample_arguments(&schema)),
+            json!({"region": "example", "n": 1})
+        );
+        assert_eq!(sample_arguments(&json!({"type": "object"})), Map::new());
+    }
+}
