@@ -15,6 +15,7 @@
 mod common;
 
 use stateright::{Checker, Model, Property};
+use strict_mcp::core::continuation::{decide_resume, ResumeStep};
 use strict_mcp::machine::epoch::{CallId, EpochEffect, EpochEvent, EpochFaults, Lifecycle, Phase};
 use strict_mcp::machine::ledger::{
     Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, LedgerFaults, Method,
@@ -290,8 +291,11 @@ impl Model for CombinedModel {
                     serving_epoch: serving,
                     answer: Some(vec![token.round]),
                 };
-                match chain.handle(now, LedgerEvent::Resume(resume)) {
-                    LedgerEffect::Dispatch { .. } => {
+                // The server's own decision on a retry (the function `server::mrtr` carries out).
+                let (next, step) = decide_resume(chain, now, resume);
+                *chain = next;
+                match step {
+                    ResumeStep::Dispatch => {
                         s.foreign_principal_dispatch |= by != owner;
                         s.old_epoch_dispatch |= token.epoch != serving;
                         if by == owner {
@@ -305,9 +309,12 @@ impl Model for CombinedModel {
                             s.completions[owner] += 1;
                         }
                     }
-                    LedgerEffect::DispatchRecovery => s.recovery_seen = true,
-                    LedgerEffect::Rejected(Rejection::OldEpoch) => s.old_epoch_rejected = true,
-                    _ => {}
+                    ResumeStep::Recover => s.recovery_seen = true,
+                    ResumeStep::Reject(Some(Rejection::OldEpoch)) => s.old_epoch_rejected = true,
+                    // Asked again, or refused for another reason: the call just ends.
+                    ResumeStep::AskAgain { .. } | ResumeStep::Reject(_) => {}
+                    // A decision this model does not know yet must not pass unnoticed.
+                    other => panic!("unmodelled resume decision {other:?}"),
                 }
                 self.end(&mut s, call);
             }

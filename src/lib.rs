@@ -15,6 +15,8 @@
 //! drivers. `wire`, `codec`, `machine` and `core` build without tokio or hyper.
 #![forbid(unsafe_code)]
 
+#[cfg(all(unix, feature = "cli"))]
+pub mod cli;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codec;

@@ -121,3 +121,265 @@ fn the_layering_scan_sees_a_planted_violation() {
         .1;
     assert!(forbidden.iter().any(|w| planted.contains(w)));
 }
+
+/// The rooms whose child modules must not import each other in a cycle: one concept per
+/// module, each importing only the ones below it, so a newcomer can read a room bottom-up.
+const ACYCLIC_ROOMS: &[&str] = &["wire", "codec", "machine", "core", "server", "client"];
+
+/// A room's child modules (files and folders, `mod.rs` excluded) with the source files of each.
+fn child_modules(room: &Path) -> Vec<(String, Vec<PathBuf>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(room).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            let mut paths = Vec::new();
+            files(&path, &mut paths);
+            out.push((name, paths));
+        } else if path.extension().is_some_and(|e| e == "rs") && name != "mod" {
+            out.push((name, vec![path]));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Code of a file without comments and without its test module.
+fn code_of(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `code` names the sibling `other` through `prefix` (`super::`, `crate::server::`):
+/// as `prefix other` or inside a `prefix{…}` group, at the group's top level.
+fn names_sibling(code: &str, prefix: &str, other: &str) -> bool {
+    let mut from = 0;
+    while let Some(at) = code[from..].find(prefix) {
+        let start = from + at;
+        let before = code[..start].chars().next_back();
+        from = start + prefix.len();
+        if before.is_some_and(|c| is_ident(c) || c == ':') {
+            continue;
+        }
+        let rest = &code[from..];
+        if let Some(after) = rest.strip_prefix(other) {
+            if !after.starts_with(is_ident) {
+                return true;
+            }
+        } else if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0usize;
+            let mut word = String::new();
+            for c in group.chars() {
+                if is_ident(c) {
+                    word.push(c);
+                    continue;
+                }
+                if depth == 0 && word == other {
+                    return true;
+                }
+                word.clear();
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    false
+}
+
+/// The import edges between a room's child modules.
+fn module_graph(root: &Path, room: &str) -> Vec<(String, Vec<String>)> {
+    let base = root.join("src").join(room);
+    let modules = child_modules(&base);
+    let names: Vec<String> = modules.iter().map(|(n, _)| n.clone()).collect();
+    modules
+        .iter()
+        .map(|(name, paths)| {
+            let mut edges = Vec::new();
+            for path in paths {
+                let code = code_of(&std::fs::read_to_string(path).unwrap());
+                let depth = path.strip_prefix(&base).unwrap().components().count() - 1;
+                let supers = if path.file_name().is_some_and(|f| f == "mod.rs") {
+                    depth
+                } else {
+                    depth + 1
+                };
+                let prefix = "super::".repeat(supers);
+                let absolute = format!("crate::{room}::");
+                for other in names.iter().filter(|o| *o != name) {
+                    if (names_sibling(&code, &prefix, other)
+                        || names_sibling(&code, &absolute, other))
+                        && !edges.contains(other)
+                    {
+                        edges.push(other.clone());
+                    }
+                }
+            }
+            (name.clone(), edges)
+        })
+        .collect()
+}
+
+/// A cycle of the graph as the modules on it, if there is one (depth-first search).
+fn find_cycle(graph: &[(String, Vec<String>)]) -> Option<Vec<String>> {
+    fn visit(
+        graph: &[(String, Vec<String>)],
+        node: &str,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_owned());
+            return Some(cycle);
+        }
+        if done.iter().any(|n| n == node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        let edges = graph.iter().find(|(n, _)| n == node).map(|(_, e)| e);
+        for next in edges.into_iter().flatten() {
+            if let Some(cycle) = visit(graph, next, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.push(node.to_owned());
+        None
+    }
+    let mut done = Vec::new();
+    graph
+        .iter()
+        .find_map(|(node, _)| visit(graph, node, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_room_has_an_import_cycle_between_its_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cycles = Vec::new();
+    for room in ACYCLIC_ROOMS {
+        let graph = module_graph(root, room);
+        assert!(graph.len() > 2, "{room}: the module scan found no modules");
+        if let Some(cycle) = find_cycle(&graph) {
+            cycles.push(format!("{room}: {}", cycle.join(" -> ")));
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
+}
+
+/// The server's layering reads downwards as its `mod.rs` says: the dispatcher's pieces each
+/// import only what sits below them.
+#[test]
+fn server_modules_import_only_downwards() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let graph = module_graph(root, "server");
+    let edges = |name: &str| {
+        graph
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, e)| e.clone())
+            .unwrap_or_else(|| panic!("no server module `{name}`"))
+    };
+    // Leaves: nothing of the dispatcher's above them.
+    for leaf in [
+        "encode",
+        "deadline",
+        "progress",
+        "log",
+        "publication",
+        "outbox",
+    ] {
+        for upper in ["admission", "routes", "context", "answer", "mrtr", "tools"] {
+            assert!(
+                !edges(leaf).contains(&upper.to_owned()),
+                "{leaf} imports {upper}"
+            );
+        }
+    }
+    // The route table is imported by admission alone; admission by nobody.
+    for (name, e) in &graph {
+        assert!(
+            !e.contains(&"admission".to_owned()),
+            "{name} imports admission"
+        );
+        if name != "admission" {
+            assert!(!e.contains(&"routes".to_owned()), "{name} imports routes");
+        }
+    }
+    assert!(edges("admission").contains(&"routes".to_owned()));
+    assert!(edges("routes").contains(&"tools".to_owned()));
+}
+
+/// The scan and the search see what they are for: every form of a sibling import, and a
+/// planted cycle.
+#[test]
+fn the_cycle_scan_sees_imports_and_a_planted_cycle() {
+    assert!(names_sibling(
+        "use super::answer::Answer;",
+        "super::",
+        "answer"
+    ));
+    assert!(names_sibling(
+        "use super::{lock, answer};",
+        "super::",
+        "answer"
+    ));
+    assert!(names_sibling(
+        "use super::{encode::{a, b}, answer::X};",
+        "super::",
+        "answer"
+    ));
+    assert!(!names_sibling(
+        "use super::{encode::{answer}};",
+        "super::",
+        "answer"
+    ));
+    assert!(!names_sibling(
+        "use super::answers::A;",
+        "super::",
+        "answer"
+    ));
+    assert!(!names_sibling(
+        "use super::super::answer::A;",
+        "super::",
+        "answer"
+    ));
+    assert!(names_sibling(
+        "crate::server::answer::to_reply(x)",
+        "crate::server::",
+        "answer"
+    ));
+    let planted = vec![
+        ("a".to_owned(), vec!["b".to_owned()]),
+        ("b".to_owned(), vec!["c".to_owned()]),
+        ("c".to_owned(), vec!["a".to_owned()]),
+        ("d".to_owned(), vec![]),
+    ];
+    assert_eq!(
+        find_cycle(&planted),
+        Some(
+            vec!["a", "b", "c", "a"]
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        )
+    );
+    assert_eq!(find_cycle(&planted[3..]), None);
+    assert_eq!(
+        code_of("use super::x; // super::y\n#[cfg(test)]\nuse super::z;"),
+        "use super::x; "
+    );
+}

@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +20,7 @@ use strict_mcp::core::{
     PromptDef, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, ToolDef,
 };
 use strict_mcp::server::{Outbox, Reply, Server, ServerOptions, ShutdownReport};
+use support::harness::{with_clock, ManualClock};
 
 /// Capabilities of a client that can answer a form.
 const FORM: &str = r#"{"elicitation":{}}"#;
@@ -515,10 +518,14 @@ async fn o50_compact_call_tool_rejected_state_stays_a_tool_failure() {
 #[tokio::test]
 async fn x21_expired_state_direct_is_32602_compact_is_tool_failure() {
     for mode in MODES {
-        let h = Harness::with(mode, ServerOptions::new().state_ttl_ms(1));
+        let clock = ManualClock::at(0);
+        let h = Harness::with(
+            mode,
+            with_clock(ServerOptions::new().state_ttl_ms(1), &clock),
+        );
         let (first, status) = h.delete("a", json!({})).await;
         let state = expect_confirmation(&first, status);
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        clock.advance(30);
         let (reply, status) = h
             .delete(
                 "a",
@@ -535,6 +542,44 @@ async fn x21_expired_state_direct_is_32602_compact_is_tool_failure() {
             ),
         }
         assert_eq!(h.deleted(), 0);
+    }
+}
+
+/// I7: a state's expiry is read from the injected wall clock (no sleeping): one millisecond
+/// before its lifetime ends it still answers, at the end it is rejected like a tampered one.
+#[tokio::test]
+async fn i7_state_expiry_follows_the_injected_wall_clock_at_the_bound() {
+    const TTL_MS: u64 = 60_000;
+    for mode in MODES {
+        let clock = ManualClock::at(1_000_000);
+        let h = Harness::with(
+            mode,
+            with_clock(ServerOptions::new().state_ttl_ms(TTL_MS), &clock),
+        );
+        let answer = |state: String| json!({"inputResponses": accept_ok(), "requestState": state});
+
+        let (first, status) = h.delete("a", json!({})).await;
+        let state = expect_confirmation(&first, status);
+        clock.advance(TTL_MS - 1);
+        let (reply, status) = h.delete("a", answer(state)).await;
+        assert_eq!(status, 200);
+        assert_eq!(reply["result"]["resultType"], json!("complete"), "{reply}");
+        assert_eq!(h.deleted(), 1, "answered one millisecond before expiry");
+
+        let (first, status) = h.delete("b", json!({})).await;
+        let state = expect_confirmation(&first, status);
+        clock.advance(TTL_MS);
+        let (reply, status) = h.delete("b", answer(state)).await;
+        assert_eq!(status, 200);
+        match mode {
+            Mode::Direct => assert_eq!(reply["error"], state_rejected_error(), "{reply}"),
+            Mode::Compact => assert_eq!(
+                reply["result"]["structuredContent"],
+                state_rejected_failure(),
+                "{reply}"
+            ),
+        }
+        assert_eq!(h.deleted(), 1, "an expired state runs nothing");
     }
 }
 

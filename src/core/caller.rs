@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use event_listener::Event;
 
@@ -161,6 +161,42 @@ impl Clock for SystemClock {
             .unwrap_or(0);
         let prev = self.last.fetch_max(now, Ordering::AcqRel);
         prev.max(now)
+    }
+}
+
+/// A monotonic millisecond clock for timers that live only inside this process (the machines'
+/// `Tick`: shutdown draining, progress pacing, listen streams). Unlike [`Clock`] it is not
+/// comparable across processes, and it never jumps when the wall clock is set.
+pub trait MonotonicClock: Send + Sync + 'static {
+    /// Milliseconds since this clock's start; non-decreasing.
+    fn elapsed_ms(&self) -> u64;
+}
+
+/// Milliseconds since the moment it was created, from [`std::time::Instant`].
+#[derive(Debug)]
+pub struct SystemMonotonic {
+    start: Instant,
+}
+
+impl SystemMonotonic {
+    /// A clock that starts now.
+    #[must_use]
+    pub fn new() -> Self {
+        SystemMonotonic {
+            start: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemMonotonic {
+    fn default() -> Self {
+        SystemMonotonic::new()
+    }
+}
+
+impl MonotonicClock for SystemMonotonic {
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 }
 

@@ -1,7 +1,7 @@
 //! The transport-free core: registry, typed tools, policy, resources, prompts, sealing.
 //!
-//! Nothing in this module performs I/O, reads a clock directly (except [`SystemClock`]) or
-//! depends on an async runtime. A server drives it as follows:
+//! Nothing in this module performs I/O, reads a clock directly (except [`SystemClock`] and
+//! [`SystemMonotonic`]) or depends on an async runtime. A server drives it as follows:
 //!
 //! 1. Build an immutable [`Registry`] with [`RegistryBuilder`] (tools, resources, prompts,
 //!    a [`Policy`] and a [`CursorKey`]). Every schema is compiled and every `x-mcp-header`
@@ -79,6 +79,7 @@
 //! ```
 
 mod caller;
+pub mod continuation;
 mod cursor;
 pub mod descriptor;
 mod error;
@@ -92,7 +93,7 @@ pub mod seal;
 pub mod store;
 mod tool;
 
-pub use caller::{Caller, CancelToken, Clock, SystemClock};
+pub use caller::{Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic};
 pub use cursor::{CursorKey, ListKind};
 pub use error::{BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
 pub use invocation::{

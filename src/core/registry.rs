@@ -25,7 +25,7 @@ use crate::core::resource::{
     ResourceDef, ResourceError, TemplateDef,
 };
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
-use crate::core::tool::{SchemaSource, ToolDef, ToolReply};
+use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
 /// Items per list page (O21: at most 20 tools per page).
@@ -697,19 +697,44 @@ impl Registry {
         name: &str,
         arguments: Option<&RawValue>,
     ) -> Result<ToolReply, CoreError> {
+        let tool = self.visible_tool(inv.caller(), name)?;
+        self.call_visible(inv, tool, arguments).await
+    }
+
+    /// A tool the caller may see, with the policy's answer for this request: the policy runs
+    /// once per request, and every later stage (the publication's wrapper, the call) reads
+    /// the answer from here.
+    ///
+    /// # Errors
+    /// [`CoreError::UnknownTool`] for unknown and hidden tools alike.
+    pub(crate) fn visible_tool(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<VisibleTool<'_>, CoreError> {
         let unknown = || CoreError::UnknownTool {
             name: name.to_owned(),
         };
         let tool = self.inner.tools.get(name).ok_or_else(unknown)?;
-        match self.inner.policy.tool(inv.caller(), name) {
-            Access::Hidden => return Err(unknown()),
-            Access::ListOnly => {
-                return Ok(ToolReply::Failure(ToolFailure::new(
-                    FailureCode::UnavailableTool,
-                    "This tool is not available to the caller.",
-                )))
-            }
-            Access::Allowed => {}
+        match self.inner.policy.tool(caller, name) {
+            Access::Hidden => Err(unknown()),
+            access => Ok(VisibleTool { tool, access }),
+        }
+    }
+
+    /// As [`Registry::call_tool`], for a tool the policy already answered for this request.
+    pub(crate) async fn call_visible(
+        &self,
+        inv: Invocation,
+        visible: VisibleTool<'_>,
+        arguments: Option<&RawValue>,
+    ) -> Result<ToolReply, CoreError> {
+        let tool = visible.tool;
+        if visible.access == Access::ListOnly {
+            return Ok(ToolReply::Failure(ToolFailure::new(
+                FailureCode::UnavailableTool,
+                "This tool is not available to the caller.",
+            )));
         }
         if inv.is_recovery() && !tool.def.recovery_safe {
             return Ok(ToolReply::Failure(ToolFailure::new(
@@ -734,54 +759,14 @@ impl Registry {
                 .with_diagnostics(diagnostics),
             ));
         }
-        let token = inv.cancel_token().clone();
-        let gate = inv.progress_gate();
-        let _end_progress = EndProgress(gate);
-        // A handler may panic while creating its future, or while it runs: both are caught.
-        let Ok(handler) =
-            std::panic::catch_unwind(AssertUnwindSafe(|| (tool.def.handler)(inv, args)))
-        else {
-            tracing::error!(tool = name, "tool handler panicked");
-            return Ok(ToolReply::Failure(ToolFailure::internal()));
+        let outcome = match run_handler(tool, inv, args).await {
+            Ok(outcome) => outcome,
+            Err(reply) => return reply,
         };
-        let guarded = AssertUnwindSafe(handler).catch_unwind();
-        let cancelled_fut = Box::pin(token.cancelled());
-        let outcome = match select(guarded, cancelled_fut).await {
-            Either::Left((result, _)) => result,
-            Either::Right(((), _)) => return Ok(ToolReply::Failure(cancelled())),
-        };
-        let outcome = match outcome {
-            Err(_panic) => {
-                tracing::error!(tool = name, "tool handler panicked");
-                return Ok(ToolReply::Failure(ToolFailure::internal()));
-            }
-            Ok(Err(ToolError::Failure(f))) => return Ok(ToolReply::Failure(f)),
-            Ok(Err(ToolError::Protocol(e))) => return Err(e),
-            Ok(Ok(o)) => o,
-        };
-        match outcome {
-            Outcome::InputRequired { requests } => Ok(ToolReply::InputRequired { requests }),
-            Outcome::Complete(out) => {
-                if let Some(schema) = &tool.output {
-                    let Some(structured) = &out.structured else {
-                        tracing::warn!(tool = name, "structured result missing");
-                        return Ok(ToolReply::Failure(invalid_result()));
-                    };
-                    if let Err(diags) = schema.validate_bytes(structured.get()) {
-                        tracing::warn!(
-                            tool = name,
-                            ?diags,
-                            "structured result breaks the output schema"
-                        );
-                        return Ok(ToolReply::Failure(invalid_result()));
-                    }
-                }
-                Ok(ToolReply::Success {
-                    content: out.content,
-                    structured: out.structured,
-                })
-            }
-        }
+        Ok(match outcome {
+            Outcome::InputRequired { requests } => ToolReply::InputRequired { requests },
+            Outcome::Complete(out) => checked_output(tool, out),
+        })
     }
 
     /// `resources/list`: the caller's visible static resources, by URI, paginated.
@@ -1088,6 +1073,77 @@ struct EndProgress(Arc<crate::core::invocation::ProgressGate>);
 impl Drop for EndProgress {
     fn drop(&mut self) {
         self.0.end();
+    }
+}
+
+/// A tool the caller may see and the policy's answer for this request
+/// ([`Registry::visible_tool`]); never [`Access::Hidden`].
+pub(crate) struct VisibleTool<'r> {
+    tool: &'r CompiledTool,
+    access: Access,
+}
+
+impl VisibleTool<'_> {
+    /// The tool's definition as registered.
+    pub(crate) fn descriptor(&self) -> &Tool {
+        &self.tool.descriptor
+    }
+}
+
+/// Runs a tool's handler with panics caught and cancellation observed: its outcome, or the
+/// reply that ends the call (a failure, or a protocol error the handler returned).
+async fn run_handler(
+    tool: &CompiledTool,
+    inv: Invocation,
+    args: Box<RawValue>,
+) -> Result<Outcome<DynamicOutput>, Result<ToolReply, CoreError>> {
+    let name = tool.descriptor.name.as_str();
+    let token = inv.cancel_token().clone();
+    let gate = inv.progress_gate();
+    let _end_progress = EndProgress(gate);
+    // A handler may panic while creating its future, or while it runs: both are caught.
+    let Ok(handler) = std::panic::catch_unwind(AssertUnwindSafe(|| (tool.def.handler)(inv, args)))
+    else {
+        tracing::error!(tool = name, "tool handler panicked");
+        return Err(Ok(ToolReply::Failure(ToolFailure::internal())));
+    };
+    let guarded = AssertUnwindSafe(handler).catch_unwind();
+    let cancelled_fut = Box::pin(token.cancelled());
+    let outcome = match select(guarded, cancelled_fut).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => return Err(Ok(ToolReply::Failure(cancelled()))),
+    };
+    match outcome {
+        Err(_panic) => {
+            tracing::error!(tool = name, "tool handler panicked");
+            Err(Ok(ToolReply::Failure(ToolFailure::internal())))
+        }
+        Ok(Err(ToolError::Failure(f))) => Err(Ok(ToolReply::Failure(f))),
+        Ok(Err(ToolError::Protocol(e))) => Err(Err(e)),
+        Ok(Ok(o)) => Ok(o),
+    }
+}
+
+/// A complete result checked against the tool's output schema (O107).
+fn checked_output(tool: &CompiledTool, out: DynamicOutput) -> ToolReply {
+    let name = tool.descriptor.name.as_str();
+    if let Some(schema) = &tool.output {
+        let Some(structured) = &out.structured else {
+            tracing::warn!(tool = name, "structured result missing");
+            return ToolReply::Failure(invalid_result());
+        };
+        if let Err(diags) = schema.validate_bytes(structured.get()) {
+            tracing::warn!(
+                tool = name,
+                ?diags,
+                "structured result breaks the output schema"
+            );
+            return ToolReply::Failure(invalid_result());
+        }
+    }
+    ToolReply::Success {
+        content: out.content,
+        structured: out.structured,
     }
 }
 

@@ -11,8 +11,22 @@
 //! * `poll_timeout(&self) -> Option<Tick>` is the only source of deadlines: the driver re-arms one
 //!   timer whenever this value changes.
 //!
-//! Time is a [`Tick`] handed in by the driver (monotonic milliseconds since it started). Machines
-//! never read a clock and never draw random numbers: chain ids and nonces arrive as event data.
+//! Time is a [`Tick`] handed in by the driver. Machines never read a clock and never draw random
+//! numbers: chain ids and nonces arrive as event data. Which clock a driver feeds depends on what
+//! the machine's deadlines must survive:
+//!
+//! * **Monotonic** milliseconds since the driver started (the server's
+//!   `ServerOptions::monotonic_clock`, default `std::time::Instant`) for timers that live only
+//!   inside one process: the epoch machine's draining deadline, the pacer's interval, listen
+//!   streams. They never jump when the wall clock is set.
+//! * **Wall-clock** milliseconds since the Unix epoch (`ServerOptions::clock`, default
+//!   `SystemClock`) for the continuation ledger: a `requestState` and its chain must expire at
+//!   the same moment on every instance that shares the ledger store and after a restart, so
+//!   their expiry is an absolute time.
+//!
+//! A driver reads the clock once per wake-up and takes every deadline from the machine's
+//! `poll_timeout` (the server's shutdown waits for the epoch machine's draining deadline and
+//! then calls `handle_timeout` with the current time, never a made-up one).
 //! Time going backwards is absorbed with saturating arithmetic (every elapsed-time computation goes
 //! through [`Tick::saturating_since`]), so a confused clock can delay a deadline but never panic
 //! or fire one early.
@@ -22,7 +36,9 @@ pub mod ledger;
 pub mod pacer;
 pub mod subscriptions;
 
-/// Monotonic milliseconds since the driver started.
+/// Milliseconds on the clock the driver feeds this machine: monotonic since the driver
+/// started for process-local timers, or since the Unix epoch for the ledger (see the module
+/// docs).
 ///
 /// A plain count rather than `std::time::Instant` so that models can enumerate it and tests can
 /// pin it; the driver converts once per wake-up.

@@ -1,20 +1,26 @@
-//! Open `subscriptions/listen` streams (K-section): one [`Listen`] machine per stream, driven
-//! under one lock so that the acknowledgement always precedes the stream's notifications (K3)
-//! and a change is offered to every stream in the same order.
+//! `subscriptions/listen` (K-section): the method (filter read from the params, the stream held
+//! open until the client cancels or the server ends it) and the [`Hub`] of open streams: one
+//! [`Listen`] machine per stream, driven under one lock so that the acknowledgement always
+//! precedes the stream's notifications (K3) and a change is offered to every stream in the same
+//! order.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::{select, Either};
 use serde_json::value::RawValue;
 
+use super::answer::Answer;
+use super::context::{Ctx, Params};
 use super::encode::{encode_notification, encode_result};
-use super::{lock, Outbox, Reply};
+use super::{lock, Cause, Outbox, Reply};
 use crate::core::CancelToken;
 use crate::machine::subscriptions::{
     Change, Filter, Listen, ListenEffect, ListenEffects, ListenEvent, ServerSupport, SubscriptionId,
 };
 use crate::machine::Tick;
+use crate::wire::jsonrpc::Request;
 use crate::wire::listen;
 
 struct Stream {
@@ -154,5 +160,68 @@ fn send(stream: &Stream, method: &str, params: &str) -> bool {
     match encode_notification(method, params) {
         Some(line) => stream.outbox.notify(line),
         None => true,
+    }
+}
+
+/// `subscriptions/listen` (K-section): acknowledgement first, then tagged notifications until
+/// the client cancels (no reply) or the server shuts down (closing result).
+pub(crate) async fn listen(
+    ctx: &Ctx,
+    request: &Request,
+    params: &Params<'_>,
+    outbox: &Arc<dyn Outbox>,
+    client_cancel: &CancelToken,
+) -> Result<Answer, Answer> {
+    let filter = params
+        .get("notifications")
+        .ok_or(crate::wire::listen::FilterError::Missing)
+        .and_then(|raw| Filter::read(raw.get()))
+        .map_err(|e| Answer::error(Cause::InvalidParams, e.to_string()))?;
+    let registry = &ctx.registry;
+    let support = ServerSupport {
+        tools_list_changed: registry.has_tools(),
+        prompts_list_changed: registry.has_prompts(),
+        resources_list_changed: registry.has_resources(),
+        resources_subscribe: registry.has_resources(),
+    };
+    let hub = ctx.server.listens();
+    let Opened { key, closed } = hub.open(
+        ctx.server.now(),
+        SubscriptionId(request.id.token().to_owned()),
+        filter,
+        support,
+        Arc::clone(outbox),
+        ctx.server.info(),
+    );
+    // However this future ends (client cancellation may drop it), the stream leaves the hub.
+    let _guard = StreamGuard { ctx, key };
+    super::fault::point(super::fault::points::LISTEN_AFTER_ACK);
+    let client = client_cancel.cancelled();
+    let server_closed = closed.cancelled();
+    let shutdown = ctx.cancel.cancelled();
+    futures_util::pin_mut!(client);
+    futures_util::pin_mut!(server_closed);
+    futures_util::pin_mut!(shutdown);
+    let ended = select(client, server_closed);
+    if let Either::Right(((), _)) = select(ended, shutdown).await {
+        // Shutdown reached this call before the stream was registered for `close_all`.
+        hub.server_closing(ctx.server.now(), key, ctx.server.info());
+    }
+    Ok(Answer::Silent)
+}
+
+/// Removes a listen stream from the hub when its request ends; a stream the server already
+/// closed is gone and this does nothing.
+struct StreamGuard<'a> {
+    ctx: &'a Ctx,
+    key: u64,
+}
+
+impl Drop for StreamGuard<'_> {
+    fn drop(&mut self) {
+        self.ctx
+            .server
+            .listens()
+            .client_closed(self.ctx.server.now(), self.key);
     }
 }

@@ -19,9 +19,19 @@
 //! drawn when the server is built, so continuation state is then valid only inside this process
 //! (a restart or a second instance rejects it as `state_rejected`).
 
+// One concept per module; they import only downwards, in this order (no cycle):
+// `encode` ← `answer` ← `context` ← `mrtr` ← the method families (`discover`, `tools`,
+// `resources`, `prompts`, `completion`, `listen`) ← `routes` ← `admission`. `deadline`,
+// `progress`, `log` and `publication` are leaves; this file owns the server's state and hands
+// each module only what it needs through accessors.
+mod admission;
+mod answer;
 #[cfg(feature = "auth")]
 pub mod auth;
-mod dispatch;
+mod completion;
+mod context;
+mod deadline;
+mod discover;
 mod encode;
 pub mod fault;
 #[cfg(feature = "http")]
@@ -31,7 +41,10 @@ pub mod log;
 mod mrtr;
 pub mod outbox;
 mod progress;
+mod prompts;
 pub mod publication;
+mod resources;
+mod routes;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod tools;
@@ -46,7 +59,9 @@ use serde_json::value::RawValue;
 use crate::codec::IngressLimits;
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
-use crate::core::{Caller, CancelToken, Clock, Registry, SystemClock};
+use crate::core::{
+    Caller, CancelToken, Clock, MonotonicClock, Registry, SystemClock, SystemMonotonic,
+};
 use crate::machine::epoch::{CallId, EpochEffect, EpochEvent, Lifecycle, Phase};
 use crate::machine::ledger::LedgerConfig;
 use crate::machine::{Epoch, Tick};
@@ -127,6 +142,8 @@ pub struct ServerOptions {
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
     read_timeout: Option<Duration>,
+    clock: Option<Arc<dyn Clock>>,
+    monotonic: Option<Arc<dyn MonotonicClock>>,
     repeated: Option<&'static str>,
 }
 
@@ -140,6 +157,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
             .field("read_timeout", &self.read_timeout)
+            .field("clock", &self.clock.is_some())
+            .field("monotonic_clock", &self.monotonic.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -252,6 +271,28 @@ impl ServerOptions {
         self
     }
 
+    /// The wall clock (default [`SystemClock`]): milliseconds since the Unix epoch, read for
+    /// what must hold across restarts and instances, the expiry of `requestState` and of the
+    /// ledger's chains. Inject one to test expiry without waiting.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        set_once(&mut self.clock, clock, "clock", &mut self.repeated);
+        self
+    }
+
+    /// The monotonic clock of the machines' timers (default [`SystemMonotonic`]): the shutdown
+    /// deadline, progress pacing and listen streams, which live only inside this process.
+    #[must_use]
+    pub fn monotonic_clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
+        set_once(
+            &mut self.monotonic,
+            clock,
+            "monotonic_clock",
+            &mut self.repeated,
+        );
+        self
+    }
+
     /// Lifetime of one issued `requestState`, in milliseconds (default 10 minutes).
     #[must_use]
     pub fn state_ttl_ms(mut self, ttl: u64) -> Self {
@@ -354,17 +395,18 @@ impl std::fmt::Debug for Server {
     }
 }
 
-pub(crate) struct Inner {
+struct Inner {
     registry: RwLock<Arc<Registry>>,
     /// `{"name":…,"version":…}`, encoded once.
     info: Box<RawValue>,
     instructions: Option<String>,
     mode: PublishMode,
     publication: publication::Publication,
-    ring: KeyRing,
-    store: Arc<dyn LedgerStore>,
-    ledger: LedgerConfig,
-    clock: SystemClock,
+    continuations: mrtr::Continuations,
+    /// Wall-clock milliseconds: `requestState` and ledger expiry.
+    clock: Arc<dyn Clock>,
+    /// Monotonic milliseconds: the machines' timers.
+    monotonic: Arc<dyn MonotonicClock>,
     lifecycle: Mutex<Lifecycle>,
     next_call: AtomicU64,
     /// Shutdown cancellation of every admitted call.
@@ -374,7 +416,7 @@ pub(crate) struct Inner {
     listens: listen::Hub,
     budget: Duration,
     /// Time-out of reads and prompt gets without their own override (O33).
-    pub(crate) read_timeout: Duration,
+    read_timeout: Duration,
     stdio_started: std::sync::atomic::AtomicBool,
 }
 
@@ -434,13 +476,23 @@ impl Server {
                 info,
                 instructions: options.instructions,
                 mode,
-                publication: tools::publication(mode),
-                ring,
-                store: options
-                    .store
-                    .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
-                ledger,
-                clock: SystemClock::new(),
+                publication: publication::Publication::new(match mode {
+                    PublishMode::Compact => publication::Mode::Compact,
+                    PublishMode::Direct => publication::Mode::Direct,
+                }),
+                continuations: mrtr::Continuations::new(
+                    ring,
+                    options
+                        .store
+                        .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
+                    ledger,
+                ),
+                clock: options
+                    .clock
+                    .unwrap_or_else(|| Arc::new(SystemClock::new())),
+                monotonic: options
+                    .monotonic
+                    .unwrap_or_else(|| Arc::new(SystemMonotonic::new())),
                 lifecycle: Mutex::new(Lifecycle::new(Epoch(0))),
                 next_call: AtomicU64::new(1),
                 calls: Mutex::new(HashMap::new()),
@@ -465,7 +517,7 @@ impl Server {
     ) {
         match message {
             Message::Request(request) => {
-                dispatch::serve_request(self, caller, request, outbox, cancel).await;
+                admission::serve_request(self, caller, request, outbox, cancel).await;
             }
             // A11: never answered. Cancellation is routed by the driver through
             // [`Server::cancelled_request`]; any other notification means nothing here.
@@ -535,32 +587,50 @@ impl Server {
             .handle(self.now(), EpochEvent::Shutdown { budget_ms })
             .0;
         for effect in effects {
-            match effect {
-                EpochEffect::EpochBumped(epoch) => {
-                    if let Err(e) = self.inner.store.bump_epoch(self.now(), epoch).await {
-                        tracing::warn!(error = %e, "ledger store did not take the epoch bump");
-                    }
-                }
-                EpochEffect::Cancel(call) => {
-                    if let Some(token) = lock(&self.inner.calls).get(&call) {
-                        token.cancel();
-                    }
-                }
-                EpochEffect::CloseListenStreams => {
-                    self.inner.listens.close_all(self.now(), &self.inner.info);
-                }
-                EpochEffect::Stopped => return ShutdownReport::Stopped,
-                EpochEffect::CleanupFailed { unfinished } => {
-                    return ShutdownReport::CleanupFailed { unfinished }
-                }
-                _ => {}
+            if let Some(report) = self.apply_epoch_effect(effect).await {
+                return report;
             }
         }
-        self.wait_drained(budget).await
+        self.wait_drained().await
     }
 
-    async fn wait_drained(&self, budget: Duration) -> ShutdownReport {
-        let deadline = Deadline::start(budget);
+    /// Carries out one effect of the epoch machine's shutdown or time-out; `Some` when it
+    /// ends the shutdown.
+    async fn apply_epoch_effect(&self, effect: EpochEffect) -> Option<ShutdownReport> {
+        match effect {
+            EpochEffect::EpochBumped(epoch) => {
+                self.inner
+                    .continuations
+                    .bump_epoch(self.wall_now(), epoch)
+                    .await;
+            }
+            EpochEffect::Cancel(call) => {
+                if let Some(token) = lock(&self.inner.calls).get(&call) {
+                    token.cancel();
+                }
+            }
+            EpochEffect::CloseListenStreams => {
+                self.inner.listens.close_all(self.now(), &self.inner.info);
+            }
+            EpochEffect::Stopped => return Some(ShutdownReport::Stopped),
+            EpochEffect::CleanupFailed { unfinished } => {
+                return Some(ShutdownReport::CleanupFailed { unfinished })
+            }
+            // A second shutdown waits like the first; admission effects answer admissions,
+            // which neither a shutdown nor a time-out is.
+            EpochEffect::AlreadyShuttingDown
+            | EpochEffect::Admitted { .. }
+            | EpochEffect::Refused { .. }
+            | EpochEffect::UnknownCall(_) => {}
+        }
+        None
+    }
+
+    /// Waits until the last call ends or the epoch machine's draining deadline
+    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports. One timer,
+    /// re-armed only when the deadline changes or fired early by the clock's reckoning.
+    async fn wait_drained(&self) -> ShutdownReport {
+        let mut timer: Option<(Tick, deadline::Deadline)> = None;
         loop {
             let listener = self.inner.ended.listen();
             let status = self.status();
@@ -573,23 +643,34 @@ impl Server {
                 }
                 ServerPhase::Serving | ServerPhase::Draining => {}
             }
-            if deadline.token.is_cancelled() {
-                let effects = lock(&self.inner.lifecycle).handle_timeout(Tick(u64::MAX)).0;
+            let Some(due) = lock(&self.inner.lifecycle).poll_timeout() else {
+                // Not draining (shutdown never began): nothing to wait for.
+                return ShutdownReport::Stopped;
+            };
+            let now = self.now();
+            if now.has_reached(due) {
+                let effects = lock(&self.inner.lifecycle).handle_timeout(now).0;
                 for effect in effects {
-                    if let EpochEffect::CleanupFailed { unfinished } = effect {
-                        return ShutdownReport::CleanupFailed { unfinished };
+                    if let Some(report) = self.apply_epoch_effect(effect).await {
+                        return report;
                     }
                 }
-                let active = self.status().active_calls;
-                return if active == 0 {
-                    ShutdownReport::Stopped
-                } else {
-                    ShutdownReport::CleanupFailed { unfinished: active }
-                };
+                continue;
             }
-            let timeout = deadline.token.cancelled();
-            futures_util::pin_mut!(timeout);
-            futures_util::future::select(listener, timeout).await;
+            let stale = match &timer {
+                Some((armed, deadline)) => *armed != due || deadline.token.is_cancelled(),
+                None => true,
+            };
+            if stale {
+                let left = Duration::from_millis(due.saturating_since(now));
+                timer = Some((due, deadline::Deadline::start(left)));
+            }
+            let Some((_, deadline)) = &timer else {
+                continue;
+            };
+            let fired = deadline.token.cancelled();
+            futures_util::pin_mut!(fired);
+            futures_util::future::select(listener, fired).await;
         }
     }
 
@@ -616,6 +697,20 @@ impl Server {
         IngressLimits::SERVER
     }
 
+    /// The `x-mcp-header` annotations of the tool `name` as this server publishes it to
+    /// `caller` (what the HTTP host checks a `tools/call`'s headers against, D28). Compact mode
+    /// lists only its three discovery tools, none annotated.
+    pub(crate) fn published_param_headers(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Option<Arc<[crate::wire::headers::ParamHeader]>> {
+        match self.mode() {
+            PublishMode::Direct => self.registry().param_headers(caller, name).ok(),
+            PublishMode::Compact => None,
+        }
+    }
+
     /// The publication mode fixed at construction.
     #[must_use]
     pub fn mode(&self) -> PublishMode {
@@ -634,12 +729,45 @@ impl Server {
         self.inner.budget
     }
 
+    /// Now on the monotonic clock: what the epoch, pacer and listen machines are fed.
     pub(crate) fn now(&self) -> Tick {
+        Tick(self.inner.monotonic.elapsed_ms())
+    }
+
+    /// Now on the wall clock: what the ledger and its store are fed (expiry that must hold
+    /// across restarts and instances).
+    pub(crate) fn wall_now(&self) -> Tick {
         Tick(self.inner.clock.now_ms())
     }
 
-    pub(crate) fn inner(&self) -> &Inner {
-        &self.inner
+    /// The monotonic clock, for per-request machines (the progress pacer).
+    pub(crate) fn monotonic_clock(&self) -> Arc<dyn MonotonicClock> {
+        Arc::clone(&self.inner.monotonic)
+    }
+
+    /// `{"name":…,"version":…}` as encoded once (B6).
+    pub(crate) fn info(&self) -> &RawValue {
+        &self.inner.info
+    }
+
+    /// `instructions` for `server/discover`.
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// How tools appear on the wire in this server's mode.
+    pub(crate) fn publication(&self) -> &publication::Publication {
+        &self.inner.publication
+    }
+
+    /// The open listen streams.
+    pub(crate) fn listens(&self) -> &listen::Hub {
+        &self.inner.listens
+    }
+
+    /// Sealing keys, ledger store and limits of continuation chains.
+    pub(crate) fn continuations(&self) -> &mrtr::Continuations {
+        &self.inner.continuations
     }
 
     /// Admits one call: `Some((id, epoch, shutdown token))`, or `None` once shutdown began.
@@ -649,9 +777,20 @@ impl Server {
         let mut lifecycle = lock(&self.inner.lifecycle);
         let effects = lifecycle.handle(self.now(), EpochEvent::Admit(call)).0;
         for effect in effects {
-            if let EpochEffect::Admitted { epoch, .. } = effect {
-                lock(&self.inner.calls).insert(call, token.clone());
-                return Some((call, epoch, token));
+            match effect {
+                EpochEffect::Admitted { epoch, .. } => {
+                    lock(&self.inner.calls).insert(call, token.clone());
+                    return Some((call, epoch, token));
+                }
+                EpochEffect::Refused { .. } => return None,
+                // Not answers to an admission.
+                EpochEffect::EpochBumped(_)
+                | EpochEffect::Cancel(_)
+                | EpochEffect::CloseListenStreams
+                | EpochEffect::Stopped
+                | EpochEffect::CleanupFailed { .. }
+                | EpochEffect::AlreadyShuttingDown
+                | EpochEffect::UnknownCall(_) => {}
             }
         }
         None
@@ -664,8 +803,17 @@ impl Server {
             .handle(self.now(), EpochEvent::CallEnded(call))
             .0;
         for effect in effects {
-            if let EpochEffect::UnknownCall(c) = effect {
-                tracing::error!(call = c.0, "call ended twice");
+            match effect {
+                EpochEffect::UnknownCall(c) => tracing::error!(call = c.0, "call ended twice"),
+                // The last call of a draining server ended: `wait_drained` reads the phase.
+                EpochEffect::Stopped => {}
+                EpochEffect::Admitted { .. }
+                | EpochEffect::Refused { .. }
+                | EpochEffect::EpochBumped(_)
+                | EpochEffect::Cancel(_)
+                | EpochEffect::CloseListenStreams
+                | EpochEffect::CleanupFailed { .. }
+                | EpochEffect::AlreadyShuttingDown => {}
             }
         }
         self.inner.ended.notify(usize::MAX);
@@ -675,58 +823,5 @@ impl Server {
     #[cfg(feature = "stdio")]
     pub(crate) fn claim_stdio(&self) -> bool {
         !self.inner.stdio_started.swap(true, Ordering::AcqRel)
-    }
-}
-
-/// A deadline without an async runtime: one helper thread parks until the budget elapses and
-/// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
-/// shutdown, and by a timed read when no tokio timer is available; never by the constructor
-/// (O1).
-struct Deadline {
-    token: CancelToken,
-    done: Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::Thread>,
-}
-
-impl Deadline {
-    fn start(budget: Duration) -> Deadline {
-        let token = CancelToken::new();
-        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let fire = token.clone();
-        let stop = Arc::clone(&done);
-        let started = std::time::Instant::now();
-        let spawned = std::thread::Builder::new()
-            .name("mcp-deadline".to_owned())
-            .spawn(move || {
-                while let Some(left) = budget.checked_sub(started.elapsed()) {
-                    if left.is_zero() || stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                    std::thread::park_timeout(left);
-                }
-                fire.cancel();
-            });
-        let thread = match spawned {
-            Ok(handle) => Some(handle.thread().clone()),
-            Err(_) => {
-                // Without a timer thread the budget cannot be waited for: report at once.
-                token.cancel();
-                None
-            }
-        };
-        Deadline {
-            token,
-            done,
-            thread,
-        }
-    }
-}
-
-impl Drop for Deadline {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Release);
-        if let Some(thread) = &self.thread {
-            thread.unpark();
-        }
     }
 }

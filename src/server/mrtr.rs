@@ -18,20 +18,51 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::dispatch::{encode_complete, within, Answer, Ctx, Expired, Params};
+use super::answer::{failure_result, members, Answer};
+use super::context::{Continuation, Ctx};
 use super::{Cause, PublishMode};
+use crate::core::continuation::{decide_resume, ResumeStep};
 use crate::core::seal::{
-    open, principal_digest, random_chain_id, random_nonce, request_digest, seal,
+    open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
 };
-use crate::core::store::StoreError;
-use crate::core::{CoreError, FailureCode, InputRequest, Invocation, Outcome};
+use crate::core::store::{LedgerStore, StoreError};
+use crate::core::{FailureCode, InputRequest, Invocation};
 use crate::machine::ledger::{
-    Binding, Chain, ChainFailure, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
+    Binding, Chain, ChainFailure, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState,
+    Resume,
 };
+use crate::machine::{Epoch, Tick};
+
+/// What continuations need of the server: the keys that seal `requestState`, the store the
+/// chains live in, and the ledger's limits. Owned by the server, read only here.
+pub(crate) struct Continuations {
+    ring: KeyRing,
+    store: Arc<dyn LedgerStore>,
+    ledger: LedgerConfig,
+}
+
+impl Continuations {
+    pub(crate) fn new(ring: KeyRing, store: Arc<dyn LedgerStore>, ledger: LedgerConfig) -> Self {
+        Continuations {
+            ring,
+            store,
+            ledger,
+        }
+    }
+
+    /// Tells the store the serving epoch moved (shutdown, O5): chains of older epochs are
+    /// rejected from now on.
+    pub(crate) async fn bump_epoch(&self, now: Tick, epoch: Epoch) {
+        if let Err(e) = self.store.bump_epoch(now, epoch).await {
+            tracing::warn!(error = %e, "ledger store did not take the epoch bump");
+        }
+    }
+}
 
 /// What one handler invocation produced.
 pub(crate) enum HandlerOut {
@@ -44,103 +75,6 @@ pub(crate) enum HandlerOut {
 /// Attempts at a compare-and-swap before giving up with an internal error.
 const CAS_ATTEMPTS: usize = 4;
 
-/// `resources/read` with continuations. Each handler invocation runs within the read's
-/// time-out, which also covers converting and encoding the result (the final size check, O33);
-/// a time-out feeds the ledger like any other handler failure.
-pub(crate) async fn read_resource(
-    ctx: &Ctx,
-    params: &Params<'_>,
-    uri: &str,
-    id: &crate::wire::jsonrpc::RequestId,
-) -> Answer {
-    let limit = ctx
-        .registry
-        .read_timeout(uri)
-        .unwrap_or(ctx.server.inner().read_timeout);
-    run(
-        ctx,
-        Method::ResourcesRead,
-        uri,
-        b"",
-        params,
-        |inv, _| async move {
-            let token = inv.cancel_token().clone();
-            let read = async {
-                match ctx.registry.read_resource(inv, uri).await {
-                    Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                        // The final size check is the encoding of the whole response (O33); a
-                        // read over it fails like one over the contents limit (O32).
-                        Ok(Value::Object(body)) => match encode_complete(&ctx.server, id, body) {
-                            Ok(reply) => Ok(HandlerOut::Complete(Answer::Encoded(reply))),
-                            Err(e) if e.is_too_large() => {
-                                Err(Answer::from_core(&CoreError::ResourceTooLarge {
-                                    uri: uri.to_owned(),
-                                }))
-                            }
-                            Err(_) => Err(internal()),
-                        },
-                        _ => Err(internal()),
-                    },
-                    Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                    Err(e) => Err(Answer::from_core(&e)),
-                }
-            };
-            within(limit, &token, read).await.unwrap_or_else(|Expired| {
-                Err(Answer::from_core(&CoreError::ReadTimedOut {
-                    uri: uri.to_owned(),
-                }))
-            })
-        },
-    )
-    .await
-}
-
-/// `prompts/get` with continuations, bounded like a read (the same default time-out, or the
-/// prompt's own).
-pub(crate) async fn get_prompt(
-    ctx: &Ctx,
-    params: &Params<'_>,
-    name: &str,
-    arguments: BTreeMap<String, String>,
-    arg_bytes: &str,
-) -> Answer {
-    let limit = ctx
-        .registry
-        .prompt_timeout(name)
-        .unwrap_or(ctx.server.inner().read_timeout);
-    run(
-        ctx,
-        Method::PromptsGet,
-        name,
-        arg_bytes.as_bytes(),
-        params,
-        |inv, _| {
-            let arguments = arguments.clone();
-            async move {
-                let token = inv.cancel_token().clone();
-                let get = async {
-                    match ctx.registry.get_prompt(inv, name, arguments).await {
-                        Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                            Ok(Value::Object(body)) => {
-                                Ok(HandlerOut::Complete(Answer::complete(body)))
-                            }
-                            _ => Err(Answer::error(Cause::Internal, "Internal error")),
-                        },
-                        Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                        Err(e) => Err(Answer::from_core(&e)),
-                    }
-                };
-                within(limit, &token, get).await.unwrap_or_else(|Expired| {
-                    Err(Answer::from_core(&CoreError::PromptTimedOut {
-                        name: name.to_owned(),
-                    }))
-                })
-            }
-        },
-    )
-    .await
-}
-
 /// A failure of the continuation itself, reported per method (O50): a tool failure on
 /// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
 /// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
@@ -148,12 +82,12 @@ pub(crate) async fn get_prompt(
 pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
     let as_error = match method {
         Method::ToolsCall => {
-            code == FailureCode::StateRejected && ctx.server.inner().mode == PublishMode::Direct
+            code == FailureCode::StateRejected && ctx.server.mode() == PublishMode::Direct
         }
         Method::ResourcesRead | Method::PromptsGet => true,
     };
     if !as_error {
-        return Answer::ToolResult(super::tools::failure_result(&ctx.server, code, message));
+        return Answer::ToolResult(failure_result(ctx.server.publication(), code, message));
     }
     Answer::Error {
         cause: if code == FailureCode::StateRejected {
@@ -176,43 +110,24 @@ fn rejected(ctx: &Ctx, method: Method) -> Answer {
 }
 
 fn internal() -> Answer {
-    Answer::Error {
-        cause: Cause::Internal,
-        message: "Internal error".to_owned(),
-        data: Some(json!({ "retryable": true })),
-    }
+    Answer::internal_retryable()
 }
 
 /// Runs a method that may ask for input. `target` and `args` are the salient parameters the
-/// chain is bound to (I7).
+/// chain is bound to (I7); `continuation` holds the request's continuation members, read once
+/// by the method family.
 pub(crate) async fn run<'c, F, Fut>(
     ctx: &'c Ctx,
     method: Method,
     target: &str,
     args: &[u8],
-    params: &Params<'_>,
+    continuation: Continuation,
     handler: F,
 ) -> Answer
 where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
 {
-    let responses = match params.get("inputResponses") {
-        None => BTreeMap::new(),
-        Some(raw) => match serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()) {
-            Ok(map) => map,
-            Err(_) => {
-                return Answer::error(Cause::InvalidParams, "inputResponses must be an object")
-            }
-        },
-    };
-    let token = match params.get("requestState") {
-        None => None,
-        Some(raw) => match serde_json::from_str::<String>(raw.get()) {
-            Ok(t) => Some(t),
-            Err(_) => return Answer::error(Cause::InvalidParams, "requestState must be a string"),
-        },
-    };
     // The binding's digests (I7) are computed only when a chain is created or resumed: a
     // call that completes on its first invocation never needs them.
     let binding = || Binding {
@@ -220,7 +135,7 @@ where
         method,
         request: request_digest(method, target, args),
     };
-    let Some(token) = token else {
+    let Some(token) = continuation.state else {
         // No chain yet: the first invocation. Every prompt this server issues is sealed, so
         // answers without a state answer nothing it asked: they are unrecognised entries (X5)
         // and the handler runs without them (and asks again if it needs them). Otherwise a
@@ -232,13 +147,46 @@ where
             Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,
         };
     };
-    let binding = binding();
-    let principal = binding.principal;
-    let Ok(state) = open(&ctx.server.inner().ring, &token) else {
+    let responses = continuation.responses.unwrap_or_default();
+    resume(ctx, method, binding(), &token, &responses, &handler).await
+}
+
+/// How a compare-and-swap of a chain ended.
+enum Written {
+    Done,
+    /// Someone else wrote the record first: reload and decide again.
+    Conflict,
+    Failed,
+}
+
+async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
+    match cas(ctx, expected, new).await {
+        Ok(()) => Written::Done,
+        Err(StoreError::Conflict) => Written::Conflict,
+        Err(_) => Written::Failed,
+    }
+}
+
+/// A retry with `requestState`: the state opened, its chain loaded, the pending answer checked
+/// (O49), then the ledger's decision ([`decide_resume`]) carried out, with compare-and-swap
+/// retries.
+async fn resume<'c, F, Fut>(
+    ctx: &'c Ctx,
+    method: Method,
+    binding: Binding,
+    token: &str,
+    responses: &BTreeMap<String, Box<RawValue>>,
+    handler: &F,
+) -> Answer
+where
+    F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
+    Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
+{
+    let Ok(state) = open(&ctx.server.continuations().ring, token) else {
         return rejected(ctx, method);
     };
     for _ in 0..CAS_ATTEMPTS {
-        let stored = match ctx.server.inner().store.load(state.chain).await {
+        let stored = match ctx.server.continuations().store.load(state.chain).await {
             Ok(Some(chain)) => chain,
             Ok(None) => return rejected(ctx, method),
             Err(e) => {
@@ -246,72 +194,67 @@ where
                 return internal();
             }
         };
-        let answer = match pending_answer(stored.prompt(), &responses) {
+        let answer = match pending_answer(stored.prompt(), responses) {
             Ok(a) => a,
             Err(message) => return Answer::error(Cause::InvalidParams, message),
         };
-        let mut chain = stored.clone();
-        let effect = chain.handle(
-            ctx.server.now(),
-            LedgerEvent::Resume(Resume {
-                state,
-                principal,
-                method,
-                request: binding.request,
-                serving_epoch: ctx.epoch,
-                answer,
-            }),
-        );
-        match effect {
-            LedgerEffect::Rejected(r) => {
-                tracing::debug!(?r, "requestState rejected");
-                return rejected(ctx, method);
+        let retry = Resume {
+            state,
+            principal: binding.principal,
+            method,
+            request: binding.request,
+            serving_epoch: ctx.epoch,
+            answer,
+        };
+        let (chain, step) = decide_resume(&stored, ctx.server.wall_now(), retry);
+        let written = match &step {
+            ResumeStep::Reject(_) => return rejected(ctx, method),
+            ResumeStep::Recover => return recover(ctx, method, &chain, handler).await,
+            ResumeStep::AskAgain { write: false, .. } => Written::Done,
+            ResumeStep::AskAgain { write: true, .. } | ResumeStep::Dispatch => {
+                write(ctx, Some(stored), chain.clone()).await
             }
-            LedgerEffect::Prompt { state, prompt, .. } => {
-                if stored != chain {
-                    match cas(ctx, Some(stored), chain.clone()).await {
-                        Ok(()) => {}
-                        Err(StoreError::Conflict) => continue,
-                        Err(_) => return internal(),
-                    }
-                }
-                return input_required(ctx, &state, &prompt);
+        };
+        match (written, step) {
+            (Written::Conflict, _) => continue,
+            (Written::Failed, _) => return internal(),
+            (Written::Done, ResumeStep::AskAgain { state, prompt, .. }) => {
+                return input_required(ctx, &state, &prompt)
             }
-            LedgerEffect::Dispatch { .. } => {
-                match cas(ctx, Some(stored), chain.clone()).await {
-                    Ok(()) => {}
-                    Err(StoreError::Conflict) => continue,
-                    Err(_) => return internal(),
-                }
+            (Written::Done, ResumeStep::Dispatch) => {
                 let answers = merged_answers(chain.answers());
                 let inv = ctx.invocation().with_input_responses(answers.clone());
                 let out = ctx.invoke(handler(inv, &answers)).await;
                 return finish_round(ctx, method, chain, out).await;
             }
-            LedgerEffect::DispatchRecovery => {
-                let answers = merged_answers(chain.answers());
-                let inv = ctx
-                    .invocation()
-                    .with_recovery(true)
-                    .with_input_responses(answers.clone());
-                return match ctx.invoke(handler(inv, &answers)).await {
-                    Ok(HandlerOut::Complete(answer)) => answer,
-                    Err(answer) => answer,
-                    Ok(HandlerOut::Input(_)) => refuse(
-                        ctx,
-                        method,
-                        FailureCode::AlreadyCompleted,
-                        "The operation already completed.",
-                    ),
-                };
-            }
-            other => {
-                tracing::debug!(?other, "unexpected ledger effect on resume");
-                return rejected(ctx, method);
-            }
+            (Written::Done, ResumeStep::Reject(_) | ResumeStep::Recover) => return internal(),
         }
     }
     internal()
+}
+
+/// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
+/// answer and must complete; asking again is `already_completed`.
+async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
+where
+    F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
+    Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
+{
+    let answers = merged_answers(chain.answers());
+    let inv = ctx
+        .invocation()
+        .with_recovery(true)
+        .with_input_responses(answers.clone());
+    match ctx.invoke(handler(inv, &answers)).await {
+        Ok(HandlerOut::Complete(answer)) => answer,
+        Err(answer) => answer,
+        Ok(HandlerOut::Input(_)) => refuse(
+            ctx,
+            method,
+            FailureCode::AlreadyCompleted,
+            "The operation already completed.",
+        ),
+    }
 }
 
 /// Feeds how a dispatched handler ended back into its chain and answers accordingly.
@@ -337,12 +280,12 @@ async fn finish_round(
             (Ok(HandlerOut::Complete(_)), _) => LedgerEvent::HandlerCompleted,
             _ => LedgerEvent::HandlerFailed,
         };
-        let effect = chain.handle(ctx.server.now(), event);
+        let effect = chain.handle(ctx.server.wall_now(), event);
         match cas(ctx, Some(before), chain.clone()).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => {
                 // Someone else wrote the record (an epoch bump): apply the event to the fresh one.
-                match ctx.server.inner().store.load(chain.id()).await {
+                match ctx.server.continuations().store.load(chain.id()).await {
                     Ok(Some(fresh)) => {
                         chain = fresh;
                         continue;
@@ -380,8 +323,8 @@ async fn start_chain(
     let Ok(id) = random_chain_id() else {
         return internal();
     };
-    let mut chain = Chain::new(id, binding, ctx.epoch, ctx.server.inner().ledger);
-    match chain.handle(ctx.server.now(), LedgerEvent::HandlerAsked { prompt }) {
+    let mut chain = Chain::new(id, binding, ctx.epoch, ctx.server.continuations().ledger);
+    match chain.handle(ctx.server.wall_now(), LedgerEvent::HandlerAsked { prompt }) {
         LedgerEffect::Prompt { state, prompt, .. } => match cas(ctx, None, chain).await {
             Ok(()) => input_required(ctx, &state, &prompt),
             Err(e) => {
@@ -389,15 +332,23 @@ async fn start_chain(
                 internal()
             }
         },
-        _ => internal(),
+        // A new chain answers its first question with a prompt; anything else is a ledger bug.
+        LedgerEffect::Dispatch { .. }
+        | LedgerEffect::DispatchRecovery
+        | LedgerEffect::Completed
+        | LedgerEffect::Failed(_)
+        | LedgerEffect::Expired
+        | LedgerEffect::Invalidated
+        | LedgerEffect::Rejected(_)
+        | LedgerEffect::Nothing => internal(),
     }
 }
 
 async fn cas(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Result<(), StoreError> {
     ctx.server
-        .inner()
+        .continuations()
         .store
-        .compare_and_swap(ctx.server.now(), expected, new)
+        .compare_and_swap(ctx.server.wall_now(), expected, new)
         .await
 }
 
@@ -407,7 +358,7 @@ fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
     let Ok(nonce) = random_nonce() else {
         return internal();
     };
-    let token = seal(&ctx.server.inner().ring, nonce, state);
+    let token = seal(&ctx.server.continuations().ring, nonce, state);
     let Ok(requests) = serde_json::from_slice::<Value>(prompt) else {
         return internal();
     };
@@ -415,7 +366,7 @@ fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
     body.insert("inputRequests".into(), requests);
     body.insert("requestState".into(), Value::String(token));
     Answer::Result {
-        body: super::dispatch::members(body),
+        body: members(body),
         result_type: "input_required",
     }
 }

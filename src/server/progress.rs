@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::encode::encode_notification;
 use super::{lock, Outbox};
-use crate::core::{CancelToken, Clock, ProgressSink, SystemClock};
+use crate::core::{CancelToken, MonotonicClock, ProgressSink};
 use crate::machine::pacer::{Number, Pacer, PacerEffect, PacerEvent, ProgressProblem, Update};
 use crate::machine::Tick;
 
@@ -18,7 +18,8 @@ pub(crate) struct Progress {
     outbox: Arc<dyn Outbox>,
     /// The request's cancellation: fired when the outbox reports the peer gone (D12).
     gone: CancelToken,
-    clock: SystemClock,
+    /// The server's monotonic clock (the pacer's interval is process-local).
+    clock: Arc<dyn MonotonicClock>,
 }
 
 impl Progress {
@@ -27,6 +28,7 @@ impl Progress {
         raw_token: Option<&str>,
         outbox: Arc<dyn Outbox>,
         gone: CancelToken,
+        clock: Arc<dyn MonotonicClock>,
     ) -> Option<Arc<Progress>> {
         let pacer = Pacer::new(raw_token);
         pacer.is_enabled().then(|| {
@@ -34,13 +36,13 @@ impl Progress {
                 pacer: Mutex::new(pacer),
                 outbox,
                 gone,
-                clock: SystemClock::new(),
+                clock,
             })
         })
     }
 
     fn now(&self) -> Tick {
-        Tick(self.clock.now_ms())
+        Tick(self.clock.elapsed_ms())
     }
 
     fn event(&self, event: PacerEvent) {

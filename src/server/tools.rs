@@ -5,43 +5,19 @@
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::dispatch::members_text;
-use super::dispatch::{Answer, Ctx, Params};
+use super::answer::{members_text, Answer};
+use super::context::{Continuation, Ctx, Params};
 use super::mrtr::{self, HandlerOut};
-use super::publication::{CallParams, Mode, PartsOutcome, Publication, ResultParts};
-use super::{PublishMode, Server};
-use crate::core::FailureCode;
+use super::publication::{CallParams, PartsOutcome};
+use super::PublishMode;
+use crate::core::CoreError;
 use crate::machine::ledger::Method;
-
-/// The publication for a server's mode.
-pub(crate) fn publication(mode: PublishMode) -> Publication {
-    Publication::new(match mode {
-        PublishMode::Compact => Mode::Compact,
-        PublishMode::Direct => Mode::Direct,
-    })
-}
-
-/// A `CallToolResult` for a failure found after the fact (`result_too_large`, continuation
-/// failures), in the pieces every tool result is written from.
-pub(crate) fn failure_result(server: &Server, code: FailureCode, message: &str) -> ResultParts {
-    server
-        .inner()
-        .publication
-        .failure_result_parts(code, message)
-        // Serialising a `ToolFailure` cannot fail; a bare `isError` result keeps this total.
-        .unwrap_or_else(|| ResultParts {
-            content: "[]".to_owned(),
-            structured: None,
-            is_error: true,
-        })
-}
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
 pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
     match ctx
         .server
-        .inner()
-        .publication
+        .publication()
         .list_tools_text(&ctx.registry, &ctx.caller, cursor)
     {
         Ok(text) => match members_text(&text) {
@@ -63,53 +39,38 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
 }
 
 /// `tools/call`, bound to the ledger. The chain is bound to the exact `name` and `arguments`
-/// bytes of the outer request (I7). The params are read once, by the dispatcher; publication
-/// checks the members it needs from that map.
+/// bytes of the outer request (I7). The params are read once, by the dispatcher; the members
+/// publication needs are read from that view once, before the first invocation.
 pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     let member = |key: &str| params.get(key).map(|raw| &**raw);
-    let name = member("name")
-        .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
-        .unwrap_or_default();
-    let args = member("arguments").map_or("", RawValue::get);
-    let publication = &ctx.server.inner().publication;
-    if ctx.server.inner().mode == PublishMode::Compact
-        && matches!(name.as_str(), "search_tools" | "get_tool_details")
+    let name = CallParams::read_name(member("name"));
+    if ctx.server.mode() == PublishMode::Compact
+        && matches!(name.as_deref(), Ok("search_tools" | "get_tool_details"))
     {
-        // Discovery never asks for input and refuses continuations itself (O51): no ledger.
-        let outcome = match CallParams::from_members(member) {
-            Ok(mut call) => {
-                let inv = match call.input_responses.take() {
-                    Some(responses) => ctx.invocation().with_input_responses(responses),
-                    None => ctx.invocation(),
-                };
-                ctx.invoke(publication.call_tool_parts(&ctx.registry, inv, call))
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        return match outcome {
-            Ok(PartsOutcome::Complete(parts)) => Answer::ToolResult(parts),
-            Ok(PartsOutcome::InputRequired { .. }) => {
-                Answer::error(super::Cause::Internal, "Internal error")
-            }
-            Err(e) => Answer::from_core(&e),
-        };
+        return discovery(ctx, name, member).await;
     }
+    let continuation = match Continuation::read(params) {
+        Ok(c) => c,
+        Err(answer) => return answer,
+    };
+    let arguments = member("arguments");
+    let target = name.as_deref().unwrap_or_default();
+    let args = arguments.map_or("", RawValue::get);
+    // The invocation carries every answer of the chain (`run` puts them there), so
+    // publication gets the params without `inputResponses`. Checked once, reported when the
+    // handler would run (a rejected state is answered before a malformed call).
+    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present());
+    let publication = ctx.server.publication();
     mrtr::run(
         ctx,
         Method::ToolsCall,
-        &name,
+        target,
         args.as_bytes(),
-        params,
+        continuation,
         |inv, _answers| {
-            // The invocation already carries every answer of the chain (`run` put them
-            // there), so publication gets the params without `inputResponses`.
-            let call = CallParams::from_members(member).map(|mut call| {
-                call.input_responses = None;
-                call
-            });
+            let call = call.as_ref().map_err(Answer::from_core);
             async move {
-                let call = call.map_err(|e| Answer::from_core(&e))?;
+                let call = call?;
                 match publication.call_tool_parts(&ctx.registry, inv, call).await {
                     Ok(PartsOutcome::Complete(parts)) => {
                         Ok(HandlerOut::Complete(Answer::ToolResult(parts)))
@@ -121,4 +82,35 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         },
     )
     .await
+}
+
+/// Compact mode's `search_tools` and `get_tool_details`: they never ask for input and refuse
+/// continuations themselves (O51), so no ledger.
+async fn discovery<'p>(
+    ctx: &Ctx,
+    name: Result<String, CoreError>,
+    member: impl Fn(&str) -> Option<&'p RawValue>,
+) -> Answer {
+    let outcome = match CallParams::from_name(name, member) {
+        Ok(mut call) => {
+            let inv = match call.input_responses.take() {
+                Some(responses) => ctx.invocation().with_input_responses(responses),
+                None => ctx.invocation(),
+            };
+            ctx.invoke(
+                ctx.server
+                    .publication()
+                    .call_tool_parts(&ctx.registry, inv, &call),
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(PartsOutcome::Complete(parts)) => Answer::ToolResult(parts),
+        Ok(PartsOutcome::InputRequired { .. }) => {
+            Answer::error(super::Cause::Internal, "Internal error")
+        }
+        Err(e) => Answer::from_core(&e),
+    }
 }

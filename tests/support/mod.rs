@@ -2,6 +2,8 @@
 //! `mod support;`).
 #![allow(dead_code)]
 
+pub mod harness;
+
 use std::sync::{Mutex, OnceLock};
 
 /// The example binary, built once per test run so a stale binary is never tested.
@@ -55,3 +57,7 @@ pub struct EchoOut {
     /// The same text.
     pub text: String,
 }
+/// Contract evidence: per-test records of observed exchanges, and the check over them.
+pub mod evidence;
+/// Raw stdio, HTTP and in-memory peers shared by the evidence, equivalence and sweep tests.
+pub mod peers;

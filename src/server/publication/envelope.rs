@@ -105,25 +105,49 @@ impl<'a> CallParams<'a> {
     pub(crate) fn from_members(
         member: impl Fn(&str) -> Option<&'a RawValue>,
     ) -> Result<Self, CoreError> {
-        let name = member("name")
-            .ok_or_else(|| invalid("`name` is required"))
-            .and_then(|raw| string_member(raw, "name"))?;
-        let arguments = member("arguments");
-        if arguments.is_some_and(|a| !is_object(a)) {
-            return Err(invalid("`arguments` must be an object"));
-        }
-        let input_responses = match member("inputResponses") {
+        Self::from_name(Self::read_name(member("name")), member)
+    }
+
+    /// The `name` member, checked: required, a string.
+    pub(crate) fn read_name(raw: Option<&RawValue>) -> Result<String, CoreError> {
+        raw.ok_or_else(|| invalid("`name` is required"))
+            .and_then(|raw| string_member(raw, "name"))
+    }
+
+    /// As [`CallParams::from_members`], with `name` already read by
+    /// [`CallParams::read_name`].
+    pub(crate) fn from_name(
+        name: Result<String, CoreError>,
+        member: impl Fn(&str) -> Option<&'a RawValue>,
+    ) -> Result<Self, CoreError> {
+        let mut call = Self::without_responses(name, member("arguments"), false)?;
+        call.input_responses = match member("inputResponses") {
             None => None,
             Some(raw) => Some(
                 serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
                     .map_err(|_| invalid("`inputResponses` must be an object"))?,
             ),
         };
-        let continuation = input_responses.is_some() || member("requestState").is_some();
+        call.continuation = call.input_responses.is_some() || member("requestState").is_some();
+        Ok(call)
+    }
+
+    /// The params of a call whose continuation members the server read itself (it binds them
+    /// to the ledger and hands the answers to the invocation): `name` as read by
+    /// [`CallParams::read_name`], `arguments` checked here, `continuation` as the server saw it.
+    pub(crate) fn without_responses(
+        name: Result<String, CoreError>,
+        arguments: Option<&'a RawValue>,
+        continuation: bool,
+    ) -> Result<Self, CoreError> {
+        let name = name?;
+        if arguments.is_some_and(|a| !is_object(a)) {
+            return Err(invalid("`arguments` must be an object"));
+        }
         Ok(CallParams {
             name,
             arguments,
-            input_responses,
+            input_responses: None,
             continuation,
         })
     }

@@ -358,7 +358,7 @@ impl Publication {
             Some(responses) => inv.with_input_responses(responses),
             None => inv,
         };
-        Ok(match self.call_tool_parts(registry, inv, call).await? {
+        Ok(match self.call_tool_parts(registry, inv, &call).await? {
             PartsOutcome::Complete(parts) => TextOutcome::Complete(parts.body_text()),
             PartsOutcome::InputRequired { requests } => TextOutcome::InputRequired { requests },
         })
@@ -370,12 +370,14 @@ impl Publication {
         &self,
         registry: &Registry,
         inv: Invocation,
-        call: CallParams<'_>,
+        call: &CallParams<'_>,
     ) -> Result<PartsOutcome, CoreError> {
         match self.mode {
             Mode::Direct => {
-                let plan = self.plan(registry, inv.caller(), &call.name)?;
-                let reply = registry.call_tool(inv, &call.name, call.arguments).await?;
+                // The policy answers once; the wrapper and the call both read its answer.
+                let tool = registry.visible_tool(inv.caller(), &call.name)?;
+                let plan = self.plan_for(registry, tool.descriptor())?;
+                let reply = registry.call_visible(inv, tool, call.arguments).await?;
                 finish(reply, Some(&plan))
             }
             Mode::Compact => match call.name.as_str() {
@@ -390,7 +392,9 @@ impl Publication {
                     details(registry, inv.caller(), call.arguments).map(PartsOutcome::Complete)
                 }
                 "call_tool" => compact_call(registry, inv, call.arguments).await,
-                _ => Err(CoreError::UnknownTool { name: call.name }),
+                _ => Err(CoreError::UnknownTool {
+                    name: call.name.clone(),
+                }),
             },
         }
     }

@@ -1,0 +1,254 @@
+//! The command line (clap): server selection and output flags shared by every client
+//! subcommand, then the subcommands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cli::demo::DemoMode;
+
+/// What `--help` adds after the options: the exit codes and the `--responses` format.
+pub const AFTER_HELP: &str = "\
+Server selection (one of):
+  --stdio \"CMD ARGS\"   spawn CMD (split into words, no shell); --env K=V, --cwd DIR
+  --url URL            Streamable HTTP endpoint; --header NAME:VALUE (auth headers)
+  --demo               spawn this binary's demo server (strict-mcp demo serve)
+
+--json prints one JSON record per line, in arrival order, with every answer byte-exact:
+  {\"kind\":\"result\"|\"page\"|\"error\"|\"input_required\"|\"tool_error\",\"method\":M,
+   \"page\":N (list pages),\"result\":{...} | \"error\":{...}}
+
+--responses FILE answers input requests (MRTR) without prompting:
+  {\"rounds\": [ {\"KEY\": {\"action\":\"accept\",\"content\":{...}}}, ... ]}
+  Round n is sent as inputResponses of the n-th retry, with the server's requestState
+  byte-exact and a fresh request id; when the rounds run out the input request is printed
+  and the command exits 6. Without it, no elicitation capability is declared.
+
+Exit codes:
+  0    success
+  1    complete result with isError (the tool reported its own failure)
+  2    usage error (bad flags, arguments not a JSON object, duplicate keys)
+  3    transport failure (server did not start, died, or no reply within --timeout)
+  4    JSON-RPC/MCP error (including a server that does not offer 2026-07-28)
+  5    invalid or unrecognised result
+  6    input required (no --responses round left to answer it)
+  7    check found a rule that does not hold
+  130  interrupted (Ctrl-C): the call was cancelled and the server shut down";
+
+/// `strict-mcp`: a strict, bounded MCP client for revision 2026-07-28, and a demo server.
+#[derive(Debug, Parser)]
+#[command(name = "strict-mcp", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Options shared by every client subcommand.
+    #[command(flatten)]
+    pub global: Global,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Server selection and output options (accepted before or after the subcommand).
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Spawn this server command (split into words without a shell) and talk over stdio.
+    #[arg(long, global = true, value_name = "CMD ARGS")]
+    pub stdio: Option<String>,
+    /// Environment variable for the --stdio/--demo child (repeatable).
+    #[arg(long, global = true, value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Working directory for the --stdio/--demo child.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Talk Streamable HTTP to this endpoint URL.
+    #[arg(long, global = true, value_name = "URL")]
+    pub url: Option<String>,
+    /// Extra HTTP header for every POST, e.g. "Authorization: Bearer …" (repeatable; never
+    /// printed).
+    #[arg(long, global = true, value_name = "NAME:VALUE")]
+    pub header: Vec<String>,
+    /// Spawn the built-in demo server (this binary, `demo serve`) over stdio.
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Lossless output: one JSON record per answer, in order, bytes as received.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Seconds each request may take (1 to 600).
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 30)]
+    pub timeout: u64,
+    /// Fetch only the first page of a list.
+    #[arg(long, global = true)]
+    pub single_page: bool,
+    /// Print the snapshot digest of the listing (or discovery / read result).
+    #[arg(long, global = true)]
+    pub digest: bool,
+    /// Ask the server for log messages of this request at this level (shown on stderr).
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = [
+        "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"])]
+    pub log_level: Option<String>,
+    /// Ask for progress and show it on stderr.
+    #[arg(long, global = true)]
+    pub progress: bool,
+    /// Answer input requests from this file (format below).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub responses: Option<PathBuf>,
+}
+
+/// Where tool or prompt arguments come from.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct ArgumentFlags {
+    /// Arguments as a JSON object; `-` reads them from stdin.
+    #[arg(long = "args", value_name = "JSON|-")]
+    pub args: Option<String>,
+    /// Arguments from a file holding a JSON object.
+    #[arg(long = "args-file", value_name = "FILE")]
+    pub args_file: Option<PathBuf>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what server/discover returned: identity, versions, capabilities.
+    Discover,
+    /// List or call tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// List resources and templates, or read one.
+    #[command(subcommand)]
+    Resources(ResourcesCommand),
+    /// List prompts or get one.
+    #[command(subcommand)]
+    Prompts(PromptsCommand),
+    /// Ask for completions of a prompt argument or a template variable.
+    Complete(CompleteArgs),
+    /// Open subscriptions/listen and print each change.
+    Listen(ListenArgs),
+    /// Audit a server's strictness: one hand-built request per rule, with evidence.
+    Check(CheckArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// The built-in demo server.
+    #[command(subcommand)]
+    Demo(DemoCommand),
+}
+
+/// `tools …`.
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Every tool, across pages.
+    List,
+    /// Call one tool by its exact name.
+    Call {
+        /// The tool's name (case-sensitive, never rewritten).
+        name: String,
+        /// The arguments.
+        #[command(flatten)]
+        arguments: ArgumentFlags,
+    },
+}
+
+/// `resources …`.
+#[derive(Debug, Subcommand)]
+pub enum ResourcesCommand {
+    /// Every resource, across pages.
+    List,
+    /// Every resource template, across pages.
+    Templates,
+    /// Read one resource.
+    Read {
+        /// The resource URI.
+        uri: String,
+    },
+}
+
+/// `prompts …`.
+#[derive(Debug, Subcommand)]
+pub enum PromptsCommand {
+    /// Every prompt, across pages.
+    List,
+    /// Get one prompt.
+    Get {
+        /// The prompt's name.
+        name: String,
+        /// The arguments (an object of strings).
+        #[command(flatten)]
+        arguments: ArgumentFlags,
+    },
+}
+
+/// `complete …`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["prompt", "template"])))]
+pub struct CompleteArgs {
+    /// Complete an argument of this prompt.
+    #[arg(long, value_name = "NAME")]
+    pub prompt: Option<String>,
+    /// Complete a variable of this resource template.
+    #[arg(long, value_name = "URI_TEMPLATE")]
+    pub template: Option<String>,
+    /// The argument or variable name.
+    #[arg(long, value_name = "NAME")]
+    pub argument: String,
+    /// What has been typed so far.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub value: String,
+    /// Already-chosen values of other arguments (repeatable).
+    #[arg(long = "context", value_name = "K=V")]
+    pub context: Vec<String>,
+}
+
+/// `check …`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Fail on SHOULD and policy rules too, not only on MUST rules.
+    #[arg(long)]
+    pub strict: bool,
+    /// Allow a --url whose host is not loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+/// `listen …`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Tool list changes.
+    #[arg(long)]
+    pub tools: bool,
+    /// Prompt list changes.
+    #[arg(long)]
+    pub prompts: bool,
+    /// Resource list changes.
+    #[arg(long)]
+    pub resources: bool,
+    /// Updates of this resource (repeatable).
+    #[arg(long = "uri", value_name = "URI")]
+    pub uris: Vec<String>,
+    /// Stop after this many changes.
+    #[arg(long, value_name = "N")]
+    pub max_changes: Option<u64>,
+    /// Stop after this many seconds (at most 600).
+    #[arg(long = "for", value_name = "SECS")]
+    pub duration: Option<u64>,
+}
+
+/// `demo …`.
+#[derive(Debug, Subcommand)]
+pub enum DemoCommand {
+    /// Serve the demo over stdio, or over HTTP on a loopback address.
+    Serve {
+        /// Serve Streamable HTTP on this loopback address (port 0 picks one; the URL is
+        /// printed as {"listening": URL}).
+        #[arg(long, value_name = "127.0.0.1:PORT")]
+        http: Option<SocketAddr>,
+        /// How tools are published.
+        #[arg(long, value_enum, default_value_t = DemoMode::Direct)]
+        mode: DemoMode,
+        /// Entries per list page (to see pagination with a small value).
+        #[arg(long, value_name = "N", default_value_t = crate::cli::demo::DEFAULT_PAGE_SIZE)]
+        page_size: usize,
+    },
+}

@@ -1,0 +1,1064 @@
+//! One client run: connect (discover first, O94), run the subcommand, print, shut down.
+//! Ctrl-C and the deadline cancel the call and shut the child down gracefully (O102).
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use crate::cli::args::{
+    ArgumentFlags, CheckArgs, Command, CompleteArgs, Global, ListenArgs, PromptsCommand,
+    ResourcesCommand, ToolsCommand,
+};
+use crate::cli::exit::Exit;
+use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
+use crate::cli::output::{self, member, pretty, Records};
+use crate::cli::tap::{LogHook, Record, Tap};
+use crate::client::digest::{digest_text, SnapshotKind};
+use crate::client::http::{Decorations, Decorator, HttpTransport};
+use crate::client::stdio::{CommandSpec, StdioTransport, STDERR_CAPTURE_BYTES};
+use crate::client::{
+    CallOptions, Client, ClientError, ClientOptions, Progress, ProgressSink, Round, RoundInput,
+    RpcErrorKind, ToolOutcome, Transport, MAX_DEADLINE, MAX_DRIVEN_ROUNDS,
+};
+use crate::wire::listen::{Change, Filter};
+use crate::wire::logging::LogLevel;
+use crate::wire::result::Method;
+
+/// How long an interrupted run waits for its `notifications/cancelled` to reach the wire
+/// before shutting the transport down.
+///
+/// Why: the client sends the notice from a background task; a pipe write takes well under
+/// this, and an interrupt must still end promptly when the pipe is stuck.
+pub const CANCEL_FLUSH: Duration = Duration::from_millis(500);
+
+/// The most `--responses` rounds one call uses: the client library's own cap on answered
+/// rounds, so a server that keeps asking is cut off the same way everywhere.
+pub const MAX_RESPONSE_ROUNDS: usize = MAX_DRIVEN_ROUNDS;
+
+/// A failure before or outside a protocol call: printed on stderr, mapped to its class.
+struct Failure {
+    exit: Exit,
+    message: String,
+}
+
+impl Failure {
+    fn usage(e: impl std::fmt::Display) -> Failure {
+        Failure {
+            exit: Exit::Usage,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<InputError> for Failure {
+    fn from(e: InputError) -> Self {
+        Failure::usage(e)
+    }
+}
+
+/// Everything a subcommand needs.
+struct Session {
+    client: Client,
+    tap: Arc<Tap>,
+    json: bool,
+    records: Records,
+    options: CallOptions,
+    single_page: bool,
+    digest: bool,
+}
+
+/// The transport the run opened, with what it needs at the end.
+struct Opened {
+    tap: Arc<Tap>,
+    stdio: Option<Arc<StdioTransport>>,
+}
+
+fn log_hook() -> LogHook {
+    Arc::new(|params: &RawValue| {
+        let level = member(params, "level").map(|v| v.get().trim_matches('"').to_owned());
+        let logger = member(params, "logger").map(|v| v.get().trim_matches('"').to_owned());
+        let data = member(params, "data").map(|v| v.get().to_owned());
+        eprintln!(
+            "[server {}{}] {}",
+            level.unwrap_or_else(|| "log".to_owned()),
+            logger.map(|l| format!(" {l}")).unwrap_or_default(),
+            data.unwrap_or_default()
+        );
+    })
+}
+
+fn open(global: &Global) -> Result<Opened, Failure> {
+    let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if chosen != 1 {
+        return Err(Failure::usage(
+            "choose exactly one server: --stdio \"CMD ARGS\", --url URL or --demo",
+        ));
+    }
+    if !global.header.is_empty() && global.url.is_none() {
+        return Err(Failure::usage("--header applies to --url only"));
+    }
+    if let Some(url) = &global.url {
+        let mut headers = Vec::new();
+        for h in &global.header {
+            headers.push(input::split_pair("--header", "NAME:VALUE", ':', h)?);
+        }
+        // Checked once here so a bad header is a usage error, not a failed request.
+        let mut probe = Decorations::default();
+        for (name, value) in &headers {
+            probe
+                .insert(name, value)
+                .map_err(|e| Failure::usage(format!("--header {name}: {e}")))?;
+        }
+        let headers = Arc::new(headers);
+        // Auth headers only through the decorator (D46, O104).
+        let decorator: Decorator = Arc::new(move |_method, out: &mut Decorations| {
+            for (name, value) in headers.iter() {
+                out.insert(name, value)?;
+            }
+            Ok(())
+        });
+        let http = HttpTransport::new(url, Some(decorator))
+            .map_err(|e| Failure::usage(format!("--url: {e}")))?;
+        let inner: Arc<dyn Transport> = Arc::new(http);
+        return Ok(Opened {
+            tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+            stdio: None,
+        });
+    }
+    let mut spec = if let Some(line) = &global.stdio {
+        let words = input::split_words(line)?;
+        let mut spec = CommandSpec::new(&words[0]);
+        for w in &words[1..] {
+            spec = spec.arg(w);
+        }
+        spec
+    } else {
+        let exe = std::env::current_exe().map_err(|e| Failure {
+            exit: Exit::Transport,
+            message: format!("cannot find this program to run the demo: {e}"),
+        })?;
+        CommandSpec::new(exe).arg("demo").arg("serve")
+    };
+    for pair in &global.env {
+        let (k, v) = input::split_pair("--env", "K=V", '=', pair)?;
+        spec = spec.env(k, v);
+    }
+    if let Some(dir) = &global.cwd {
+        spec = spec.current_dir(dir);
+    }
+    let stdio = Arc::new(StdioTransport::spawn(&spec).map_err(|e| Failure {
+        exit: Exit::Transport,
+        message: format!("cannot start the server: {e}"),
+    })?);
+    let inner: Arc<dyn Transport> = Arc::clone(&stdio) as Arc<dyn Transport>;
+    Ok(Opened {
+        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+        stdio: Some(stdio),
+    })
+}
+
+fn call_options(global: &Global, responses: Option<&Responses>) -> Result<CallOptions, Failure> {
+    let mut options = CallOptions::default();
+    // O99: elicitation is declared only when a response file can answer it; URL mode never
+    // (a file cannot show a URL and ask consent).
+    if responses.is_some() {
+        options.capabilities = Some(json!({"elicitation": {"form": {}}}));
+    }
+    if let Some(level) = &global.log_level {
+        options.log_level =
+            Some(LogLevel::parse(level).ok_or_else(|| Failure::usage("--log-level"))?);
+    }
+    if global.progress {
+        let tty = std::io::stderr().is_terminal();
+        options.on_progress = Some(ProgressSink(Arc::new(move |p: Progress| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+            if tty {
+                eprint!("\r\x1b[2Kprogress {}{total}{message}", p.progress);
+            } else {
+                eprintln!("progress {}{total}{message}", p.progress);
+            }
+        })));
+    }
+    Ok(options)
+}
+
+/// Runs one client subcommand end to end and returns its exit class.
+pub async fn run(global: &Global, command: Command) -> Exit {
+    if global.timeout == 0 || Duration::from_secs(global.timeout) > MAX_DEADLINE {
+        eprintln!(
+            "error: --timeout must be 1 to {} seconds",
+            MAX_DEADLINE.as_secs()
+        );
+        return Exit::Usage;
+    }
+    let prepared = (|| -> Result<_, Failure> {
+        let responses = global
+            .responses
+            .as_deref()
+            .map(input::read_responses)
+            .transpose()?;
+        if let Some(r) = &responses {
+            if r.rounds.len() > MAX_RESPONSE_ROUNDS {
+                return Err(Failure::usage(format!(
+                    "--responses: at most {MAX_RESPONSE_ROUNDS} rounds"
+                )));
+            }
+        }
+        let arguments = match &command {
+            Command::Tools(ToolsCommand::Call { arguments, .. })
+            | Command::Prompts(PromptsCommand::Get { arguments, .. }) => read_flags(arguments)?,
+            _ => None,
+        };
+        let options = call_options(global, responses.as_ref())?;
+        Ok((responses.unwrap_or_default(), arguments, options))
+    })();
+    let (responses, arguments, options) = match prepared {
+        Ok(p) => p,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            return f.exit;
+        }
+    };
+    let opened = match open(global) {
+        Ok(o) => o,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            return f.exit;
+        }
+    };
+    let tap = Arc::clone(&opened.tap);
+    let client_options = ClientOptions {
+        default_deadline: Duration::from_secs(global.timeout),
+        ..ClientOptions::default()
+    };
+    let mut session: Option<Session> = None;
+    let work = async {
+        let transport: Arc<dyn Transport> = Arc::clone(&tap) as Arc<dyn Transport>;
+        let client = match Client::connect(transport, client_options).await {
+            Ok(c) => c,
+            Err(e) => {
+                let (records, _) = tap.drain();
+                if global.json {
+                    Records::default().emit(&records);
+                }
+                eprintln!("error: {e}");
+                return Exit::of_connect(&e);
+            }
+        };
+        let s = session.insert(Session {
+            client,
+            tap: Arc::clone(&tap),
+            json: global.json,
+            records: Records::default(),
+            options,
+            single_page: global.single_page,
+            digest: global.digest,
+        });
+        s.command(command, arguments, &responses).await
+    };
+    let interrupted = tokio::select! {
+        exit = work => Some(exit),
+        _ = tokio::signal::ctrl_c() => None,
+    };
+    let exit = match interrupted {
+        Some(exit) => exit,
+        None => {
+            // The call's future is gone: the client announces the cancellation (O102).
+            let _ = tokio::time::timeout(CANCEL_FLUSH, tap.cancel_sent()).await;
+            eprintln!(
+                "interrupted: {} cancellation(s) sent; shutting the server down",
+                tap.cancellations()
+            );
+            Exit::Interrupted
+        }
+    };
+    if let Some(s) = &session {
+        s.client.close().await;
+    } else {
+        tap.close().await;
+    }
+    if let Some(stdio) = &opened.stdio {
+        show_stderr(stdio);
+    }
+    exit
+}
+
+/// O101: the child's stderr is diagnostics, shown (bounded) and never a failure by itself.
+fn show_stderr(stdio: &StdioTransport) {
+    let tail = stdio.stderr_tail();
+    if tail.is_empty() {
+        return;
+    }
+    let dropped = stdio.stderr_dropped();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "server stderr (last {} bytes{}):",
+        tail.len().min(STDERR_CAPTURE_BYTES),
+        if dropped > 0 {
+            format!(", {dropped} earlier bytes dropped")
+        } else {
+            String::new()
+        }
+    );
+    for line in String::from_utf8_lossy(&tail).lines() {
+        let _ = writeln!(err, "  | {line}");
+    }
+}
+
+fn read_flags(flags: &ArgumentFlags) -> Result<Option<Arguments>, InputError> {
+    let source = match (&flags.args, &flags.args_file) {
+        (Some(text), _) if text == "-" => ArgumentSource::Stdin,
+        (Some(text), _) => ArgumentSource::Inline(text.clone()),
+        (None, Some(path)) => ArgumentSource::File(path.clone()),
+        (None, None) => return Ok(None),
+    };
+    input::read_arguments(&source).map(Some)
+}
+
+fn parse(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+fn text_of(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Session {
+    /// Prints what arrived since the last flush (JSON mode) and returns it.
+    fn flush(&mut self) -> Vec<Record> {
+        let (records, dropped) = self.tap.drain();
+        if dropped > 0 {
+            eprintln!("warning: {dropped} answers were not kept (record bound)");
+        }
+        if self.json {
+            self.records.emit(&records);
+        }
+        records
+    }
+
+    /// Reports a client error: its record is already printed in JSON mode.
+    fn fail(&mut self, error: &ClientError) -> Exit {
+        self.flush();
+        eprintln!("error: {error}");
+        if let ClientError::Rpc(rpc) = error {
+            if let Some(data) = &rpc.data {
+                eprintln!("  data: {data}");
+            }
+            if rpc.kind == RpcErrorKind::MissingRequiredClientCapability {
+                eprintln!(
+                    "  hint: this run declared no elicitation (non-interactive); answer input \
+                     requests with --responses FILE (see --help)"
+                );
+            }
+        }
+        Exit::of(error)
+    }
+
+    async fn command(
+        &mut self,
+        command: Command,
+        arguments: Option<Arguments>,
+        responses: &Responses,
+    ) -> Exit {
+        match command {
+            Command::Discover => self.discover(),
+            Command::Tools(ToolsCommand::List) => self.list(Method::ToolsList).await,
+            Command::Tools(ToolsCommand::Call { name, .. }) => {
+                self.call(&name, arguments, responses).await
+            }
+            Command::Resources(ResourcesCommand::List) => self.list(Method::ResourcesList).await,
+            Command::Resources(ResourcesCommand::Templates) => {
+                self.list(Method::ResourcesTemplatesList).await
+            }
+            Command::Resources(ResourcesCommand::Read { uri }) => self.read(&uri, responses).await,
+            Command::Prompts(PromptsCommand::List) => self.list(Method::PromptsList).await,
+            Command::Prompts(PromptsCommand::Get { name, .. }) => {
+                self.prompt(&name, arguments, responses).await
+            }
+            Command::Complete(args) => self.complete(&args).await,
+            Command::Listen(args) => self.listen(&args).await,
+            Command::Completions { .. } | Command::Demo(_) | Command::Check(_) => Exit::Usage,
+        }
+    }
+
+    fn print_digest(&self, kind: SnapshotKind, method: &str, text: &str) {
+        if !self.digest {
+            return;
+        }
+        match digest_text(kind, text) {
+            Ok(d) if self.json => Records::emit_value(
+                &json!({"kind": "digest", "method": method, "digest": d.to_string()}),
+            ),
+            Ok(d) => out!("digest: {d}"),
+            Err(e) => eprintln!("warning: no digest: {e}"),
+        }
+    }
+
+    fn discover(&mut self) -> Exit {
+        let records = self.flush();
+        let raw = records
+            .iter()
+            .find(|r| r.method == "server/discover")
+            .and_then(|r| r.body.as_ref().ok());
+        if let Some(raw) = raw {
+            if !self.json {
+                let d = self.client.discovery();
+                if let Some(info) = &d.server_info {
+                    out!("server: {} {}", info.name, info.version);
+                }
+                out!("versions: {}", d.result.supported_versions.join(", "));
+                if let Some(caps) = member(raw, "capabilities") {
+                    out!("capabilities: {}", pretty(caps.get()));
+                }
+                if let Some(text) = &d.result.instructions {
+                    out!("instructions: {text}");
+                }
+            }
+            self.print_digest(SnapshotKind::Discovery, "server/discover", raw.get());
+        }
+        Exit::Success
+    }
+
+    async fn list(&mut self, method: Method) -> Exit {
+        self.flush_quietly();
+        let outcome = if self.single_page {
+            self.client
+                .request(method, Map::new(), &self.options)
+                .await
+                .map(|_| ())
+        } else {
+            match method {
+                Method::ToolsList => self.client.list_tools(&self.options).await.map(|_| ()),
+                Method::ResourcesList => {
+                    self.client.list_resources(&self.options).await.map(|_| ())
+                }
+                Method::ResourcesTemplatesList => self
+                    .client
+                    .list_resource_templates(&self.options)
+                    .await
+                    .map(|_| ()),
+                _ => self.client.list_prompts(&self.options).await.map(|_| ()),
+            }
+        };
+        if let Err(e) = outcome {
+            return self.fail(&e);
+        }
+        let records = self.flush();
+        let pages: Vec<&RawValue> = records
+            .iter()
+            .filter(|r| r.method == method.name())
+            .filter_map(|r| r.body.as_ref().ok().map(|b| &**b))
+            .collect();
+        if !self.json {
+            out_raw!("{}", human_list(method, &pages));
+            if self.single_page {
+                if let Some(next) = pages.last().and_then(|p| member(p, "nextCursor")) {
+                    out!("(more: nextCursor {})", next.get());
+                }
+            }
+        }
+        let kind = match method {
+            Method::ToolsList => SnapshotKind::Tools,
+            Method::ResourcesList => SnapshotKind::Resources,
+            Method::ResourcesTemplatesList => SnapshotKind::ResourceTemplates,
+            _ => SnapshotKind::Prompts,
+        };
+        let joined = format!(
+            "[{}]",
+            pages.iter().map(|p| p.get()).collect::<Vec<_>>().join(",")
+        );
+        self.print_digest(kind, method.name(), &joined);
+        Exit::Success
+    }
+
+    /// Drops the discovery record from the human view; JSON mode prints it.
+    fn flush_quietly(&mut self) {
+        self.flush();
+    }
+
+    async fn call(
+        &mut self,
+        name: &str,
+        arguments: Option<Arguments>,
+        responses: &Responses,
+    ) -> Exit {
+        // O103: the definition first (Mcp-Name / Mcp-Param-* over HTTP, output schema).
+        self.flush();
+        if let Err(e) = self.client.list_tools(&self.options).await {
+            return self.fail(&e);
+        }
+        self.flush();
+        if let Some(a) = &arguments {
+            // O93: the exact bytes go on the wire, every round (O98: same arguments).
+            self.tap.set_exact_arguments(a.raw.clone());
+        }
+        let map = arguments.map(|a| a.map);
+        let mut round = RoundInput::first();
+        let mut used = 0;
+        loop {
+            let outcome = self
+                .client
+                .call_tool(name, map.clone(), round, &self.options)
+                .await;
+            let records = self.flush();
+            let last = records
+                .iter()
+                .rev()
+                .find(|r| r.method == "tools/call")
+                .and_then(|r| r.body.as_ref().ok().cloned());
+            match outcome {
+                Ok(ToolOutcome::Success(_)) => {
+                    if !self.json {
+                        if let Some(raw) = &last {
+                            print_tool_result(raw);
+                        }
+                    }
+                    return Exit::Success;
+                }
+                Ok(ToolOutcome::Failed(_)) => {
+                    if !self.json {
+                        if let Some(raw) = &last {
+                            print_tool_result(raw);
+                        }
+                    }
+                    eprintln!("the tool reported an error (isError: true)");
+                    return Exit::ToolError;
+                }
+                Ok(ToolOutcome::InputRequired(i)) => {
+                    if let Some(answers) = responses.rounds.get(used) {
+                        used += 1;
+                        round = RoundInput::answer(&i.result, answers.clone());
+                        continue;
+                    }
+                    return self.input_required(last.as_deref(), used);
+                }
+                Err(e) => return self.fail(&e),
+            }
+        }
+    }
+
+    fn input_required(&self, raw: Option<&RawValue>, used: usize) -> Exit {
+        if !self.json {
+            if let Some(raw) = raw {
+                out!("{}", pretty(raw.get()));
+            }
+        }
+        eprintln!(
+            "input required: the server asks for more input after {used} answered round(s); \
+             supply the answers with --responses FILE (see --help)"
+        );
+        Exit::InputRequired
+    }
+
+    async fn read(&mut self, uri: &str, responses: &Responses) -> Exit {
+        self.flush();
+        let mut round = RoundInput::first();
+        let mut used = 0;
+        loop {
+            let outcome = self
+                .client
+                .read_resource_round(uri, round, &self.options)
+                .await;
+            let records = self.flush();
+            let last = records
+                .iter()
+                .rev()
+                .find(|r| r.method == "resources/read")
+                .and_then(|r| r.body.as_ref().ok().cloned());
+            match outcome {
+                Ok(Round::Complete(_)) => {
+                    if let Some(raw) = &last {
+                        if !self.json {
+                            print_contents(raw);
+                        }
+                        self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
+                    }
+                    return Exit::Success;
+                }
+                Ok(Round::InputRequired(i)) => {
+                    if let Some(answers) = responses.rounds.get(used) {
+                        used += 1;
+                        round = RoundInput::answer(&i.result, answers.clone());
+                        continue;
+                    }
+                    return self.input_required(last.as_deref(), used);
+                }
+                Err(e) => return self.fail(&e),
+            }
+        }
+    }
+
+    async fn prompt(
+        &mut self,
+        name: &str,
+        arguments: Option<Arguments>,
+        responses: &Responses,
+    ) -> Exit {
+        self.flush();
+        let map = arguments.map(|a| a.map);
+        let mut round = RoundInput::first();
+        let mut used = 0;
+        loop {
+            let outcome = self
+                .client
+                .get_prompt_round(name, map.clone(), round, &self.options)
+                .await;
+            let records = self.flush();
+            let last = records
+                .iter()
+                .rev()
+                .find(|r| r.method == "prompts/get")
+                .and_then(|r| r.body.as_ref().ok().cloned());
+            match outcome {
+                Ok(Round::Complete(_)) => {
+                    if !self.json {
+                        if let Some(raw) = &last {
+                            print_prompt(raw);
+                        }
+                    }
+                    return Exit::Success;
+                }
+                Ok(Round::InputRequired(i)) => {
+                    if let Some(answers) = responses.rounds.get(used) {
+                        used += 1;
+                        round = RoundInput::answer(&i.result, answers.clone());
+                        continue;
+                    }
+                    return self.input_required(last.as_deref(), used);
+                }
+                Err(e) => return self.fail(&e),
+            }
+        }
+    }
+
+    async fn complete(&mut self, args: &CompleteArgs) -> Exit {
+        self.flush();
+        let reference = match (&args.prompt, &args.template) {
+            (Some(name), _) => json!({"type": "ref/prompt", "name": name}),
+            (None, Some(uri)) => json!({"type": "ref/resource", "uri": uri}),
+            (None, None) => {
+                eprintln!("error: --prompt or --template is required");
+                return Exit::Usage;
+            }
+        };
+        let mut params = Map::new();
+        params.insert("ref".into(), reference);
+        params.insert(
+            "argument".into(),
+            json!({"name": args.argument, "value": args.value}),
+        );
+        if !args.context.is_empty() {
+            let mut context = Map::new();
+            for pair in &args.context {
+                match input::split_pair("--context", "K=V", '=', pair) {
+                    Ok((k, v)) => {
+                        context.insert(k, Value::String(v));
+                    }
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return Exit::Usage;
+                    }
+                }
+            }
+            params.insert("context".into(), json!({"arguments": context}));
+        }
+        match self.client.complete_argument(params, &self.options).await {
+            Ok(_) => {
+                let records = self.flush();
+                if !self.json {
+                    if let Some(raw) = records.iter().rev().find_map(|r| r.body.as_ref().ok()) {
+                        let value = parse(raw);
+                        let completion = value.get("completion").cloned().unwrap_or_default();
+                        for v in completion
+                            .get("values")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            out!("{}", v.as_str().unwrap_or_default());
+                        }
+                        if completion.get("hasMore") == Some(&Value::Bool(true)) {
+                            out!("(more values exist)");
+                        }
+                    }
+                }
+                Exit::Success
+            }
+            Err(e) => self.fail(&e),
+        }
+    }
+
+    async fn listen(&mut self, args: &ListenArgs) -> Exit {
+        self.flush();
+        let filter = Filter {
+            tools_list_changed: args.tools,
+            prompts_list_changed: args.prompts,
+            resources_list_changed: args.resources,
+            resource_subscriptions: (!args.uris.is_empty())
+                .then(|| args.uris.iter().cloned().collect()),
+        };
+        let limit = match args.duration {
+            Some(s) if s == 0 || Duration::from_secs(s) > MAX_DEADLINE => {
+                eprintln!(
+                    "error: --for must be 1 to {} seconds",
+                    MAX_DEADLINE.as_secs()
+                );
+                return Exit::Usage;
+            }
+            Some(s) => Some(tokio::time::Instant::now() + Duration::from_secs(s)),
+            None => None,
+        };
+        let mut stream = match self.client.listen(filter, &self.options).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.flush();
+                eprintln!("error: {e}");
+                return match e {
+                    crate::client::ListenError::Rpc(_) => Exit::Protocol,
+                    crate::client::ListenError::Request(e) => Exit::of(&e),
+                    _ => Exit::Transport,
+                };
+            }
+        };
+        let effective = stream.effective_filter().clone();
+        if self.json {
+            Records::emit_value(&json!({
+                "kind": "listening",
+                "method": "subscriptions/listen",
+                "effective": serde_json::from_str::<Value>(&effective.to_json()).unwrap_or_default(),
+            }));
+        } else {
+            eprintln!("listening (effective filter {})", effective.to_json());
+        }
+        let mut seen = 0u64;
+        loop {
+            if args.max_changes.is_some_and(|m| seen >= m) {
+                return Exit::Success;
+            }
+            let next = match limit {
+                Some(until) => match tokio::time::timeout_at(until, stream.next()).await {
+                    Ok(n) => n,
+                    Err(_) => return Exit::Success,
+                },
+                None => stream.next().await,
+            };
+            match next {
+                Ok(Some(change)) => {
+                    seen += 1;
+                    let (name, uri) = match &change {
+                        Change::ToolsListChanged => ("tools_list_changed", None),
+                        Change::PromptsListChanged => ("prompts_list_changed", None),
+                        Change::ResourcesListChanged => ("resources_list_changed", None),
+                        Change::ResourceUpdated { uri } => ("resource_updated", Some(uri)),
+                    };
+                    if self.json {
+                        Records::emit_value(&json!({"kind": "change", "change": name, "uri": uri}));
+                    } else {
+                        out!("{name}{}", uri.map(|u| format!(" {u}")).unwrap_or_default());
+                    }
+                }
+                Ok(None) => {
+                    self.flush();
+                    return Exit::Success;
+                }
+                Err(e) => {
+                    self.flush();
+                    eprintln!("error: {e}");
+                    return Exit::Transport;
+                }
+            }
+        }
+    }
+}
+
+/// Annotations are the server's claims, shown as hints (O105), never trusted.
+fn hints(annotations: Option<&Value>) -> String {
+    let Some(a) = annotations.and_then(Value::as_object) else {
+        return String::new();
+    };
+    let mut out = Vec::new();
+    for (key, label) in [
+        ("readOnlyHint", "read-only"),
+        ("destructiveHint", "destructive"),
+        ("idempotentHint", "idempotent"),
+        ("openWorldHint", "open-world"),
+    ] {
+        match a.get(key) {
+            Some(Value::Bool(true)) => out.push(label.to_owned()),
+            Some(Value::Bool(false)) => out.push(format!("not {label}")),
+            _ => {}
+        }
+    }
+    out.join(", ")
+}
+
+fn human_list(method: Method, pages: &[&RawValue]) -> String {
+    let key = match method {
+        Method::ToolsList => "tools",
+        Method::ResourcesList => "resources",
+        Method::ResourcesTemplatesList => "resourceTemplates",
+        _ => "prompts",
+    };
+    let entries: Vec<Value> = pages
+        .iter()
+        .flat_map(|p| {
+            parse(p)
+                .get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    let colour = output::colour();
+    let describe = |e: &Value| output::short(&text_of(e, "description"), 60);
+    match method {
+        Method::ToolsList => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|t| vec![text_of(t, "name"), describe(t), hints(t.get("annotations"))])
+                .collect();
+            output::table(&["NAME", "DESCRIPTION", "HINTS (untrusted)"], &rows, colour)
+        }
+        Method::ResourcesList => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|r| {
+                    vec![
+                        text_of(r, "uri"),
+                        text_of(r, "name"),
+                        text_of(r, "mimeType"),
+                    ]
+                })
+                .collect();
+            output::table(&["URI", "NAME", "MIME TYPE"], &rows, colour)
+        }
+        Method::ResourcesTemplatesList => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|r| {
+                    vec![
+                        text_of(r, "uriTemplate"),
+                        text_of(r, "name"),
+                        text_of(r, "mimeType"),
+                    ]
+                })
+                .collect();
+            output::table(&["URI TEMPLATE", "NAME", "MIME TYPE"], &rows, colour)
+        }
+        _ => {
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|p| {
+                    let args = p
+                        .get("arguments")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|a| {
+                            let required = a.get("required") == Some(&Value::Bool(true));
+                            format!("{}{}", text_of(a, "name"), if required { "*" } else { "" })
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    vec![text_of(p, "name"), args, describe(p)]
+                })
+                .collect();
+            output::table(
+                &["NAME", "ARGUMENTS (* required)", "DESCRIPTION"],
+                &rows,
+                colour,
+            )
+        }
+    }
+}
+
+/// `structuredContent` pretty (byte-exact numbers), else the content blocks. A strict-mcp
+/// server's `{"value": …}` envelope is shown as its value; `--json` keeps the envelope.
+fn print_tool_result(raw: &RawValue) {
+    if let Some(structured) = member(raw, "structuredContent") {
+        let shown = match serde_json::from_str::<std::collections::BTreeMap<String, Box<RawValue>>>(
+            structured.get(),
+        ) {
+            Ok(mut m) if m.len() == 1 && m.contains_key("value") => m.remove("value"),
+            _ => None,
+        };
+        out!("{}", pretty(shown.as_deref().unwrap_or(&structured).get()));
+        return;
+    }
+    print_blocks(&parse(raw));
+}
+
+fn print_blocks(result: &Value) {
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        out!("{}", block_text(block));
+    }
+}
+
+/// One content block for people; binary data is summarised, never printed (O104).
+fn block_text(block: &Value) -> String {
+    match block.get("type").and_then(Value::as_str) {
+        Some("text") => text_of(block, "text"),
+        Some(kind @ ("image" | "audio")) => format!(
+            "[{kind} {}, {} base64 characters]",
+            text_of(block, "mimeType"),
+            block
+                .get("data")
+                .and_then(Value::as_str)
+                .map_or(0, str::len)
+        ),
+        _ => serde_json::to_string_pretty(block).unwrap_or_default(),
+    }
+}
+
+fn print_contents(raw: &RawValue) {
+    for c in parse(raw)
+        .get("contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(text) = c.get("text").and_then(Value::as_str) {
+            out!("{text}");
+        } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
+            out!(
+                "[blob {} {}, {} base64 characters]",
+                text_of(c, "uri"),
+                text_of(c, "mimeType"),
+                blob.len()
+            );
+        }
+    }
+}
+
+fn print_prompt(raw: &RawValue) {
+    let value = parse(raw);
+    if let Some(d) = value.get("description").and_then(Value::as_str) {
+        out!("{d}");
+    }
+    for m in value
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let content = m.get("content").map(block_text).unwrap_or_default();
+        out!("{}: {content}", text_of(m, "role"));
+    }
+}
+
+/// `check`: audits the selected server (loopback only unless `--allow-remote`); exit 0 when
+/// every MUST rule holds (every rule with `--strict`), else 7.
+pub async fn check(global: &Global, args: &CheckArgs) -> Exit {
+    use crate::cli::check::{self, CheckError, Target};
+    if global.timeout == 0 || Duration::from_secs(global.timeout) > MAX_DEADLINE {
+        eprintln!(
+            "error: --timeout must be 1 to {} seconds",
+            MAX_DEADLINE.as_secs()
+        );
+        return Exit::Usage;
+    }
+    let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if chosen != 1 {
+        eprintln!("error: choose exactly one server: --stdio \"CMD ARGS\", --url URL or --demo");
+        return Exit::Usage;
+    }
+    let target = (|| -> Result<Target, Failure> {
+        if let Some(url) = &global.url {
+            return check::http_target(url, args.allow_remote).map_err(Failure::usage);
+        }
+        let words = match &global.stdio {
+            Some(line) => input::split_words(line)?,
+            None => {
+                let exe = std::env::current_exe().map_err(|e| Failure {
+                    exit: Exit::Transport,
+                    message: format!("cannot find this program to run the demo: {e}"),
+                })?;
+                vec![exe.display().to_string(), "demo".into(), "serve".into()]
+            }
+        };
+        let mut env = Vec::new();
+        for pair in &global.env {
+            env.push(input::split_pair("--env", "K=V", '=', pair)?);
+        }
+        Ok(Target::Stdio {
+            words,
+            env,
+            cwd: global.cwd.clone(),
+        })
+    })();
+    let target = match target {
+        Ok(t) => t,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            return f.exit;
+        }
+    };
+    let verdicts = match check::run(&target, Duration::from_secs(global.timeout)).await {
+        Ok(v) => v,
+        Err(e @ CheckError::Spawn(_)) => {
+            eprintln!("error: {e}");
+            return Exit::Transport;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    if global.json {
+        for v in &verdicts {
+            if let Ok(value) = serde_json::to_value(v) {
+                let mut record = json!({"kind": "check"});
+                if let (Some(r), Value::Object(m)) = (record.as_object_mut(), value) {
+                    r.extend(m);
+                }
+                Records::emit_value(&record);
+            }
+        }
+    } else {
+        let rows: Vec<Vec<String>> = verdicts
+            .iter()
+            .map(|v| {
+                vec![
+                    v.rule.to_owned(),
+                    format!("{:?}", v.class).to_uppercase(),
+                    v.requirement.to_owned(),
+                    if v.pass { "pass" } else { "FAIL" }.to_owned(),
+                    format!("{} -> {}", v.request, check::evidence(&v.answer)),
+                ]
+            })
+            .collect();
+        out_raw!(
+            "{}",
+            output::table(
+                &["RULE", "CLASS", "REQ", "VERDICT", "EVIDENCE"],
+                &rows,
+                output::colour()
+            )
+        );
+    }
+    if check::passed(&verdicts, args.strict) {
+        Exit::Success
+    } else {
+        Exit::CheckFailed
+    }
+}

@@ -1,0 +1,288 @@
+//! One request from arrival to its one reply: admission through the epoch machine (O5), the
+//! panic net (exactly one reply whatever panics), the client-cancellation gate (C9), then the
+//! method check (A14) and the request's own `_meta` (B1–B5, B9, B12, B14, L3) that build the
+//! [`Ctx`] the route table hands to a method family.
+
+use std::sync::Arc;
+
+use futures_util::future::{select, Either};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::answer::{to_reply, Answer};
+use super::context::{check_meta, parse_params, Ctx, ProgressEnd};
+use super::encode::error_reply;
+use super::log::RequestLog;
+use super::progress::Progress;
+use super::{routes, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
+use crate::core::{Caller, CancelToken, ClientCapabilities, Registry};
+use crate::wire::jsonrpc::Request;
+use crate::wire::methods;
+
+/// Serves one request; see [`Server::serve`].
+///
+/// Exactly one reply per request, whatever panics: handlers are contained by the core, and
+/// everything else (the server's own code, listen streams, completion) is caught here. A panic
+/// that leaves the request unanswered is answered with -32603 "Internal error" (the private
+/// cause is logged, never sent), unless the client cancelled it (C9). Builds with
+/// `panic = "abort"` cannot contain panics: there a panic ends the process.
+pub(crate) async fn serve_request(
+    server: &Server,
+    caller: Caller,
+    request: Request,
+    outbox: Arc<dyn Outbox>,
+    client_cancel: CancelToken,
+) {
+    // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
+    let gated = Arc::new(Gated {
+        inner: outbox,
+        cancel: client_cancel.clone(),
+        finished: std::sync::atomic::AtomicBool::new(false),
+    });
+    let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+        serve_admitted(server, caller, &request, &gated, client_cancel),
+    ))
+    .await;
+    if served.is_err() {
+        tracing::error!(
+            method = request.method.as_str(),
+            "the server panicked while serving a request; answered with an internal error"
+        );
+        if !gated.finished() {
+            gated.finish(error_reply(
+                &request.id,
+                Cause::Internal,
+                "Internal error",
+                None,
+            ));
+        }
+    }
+}
+
+/// Ends an admitted call when its request finished or panicked. A request future dropped
+/// unfinished (a host abandoning a stuck task at shutdown) leaves its call counted, so the
+/// status keeps reporting that unfinished work (O5).
+struct CallEnd<'a> {
+    server: &'a Server,
+    call: crate::machine::epoch::CallId,
+    finished: bool,
+}
+
+impl Drop for CallEnd<'_> {
+    fn drop(&mut self) {
+        if self.finished || std::thread::panicking() {
+            self.server.end_call(self.call);
+        }
+    }
+}
+
+async fn serve_admitted(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    gated: &Arc<Gated>,
+    client_cancel: CancelToken,
+) {
+    let Some((call, epoch, shutdown)) = server.admit() else {
+        gated.finish(error_reply(
+            &request.id,
+            Cause::ShuttingDown,
+            "The server is shutting down.",
+            None,
+        ));
+        return;
+    };
+    let mut end = CallEnd {
+        server,
+        call,
+        finished: false,
+    };
+    let handler_cancel = CancelToken::new();
+    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
+    // Boxed once: the request's whole state machine is large (every method's arm), and
+    // moving it through the selects below would copy all of it each time.
+    let work = Box::pin(handle(
+        server,
+        caller,
+        request,
+        outbox,
+        epoch,
+        handler_cancel.clone(),
+        client_cancel.clone(),
+    ));
+    // Shutdown cancels the handler, but the call still answers (e.g. the `cancelled` failure).
+    let forward_shutdown = async {
+        shutdown.cancelled().await;
+        handler_cancel.cancel();
+        std::future::pending::<()>().await;
+    };
+    let work = async {
+        futures_util::pin_mut!(work);
+        futures_util::pin_mut!(forward_shutdown);
+        match select(work, forward_shutdown).await {
+            Either::Left((reply, _)) => reply,
+            Either::Right(((), _)) => None,
+        }
+    };
+    let cancelled = client_cancel.cancelled();
+    futures_util::pin_mut!(work);
+    futures_util::pin_mut!(cancelled);
+    match select(work, cancelled).await {
+        Either::Left((Some(reply), _)) => gated.finish(reply),
+        Either::Left(_) => handler_cancel.cancel(),
+        // C9, J9: the handler's token fires, the handler gets the one poll that observes it
+        // (cooperative clean-up), then it is dropped; nothing more is sent.
+        Either::Right(((), mut work)) => {
+            handler_cancel.cancel();
+            let _ = futures_util::FutureExt::now_or_never(&mut work);
+        }
+    }
+    end.finished = true;
+}
+
+/// The outbox one request writes to: refuses everything once the client cancelled the request
+/// (C9) and remembers whether the reply went out (so a panic is answered only when it did not).
+struct Gated {
+    inner: Arc<dyn Outbox>,
+    cancel: CancelToken,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Gated {
+    /// Whether the request needs no further reply: it was answered or the client cancelled it.
+    fn finished(&self) -> bool {
+        self.cancel.is_cancelled() || self.finished.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Outbox for Gated {
+    fn notify(&self, line: String) -> bool {
+        !self.cancel.is_cancelled() && self.inner.notify(line)
+    }
+
+    fn finish(&self, reply: Reply) {
+        // At most one reply (the outbox contract), even if a panic races the normal reply.
+        if !self.cancel.is_cancelled()
+            && !self
+                .finished
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            self.inner.finish(reply);
+        }
+    }
+
+    fn transport(&self) -> crate::machine::subscriptions::Transport {
+        self.inner.transport()
+    }
+}
+
+/// Whether the method exists and its capability is advertised (A14).
+fn method_served(method: &str, registry: &Registry) -> bool {
+    use crate::wire::methods::Needs;
+    match methods::needs(method) {
+        Some(Needs::Nothing) => true,
+        Some(Needs::Tools) => registry.has_tools(),
+        Some(Needs::Resources) => registry.has_resources(),
+        Some(Needs::Prompts) => registry.has_prompts(),
+        Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
+        None => false,
+    }
+}
+
+async fn handle(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    outbox: Arc<dyn Outbox>,
+    epoch: crate::machine::Epoch,
+    handler_cancel: CancelToken,
+    client_cancel: CancelToken,
+) -> Option<Reply> {
+    super::fault::point(super::fault::points::DISPATCH);
+    let registry = server.registry();
+    let method = request.method.as_str();
+    let checked = if !method_served(method, &registry) {
+        Err(if methods::is_removed(method) {
+            Answer::Error {
+                cause: Cause::MethodNotFound,
+                message: format!("Method not found: {method} was removed in {PROTOCOL_VERSION}"),
+                data: Some(json!({ "supported": [PROTOCOL_VERSION] })),
+            }
+        } else {
+            Answer::error(Cause::MethodNotFound, "Method not found")
+        })
+    } else {
+        parse_params(request).and_then(|p| check_meta(&p).map(|m| (p, m)))
+    };
+    let (params, request_meta) = match checked {
+        Ok(x) => x,
+        Err(answer) => return reply(server, &request.id, answer),
+    };
+    let progress = Progress::new(
+        request_meta.progress_token.map(RawValue::get),
+        Arc::clone(&outbox),
+        client_cancel.clone(),
+        server.monotonic_clock(),
+    );
+    // Never on a listen stream (L2, D41): listen has no handler, so it never logs.
+    let log = request_meta
+        .log_level
+        .map(|level| RequestLog::new(level, Arc::clone(&outbox), client_cancel.clone()));
+    let ctx = Ctx {
+        server: server.clone(),
+        caller,
+        registry,
+        epoch,
+        caps: ClientCapabilities::from_value(request_meta.capabilities),
+        progress: progress.clone(),
+        log: log.clone(),
+        cancel: handler_cancel,
+    };
+    let progress_end = ProgressEnd(progress, log);
+    let answer = routes::route(&ctx, request, &params, &outbox, &client_cancel)
+        .await
+        .unwrap_or_else(|a| a);
+    drop(progress_end);
+    reply(server, &request.id, answer)
+}
+
+fn reply(server: &Server, id: &crate::wire::jsonrpc::RequestId, answer: Answer) -> Option<Reply> {
+    to_reply(server.info(), server.publication(), id, answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c9_a_gated_outbox_sends_nothing_after_the_client_cancelled() {
+        #[derive(Default)]
+        struct Count(std::sync::Mutex<(usize, usize)>);
+        impl Outbox for Count {
+            fn notify(&self, _line: String) -> bool {
+                self.0.lock().unwrap().0 += 1;
+                true
+            }
+            fn finish(&self, _reply: Reply) {
+                self.0.lock().unwrap().1 += 1;
+            }
+        }
+        let inner = Arc::new(Count::default());
+        let cancel = CancelToken::new();
+        let gated = Gated {
+            inner: inner.clone(),
+            cancel: cancel.clone(),
+            finished: std::sync::atomic::AtomicBool::new(false),
+        };
+        let reply = || Reply {
+            line: String::new(),
+            status: 200,
+        };
+        assert!(gated.notify(String::new()));
+        gated.finish(reply());
+        cancel.cancel();
+        assert!(!gated.notify(String::new()));
+        gated.finish(reply());
+        assert_eq!(*inner.0.lock().unwrap(), (1, 1));
+    }
+}

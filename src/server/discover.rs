@@ -1,0 +1,40 @@
+//! `server/discover` (B6, B16–B19): supported versions, capabilities that follow the registry
+//! served, instructions, cache hints.
+
+use serde_json::{json, Map, Value};
+
+use super::answer::Answer;
+use super::context::Ctx;
+use super::PROTOCOL_VERSION;
+
+/// `server/discover` (B16, B18): capabilities match what this registry serves.
+pub(crate) fn discover(ctx: &Ctx) -> Answer {
+    let registry = &ctx.registry;
+    let mut caps = Map::new();
+    if registry.has_tools() {
+        caps.insert("tools".into(), json!({ "listChanged": true }));
+    }
+    if registry.has_resources() {
+        caps.insert(
+            "resources".into(),
+            json!({ "subscribe": true, "listChanged": true }),
+        );
+    }
+    if registry.has_prompts() {
+        caps.insert("prompts".into(), json!({ "listChanged": true }));
+    }
+    if registry.has_prompts() || registry.has_resources() {
+        caps.insert("completions".into(), json!({}));
+    }
+    // Every handler may log for requests that ask (L1: declared because it can be emitted).
+    caps.insert("logging".into(), json!({}));
+    let mut body = Map::new();
+    body.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
+    body.insert("capabilities".into(), Value::Object(caps));
+    if let Some(text) = ctx.server.instructions() {
+        body.insert("instructions".into(), Value::String(text.to_owned()));
+    }
+    body.insert("ttlMs".into(), json!(0));
+    body.insert("cacheScope".into(), json!("private"));
+    Answer::complete(body)
+}

@@ -1,0 +1,392 @@
+//! The bundled accept loop ([`serve`], [`serve_with`]): loopback listener, connection
+//! limit, header read and idle time-outs, refused connections answered 503.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body, Bytes, Frame, SizeHint};
+use hyper::{Request, Response, StatusCode};
+
+use crate::codec::{self, EgressLimits};
+use crate::wire::errors::Cause;
+
+use super::response::plain;
+use super::service::Inner;
+use super::*;
+
+// Accept loop
+
+/// Socket options for every accepted connection: TCP_NODELAY, so small JSON-RPC replies and SSE
+/// events are not held back by Nagle's algorithm (users' top latency complaint).
+fn prepare_accepted(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
+    stream.set_nodelay(true)
+}
+
+/// The path [`serve`] answers when [`HttpConfig::path`] is `None` (D1; the conformance suite,
+/// the examples and most clients use `/mcp`).
+pub const DEFAULT_PATH: &str = "/mcp";
+
+/// Default of [`ServeConfig::header_read_timeout`]: ample for any client on a real network,
+/// short enough that connections which never finish their headers do not pile up.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default of [`ServeConfig::idle_timeout`]: long enough for a client to reuse a connection
+/// between bursts of calls, short enough that abandoned connections are reclaimed.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of [`ServeConfig::max_connections`]: far above what one MCP deployment behind
+/// [`serve`] needs, far below the file-descriptor limits of common systems.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// Most refused connections kept open at once while their 503 is written and the client's
+/// request is read away (see [`REFUSAL_LINGER`]); past this a refused connection is closed
+/// at once, so a connection flood costs no more than this many sockets beyond the limit.
+pub const MAX_LINGERING_REFUSALS: usize = 64;
+
+/// How long a refused connection is kept to write its 503 and read what the client sends, so
+/// the client sees the refusal rather than a reset.
+pub const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+
+/// Most bytes read and discarded from a refused connection (see [`REFUSAL_LINGER`]).
+const MAX_REFUSAL_DISCARD: usize = 64 * 1024;
+
+/// Settings of the accept loop ([`serve_with`]). A user who mounts [`McpHttp`] behind their
+/// own server configures the equivalents there (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Time a connection may take to send a request's complete headers, from the moment the
+    /// host starts waiting for them; past it the connection is closed without an answer (slow
+    /// header senders, connections that never speak). HTTP/1.1 only: hyper also runs this
+    /// timer while a kept-alive connection waits for its next request, so an idle HTTP/1.1
+    /// connection closes after the shorter of this and [`ServeConfig::idle_timeout`].
+    /// Default [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// Time a connection may stay open with no request in flight (HTTP/1.1 keep-alive, HTTP/2)
+    /// before it is closed gracefully. Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// Most connections served at once. One more is answered `503 Service Unavailable` with a
+    /// JSON-RPC error body (`-32603`, `"id": null`) and `Connection: close`, written as
+    /// HTTP/1.1, and closed: the client can read why, and the served connections are not
+    /// slowed. Default [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Serves `service` on `listener` with [`ServeConfig::default`] until `shutdown` resolves; see
+/// [`serve_with`].
+///
+/// Bind to `127.0.0.1` unless a security design for other interfaces exists (D35, O9).
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use strict_mcp::core::RegistryBuilder;
+/// use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
+/// use strict_mcp::server::{Server, ServerOptions};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::new(RegistryBuilder::new().build()?, ServerOptions::new())?;
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8123").await?;
+/// let service = McpHttp::new(server.clone(), HttpConfig::default()); // answers on /mcp
+/// let stop = async {
+///     let _ = tokio::signal::ctrl_c().await;
+///     // End listen streams and cancel calls first, then let connections drain.
+///     server.shutdown(Duration::from_secs(5)).await;
+/// };
+/// serve(listener, service, stop).await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// None today; the `Result` leaves room for listener failures that end the loop.
+pub async fn serve<D: Dispatch>(
+    listener: tokio::net::TcpListener,
+    service: McpHttp<D>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    serve_with(listener, service, ServeConfig::default(), shutdown).await
+}
+
+/// Serves `service` on `listener` until `shutdown` resolves: one endpoint path
+/// ([`HttpConfig::path`], or [`DEFAULT_PATH`] when that is `None`; every other path gets a
+/// plain 404, D1), TCP_NODELAY on every accepted socket, HTTP/1.1 and HTTP/2, the time-outs
+/// and connection limit of `config`, then a graceful close (no new connections or requests;
+/// in-flight responses finish, so shut the protocol server down first to end listen streams).
+///
+/// # Errors
+/// None today; the `Result` leaves room for listener failures that end the loop.
+pub async fn serve_with<D: Dispatch>(
+    listener: tokio::net::TcpListener,
+    service: McpHttp<D>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+
+    let path: Arc<str> = service
+        .config()
+        .path
+        .as_deref()
+        .unwrap_or(DEFAULT_PATH)
+        .into();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    let mut refusals = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            Some(_) = refusals.join_next(), if !refusals.is_empty() => continue,
+        };
+        let (stream, peer): (tokio::net::TcpStream, SocketAddr) = match accepted {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= config.max_connections {
+            tracing::warn!(%peer, limit = config.max_connections, "connection refused: at the limit");
+            while refusals.try_join_next().is_some() {}
+            if refusals.len() < MAX_LINGERING_REFUSALS {
+                refusals.spawn(refuse_connection(stream));
+            }
+            continue;
+        }
+        if let Err(e) = prepare_accepted(&stream) {
+            tracing::debug!(error = %e, %peer, "TCP_NODELAY not set");
+        }
+        let activity = Arc::new(Activity::new());
+        let conn_service = ConnService {
+            inner: service.inner.clone(),
+            path: path.clone(),
+            activity: activity.clone(),
+        };
+        let mut stop = stop_rx.clone();
+        let (header_read_timeout, idle_timeout) = (config.header_read_timeout, config.idle_timeout);
+        connections.spawn(async move {
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            builder.http2().timer(TokioTimer::new());
+            let connection = builder.serve_connection(TokioIo::new(stream), conn_service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, %peer, "connection ended with an error");
+                    }
+                    return;
+                }
+                _ = stop.wait_for(|s| *s) => {}
+                () = activity.idle_expired(idle_timeout) => {
+                    tracing::debug!(%peer, "idle connection closed");
+                }
+            }
+            connection.as_mut().graceful_shutdown();
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    refusals.abort_all();
+    let _ = stop_tx.send(true);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Answers a connection over the limit: a 503 with a JSON-RPC error (`"id": null`), then the
+/// write side closed and what the client sends read away for [`REFUSAL_LINGER`], so its
+/// pending request does not turn the close into a reset that hides the answer.
+async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let reply = codec::encode_error(
+        None,
+        Cause::Overloaded,
+        "Server busy: too many connections",
+        None,
+        &EgressLimits::SERVER,
+    );
+    let body = reply.body.unwrap_or_default();
+    let head = format!(
+        "HTTP/1.1 {} Service Unavailable\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+        reply.status,
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut discarded = 0;
+        while discarded < MAX_REFUSAL_DISCARD {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => discarded += n,
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
+}
+
+/// Requests in flight on one connection and since when it has had none, for the idle
+/// time-out. Nothing is signalled per request: the watchdog rechecks when its deadline comes.
+struct Activity {
+    state: Mutex<(usize, tokio::time::Instant)>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            state: Mutex::new((0, tokio::time::Instant::now())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (usize, tokio::time::Instant)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.lock().0 += 1;
+        Busy(self.clone())
+    }
+
+    /// Resolves once the connection has had no request in flight for `idle`. While requests
+    /// run it wakes once per `idle` to look again.
+    async fn idle_expired(&self, idle: Duration) {
+        let mut deadline = tokio::time::Instant::now() + idle;
+        loop {
+            tokio::time::sleep_until(deadline).await;
+            let (in_flight, since) = *self.lock();
+            if in_flight > 0 {
+                deadline = tokio::time::Instant::now() + idle;
+            } else if since + idle <= tokio::time::Instant::now() {
+                return;
+            } else {
+                deadline = since + idle;
+            }
+        }
+    }
+}
+
+/// One request in flight, from the service call until its response body is done or dropped.
+struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.0 = s.0.saturating_sub(1);
+        if s.0 == 0 {
+            s.1 = tokio::time::Instant::now();
+        }
+    }
+}
+
+/// The per-connection service of [`serve_with`]: the path check and activity tracking around
+/// the host.
+struct ConnService<D> {
+    inner: Arc<Inner<D>>,
+    path: Arc<str>,
+    activity: Arc<Activity>,
+}
+
+/// A response body that keeps its request counted as in flight until it is done.
+struct TrackedBody {
+    body: HttpBody,
+    _busy: Busy,
+}
+
+impl Body for TrackedBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl<D: Dispatch> hyper::service::Service<Request<hyper::body::Incoming>> for ConnService<D> {
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<TrackedBody>, Infallible>> + Send>>;
+
+    fn call(&self, request: Request<hyper::body::Incoming>) -> Self::Future {
+        let busy = self.activity.begin();
+        if request.uri().path() != &*self.path {
+            let response = plain(StatusCode::NOT_FOUND);
+            return Box::pin(std::future::ready(Ok(
+                response.map(|body| TrackedBody { body, _busy: busy })
+            )));
+        }
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let response = inner.handle(request).await;
+            Ok(response.map(|body| TrackedBody { body, _busy: busy }))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault points (tests only; see `crate::server::fault`)
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Operability: every accepted socket gets TCP_NODELAY (the accept loop calls this).
+    #[test]
+    fn accepted_sockets_get_tcp_nodelay() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (stream, _) = listener.accept().await.unwrap();
+            assert!(
+                !stream.nodelay().unwrap(),
+                "off before, so the test can fail"
+            );
+            prepare_accepted(&stream).unwrap();
+            assert!(stream.nodelay().unwrap());
+        });
+    }
+}

@@ -1,0 +1,280 @@
+//! The `strict-mcp` binary against its demo server over Streamable HTTP on loopback (O92,
+//! O103, O104): list, exact call, MRTR chain, headers through the decorator and never printed.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
+
+/// The longest a single CLI run may take in these tests before it counts as hung.
+const RUN_BOUND: Duration = Duration::from_secs(60);
+
+/// The demo HTTP server, stopped (SIGINT, then kill) when dropped.
+struct DemoHttp {
+    child: Child,
+    url: String,
+}
+
+impl DemoHttp {
+    fn start() -> DemoHttp {
+        let mut child = Command::new(EXE)
+            .args(["demo", "serve", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn demo");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("listening line");
+        let v: Value = serde_json::from_str(&line).expect("listening JSON");
+        let url = v["listening"].as_str().expect("url").to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        DemoHttp { child, url }
+    }
+}
+
+impl Drop for DemoHttp {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    let mut child = Command::new(EXE)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strict-mcp");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > RUN_BOUND {
+            let _ = child.kill();
+            panic!("strict-mcp did not finish within {RUN_BOUND:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn o92_http_list_call_and_exact_numbers() {
+    let demo = DemoHttp::start();
+    let o = run(&["tools", "list", "--url", &demo.url]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("NAME "), "{}", stdout(&o));
+    assert!(stdout(&o).contains("\nadd "), "{}", stdout(&o));
+
+    let o = run(&[
+        "tools",
+        "call",
+        "add",
+        "--url",
+        &demo.url,
+        "--json",
+        "--args",
+        r#"{"a":18446744073709551616,"b":18446744073709551616}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let kinds: Vec<String> = out
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("record");
+            format!(
+                "{} {}",
+                v["kind"].as_str().unwrap_or_default(),
+                v["method"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    // O103: the definition is fetched before the call.
+    assert_eq!(
+        kinds,
+        [
+            "result server/discover",
+            "page tools/list",
+            "result tools/call"
+        ]
+    );
+    assert!(
+        out.contains(r#""structuredContent":{"value":{"sum":36893488147419103232}}"#),
+        "{out}"
+    );
+}
+
+#[test]
+fn o98_http_responses_chain_and_exit_codes() {
+    let demo = DemoHttp::start();
+    let dir = std::env::temp_dir().join(format!("strict-mcp-cli-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("responses.json");
+    std::fs::write(
+        &file,
+        r#"{"rounds":[{"confirm":{"action":"accept","content":{"confirm":true}}},{"note":{"action":"accept","content":{"note":"over http"}}}]}"#,
+    )
+    .expect("write");
+    let o = run(&[
+        "tools",
+        "call",
+        "confirm",
+        "--url",
+        &demo.url,
+        "--args",
+        r#"{"action":"x"}"#,
+        "--responses",
+        &file.display().to_string(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("\"note\": \"over http\""),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = run(&[
+        "tools",
+        "call",
+        "add",
+        "--url",
+        &demo.url,
+        "--args",
+        r#"{"a":1,"a":1}"#,
+    ]);
+    assert_eq!(code(&o), 2);
+    let o = run(&["tools", "call", "nope", "--url", &demo.url]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    let o = run(&[
+        "tools",
+        "call",
+        "add",
+        "--url",
+        &demo.url,
+        "--args",
+        r#"{"a":true,"b":1}"#,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn o104_headers_go_through_the_decorator_and_are_never_printed() {
+    let demo = DemoHttp::start();
+    let secret = "Bearer s3cr3t-token-value";
+    let auth = format!("Authorization: {secret}");
+    let o = run(&[
+        "tools",
+        "call",
+        "add",
+        "--url",
+        &demo.url,
+        "--header",
+        &auth,
+        "--json",
+        "--args",
+        r#"{"a":1,"b":2}"#,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&o).contains("s3cr3t") && !stderr(&o).contains("s3cr3t"));
+    // Protocol headers belong to the transport: refused up front, value not echoed.
+    let o = run(&[
+        "tools",
+        "list",
+        "--url",
+        &demo.url,
+        "--header",
+        "Mcp-Method: s3cr3t",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("mcp-method"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("s3cr3t"), "{}", stderr(&o));
+    // --header without --url is a usage error.
+    assert_eq!(
+        code(&run(&["tools", "list", "--demo", "--header", "X-A: b"])),
+        2
+    );
+    // A URL the transport cannot use.
+    assert_eq!(
+        code(&run(&["tools", "list", "--url", "ftp://127.0.0.1/mcp"])),
+        2
+    );
+}
+
+#[test]
+fn o97_http_server_gone_is_a_transport_failure() {
+    let url = {
+        let demo = DemoHttp::start();
+        demo.url.clone()
+    };
+    let o = run(&["discover", "--url", &url, "--timeout", "5"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+}
+
+#[test]
+fn check_passes_on_the_demo_over_http_with_status_evidence() {
+    let demo = DemoHttp::start();
+    let o = run(&["check", "--url", &demo.url, "--json"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let evidence: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let r: Value = serde_json::from_str(l).expect("record");
+            assert_eq!(r["pass"], true, "{l}");
+            format!(
+                "{} {} {}",
+                r["rule"].as_str().unwrap_or_default(),
+                r["answer"]["status"],
+                r["answer"]["code"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        evidence,
+        [
+            "discover-offers-2026-07-28 200 null",
+            "unsupported-version-is-32022 400 -32022",
+            "unknown-method-is-32601 404 -32601",
+            "batch-rejected 400 -32600",
+            "duplicate-keys-rejected 400 -32600",
+            "id-over-256-bytes-rejected 400 -32600",
+            "foreign-origin-is-403 403 null",
+            "method-header-mismatch-is-32020 400 -32020",
+            "missing-meta-is-32602 400 -32602",
+            "initialize-is-unknown 404 -32601",
+            "frame-over-2-mib-rejected 413 -32600",
+        ]
+    );
+    // --strict changes nothing when every rule holds.
+    assert_eq!(code(&run(&["check", "--url", &demo.url, "--strict"])), 0);
+}
