@@ -35,11 +35,32 @@ pub fn echo_request(id: u64) -> String {
     .to_string()
 }
 
+/// The JSON-RPC method the bare servers answer with [`discover_result`] instead of an echo.
+pub const DISCOVER: &str = "server/discover";
+
+/// A minimal valid 2026-07-28 `server/discover` result (the bare servers' answer, so that the
+/// MCP clients, which discover first, can be driven against them).
+pub fn discover_result() -> serde_json::Value {
+    serde_json::json!({
+        "resultType": "complete",
+        "supportedVersions": [PROTOCOL_VERSION],
+        "capabilities": { "tools": {} },
+        "ttlMs": 0,
+        "cacheScope": "public",
+        "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "bare", "version": "0" } }
+    })
+}
+
 /// Whether `body` (one JSON-RPC message) is a successful `echo` result for request `id`.
 pub fn is_echo_success(body: &[u8], id: u64) -> bool {
     let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
         return false;
     };
+    is_echo_value(&v, id)
+}
+
+/// [`is_echo_success`] of an already parsed message.
+pub fn is_echo_value(v: &serde_json::Value, id: u64) -> bool {
     if v.get("id").and_then(serde_json::Value::as_u64) != Some(id) {
         return false;
     }
@@ -93,7 +114,10 @@ pub async fn bind_loopback() -> std::io::Result<tokio::net::TcpListener> {
 /// The accept loop shared by every HTTP server under test: TCP_NODELAY, hyper-util's auto
 /// (HTTP/1.1 + HTTP/2) connection builder, one task per connection. Runs until the process is
 /// killed or `MAX_SECONDS` pass.
-pub async fn serve_http<S, F, B>(listener: tokio::net::TcpListener, service: S) -> std::io::Result<()>
+pub async fn serve_http<S, F, B>(
+    listener: tokio::net::TcpListener,
+    service: S,
+) -> std::io::Result<()>
 where
     S: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
     F: Future<Output = Result<hyper::Response<B>, Infallible>> + Send + 'static,
@@ -161,4 +185,43 @@ fn clock_ticks_per_second() -> u64 {
     })
 }
 
+pub mod client_bench;
 pub mod rmcp_echo;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bare servers' discovery answer must be one both MCP clients accept, or their rows
+    /// could not run at all.
+    #[test]
+    fn discover_result_decodes_in_rmcp() {
+        let typed: rmcp::model::DiscoverResult =
+            serde_json::from_value(discover_result()).expect("rmcp decodes it");
+        assert_eq!(
+            typed.supported_versions,
+            vec![rmcp::model::ProtocolVersion::V_2026_07_28]
+        );
+        assert_eq!(typed.ttl_ms, 0);
+    }
+
+    #[cfg(feature = "strict-client")]
+    #[test]
+    fn discover_result_decodes_in_strict_mcp() {
+        use strict_mcp::wire::result::{decode_lenient, decode_strict, Decoded, Method};
+        let strict = decode_strict(Method::ServerDiscover, &discover_result());
+        assert!(matches!(strict, Ok(Decoded::Complete(_))), "{strict:?}");
+        assert!(decode_lenient(Method::ServerDiscover, &discover_result()).is_ok());
+    }
+
+    #[test]
+    fn echo_value_checks_id_error_flag_and_text() {
+        let ok = serde_json::json!({"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":ECHO_TEXT}]}});
+        assert!(is_echo_value(&ok, 7));
+        assert!(!is_echo_value(&ok, 8));
+        let failed = serde_json::json!({"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[{"type":"text","text":ECHO_TEXT}]}});
+        assert!(!is_echo_value(&failed, 7));
+        let other = serde_json::json!({"jsonrpc":"2.0","id":7,"result":{"content":[]}});
+        assert!(!is_echo_value(&other, 7));
+    }
+}
