@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use strict_mcp::client::http::{
-    AddressClass, Connect, Decorator, DialError, HttpError, HttpTransport, Resolve,
+    AddressClass, Connect, Decorator, DialError, HttpError, HttpTransport, Resolve, DIAL_TIMEOUT,
     MAX_DIAL_ADDRESSES, MAX_REDIRECT_HOPS,
 };
 use strict_mcp::client::{BoxFuture, Inbound, Refusal, Transport, TransportError};
@@ -710,4 +710,68 @@ mod https {
         /// The text.
         text: String,
     }
+}
+
+/// A connector that answers "refused" after `delay` of (virtual) time, or never.
+struct SlowConnect(Option<std::time::Duration>);
+
+impl Connect for SlowConnect {
+    fn connect(&self, _addr: SocketAddr) -> BoxFuture<'_, io::Result<TcpStream>> {
+        let delay = self.0;
+        Box::pin(async move {
+            match delay {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending::<()>().await,
+            }
+            Err(io::ErrorKind::ConnectionRefused.into())
+        })
+    }
+}
+
+/// A silent peer cannot hold a send past the dial limit, and a bare transport (no client,
+/// no request deadline) still fails: at the limit minus 1 ms the connector's own answer
+/// arrives; at the limit plus 1 ms, and for a connector that never answers, the dial times out.
+#[tokio::test(start_paused = true)]
+async fn dial_timeout_bounds_a_silent_connect_at_the_limit_and_one_past() {
+    let ms = std::time::Duration::from_millis(1);
+    assert_eq!(DIAL_TIMEOUT, std::time::Duration::from_secs(10));
+    let cases = [
+        (
+            Some(DIAL_TIMEOUT - ms),
+            DialError::Connect {
+                kind: io::ErrorKind::ConnectionRefused,
+            },
+        ),
+        (
+            Some(DIAL_TIMEOUT + ms),
+            DialError::Timeout {
+                limit: DIAL_TIMEOUT,
+            },
+        ),
+        (
+            None,
+            DialError::Timeout {
+                limit: DIAL_TIMEOUT,
+            },
+        ),
+    ];
+    for (delay, expected) in cases {
+        let err = HttpTransport::new("http://127.0.0.1:9/mcp", None)
+            .expect("transport")
+            .with_connector(Arc::new(SlowConnect(delay)))
+            .send(&request(1))
+            .await
+            .expect_err("no connection");
+        assert_eq!(refused(err), HttpError::Dial(expected), "delay {delay:?}");
+    }
+    // Configurable per transport.
+    let limit = std::time::Duration::from_millis(250);
+    let err = HttpTransport::new("http://127.0.0.1:9/mcp", None)
+        .expect("transport")
+        .dial_timeout(limit)
+        .with_connector(Arc::new(SlowConnect(None)))
+        .send(&request(1))
+        .await
+        .expect_err("no connection");
+    assert_eq!(refused(err), HttpError::Dial(DialError::Timeout { limit }));
 }

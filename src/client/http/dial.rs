@@ -31,6 +31,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use hyper::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection};
@@ -44,6 +45,12 @@ use crate::client::transport::BoxFuture;
 /// Threat: a resolver answering thousands of addresses, each tried in turn, holding the
 /// request far longer than one connection attempt should take.
 pub const MAX_DIAL_ADDRESSES: usize = 16;
+
+/// How long one new connection may take to resolve, connect and finish its TLS handshake. A
+/// silent peer must not hold a send until the request deadline, and a bare [`super::HttpTransport`]
+/// used without a client has no deadline at all; ten seconds covers a slow handshake across
+/// continents while still failing well before the default request deadline.
+pub const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Resolves a host name to socket addresses (the port is the URL's).
 ///
@@ -299,6 +306,12 @@ pub enum DialError {
         /// The last connection error's kind.
         kind: io::ErrorKind,
     },
+    /// Resolving, connecting and the TLS handshake took longer than the dial limit.
+    #[error("the connection was not established within {limit:?}")]
+    Timeout {
+        /// The limit that passed ([`DIAL_TIMEOUT`] unless configured).
+        limit: Duration,
+    },
     /// The URL's scheme is not one this build dials.
     #[error("the URL scheme is not supported by this build")]
     Scheme,
@@ -314,11 +327,22 @@ pub(crate) struct DialSettings {
     pub(crate) policy: AddressPolicy,
     pub(crate) resolver: Arc<dyn Resolve>,
     pub(crate) connector: Arc<dyn Connect>,
+    /// The bound on one whole dial ([`DIAL_TIMEOUT`] by default).
+    pub(crate) timeout: Duration,
     #[cfg(feature = "https")]
     pub(crate) tls: Arc<tokio_rustls::rustls::ClientConfig>,
 }
 
 impl DialSettings {
+    /// [`DialSettings::dial`] bounded by the dial limit.
+    async fn dial_within(&self, uri: &Uri) -> Result<Stream, DialError> {
+        tokio::time::timeout(self.timeout, self.dial(uri))
+            .await
+            .map_err(|_| DialError::Timeout {
+                limit: self.timeout,
+            })?
+    }
+
     /// Resolves, checks every address, then connects to the first that answers.
     async fn dial(&self, uri: &Uri) -> Result<Stream, DialError> {
         let tls = match uri.scheme_str() {
@@ -390,7 +414,7 @@ impl tower::Service<Uri> for Dialer {
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let settings = Arc::clone(&self.0);
-        Box::pin(async move { settings.dial(&uri).await })
+        Box::pin(async move { settings.dial_within(&uri).await })
     }
 }
 

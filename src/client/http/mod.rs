@@ -32,6 +32,7 @@ pub mod tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
@@ -54,7 +55,7 @@ use crate::wire::methods;
 pub use decorate::{Decorations, Decorator, DecoratorError, RESERVED_HEADERS};
 pub use dial::{
     AddressClass, AddressPolicy, Connect, DialError, Resolve, SystemResolver, TcpConnect,
-    MAX_DIAL_ADDRESSES,
+    DIAL_TIMEOUT, MAX_DIAL_ADDRESSES,
 };
 pub use sse::{SseParser, MAX_SSE_LINE_BYTES};
 
@@ -228,6 +229,7 @@ impl HttpTransport {
             policy: policy.clone(),
             resolver: Arc::new(SystemResolver),
             connector: Arc::new(TcpConnect),
+            timeout: DIAL_TIMEOUT,
             #[cfg(feature = "https")]
             tls: tls::config(&roots)?,
         };
@@ -277,6 +279,15 @@ impl HttpTransport {
     #[must_use]
     pub fn with_connector(mut self, connector: Arc<dyn Connect>) -> HttpTransport {
         self.settings.connector = connector;
+        self.rebuild();
+        self
+    }
+
+    /// Bounds each new connection's resolve, connect and TLS handshake by `limit` instead of
+    /// [`DIAL_TIMEOUT`]; an exceeded limit is [`DialError::Timeout`].
+    #[must_use]
+    pub fn dial_timeout(mut self, limit: Duration) -> HttpTransport {
+        self.settings.timeout = limit;
         self.rebuild();
         self
     }
