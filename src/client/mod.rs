@@ -21,6 +21,8 @@ pub mod error;
 pub mod extensions;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http")]
+mod http_error;
 pub mod listen;
 pub mod methods;
 #[cfg(all(unix, feature = "stdio"))]

@@ -42,7 +42,7 @@ pub enum Refusal {
     /// The HTTP transport could not carry the message or read its answer.
     #[cfg(feature = "http")]
     #[error(transparent)]
-    Http(#[from] crate::client::http::HttpError),
+    Http(#[from] crate::client::http_error::HttpError),
 }
 
 /// Why a transport could not carry a message.

@@ -8,6 +8,8 @@ use hyper::header::{HeaderName, HeaderValue};
 
 use crate::wire::headers;
 
+pub use crate::client::http_error::DecoratorError;
+
 /// Header names a [`Decorator`] may never set (D46), besides every `mcp-*` name: the
 /// transport owns the target, the body's framing and what it accepts.
 pub const RESERVED_HEADERS: &[&str] = &[
@@ -26,24 +28,6 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "expect",
     "last-event-id",
 ];
-
-/// Why a decorator's header was refused (D46).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecoratorError {
-    /// The name belongs to the transport or the protocol and cannot be set.
-    #[error("header {0} is set by the transport and cannot be decorated")]
-    Reserved(String),
-    /// The name is not a valid HTTP header name.
-    #[error("invalid header name")]
-    InvalidName,
-    /// The value is not a valid HTTP header value (the value is not repeated here).
-    #[error("invalid value for header {0}")]
-    InvalidValue(String),
-    /// The decorator's own failure (say, no token available).
-    #[error("the request decorator failed: {0}")]
-    Failed(String),
-}
 
 /// The headers a [`Decorator`] adds to one POST; protocol and transport names are refused.
 #[derive(Debug, Default)]

@@ -40,6 +40,8 @@ use tokio::net::TcpStream;
 
 use crate::client::transport::BoxFuture;
 
+pub use crate::client::http_error::{AddressClass, DialError};
+
 /// Most resolved addresses one dial considers; the rest of an answer is ignored.
 ///
 /// Threat: a resolver answering thousands of addresses, each tried in turn, holding the
@@ -105,33 +107,6 @@ impl Connect for TcpConnect {
             Ok(stream)
         })
     }
-}
-
-/// What kind of destination an IP address is, for the dial check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum AddressClass {
-    /// Global unicast: always dialable.
-    Public,
-    /// `127.0.0.0/8`, `::1`.
-    Loopback,
-    /// RFC 1918 (`10/8`, `172.16/12`, `192.168/16`) and unique-local `fc00::/7`.
-    Private,
-    /// Shared address space `100.64.0.0/10` (carrier-grade NAT).
-    SharedCgnat,
-    /// `169.254.0.0/16` (cloud metadata lives here) and `fe80::/10`.
-    LinkLocal,
-    /// `0.0.0.0`, `::`.
-    Unspecified,
-    /// `224.0.0.0/4`, `ff00::/8`.
-    Multicast,
-    /// `255.255.255.255`.
-    Broadcast,
-    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`, `3fff::/20`.
-    Documentation,
-    /// Everything else that is not global unicast (`0/8`, `240/4`, benchmarking, protocol
-    /// assignments, Teredo, IPv6 outside `2000::/3`, ...).
-    Reserved,
 }
 
 impl fmt::Display for AddressClass {
@@ -277,48 +252,6 @@ fn bare_host(host: &str) -> &str {
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host)
-}
-
-/// Why a connection could not be opened. Never carries header values or URL credentials.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DialError {
-    /// The resolver failed.
-    #[error("the host name could not be resolved: {kind}")]
-    Resolve {
-        /// The resolver's error kind.
-        kind: io::ErrorKind,
-    },
-    /// The resolver answered no address.
-    #[error("the host name resolved to no address")]
-    NoAddress,
-    /// A resolved address is one the base URL does not name (D47); nothing was dialed.
-    #[error("refused to dial {addr}: a {class} address the endpoint URL does not name")]
-    Blocked {
-        /// The refused address.
-        addr: IpAddr,
-        /// Its class.
-        class: AddressClass,
-    },
-    /// Every allowed address refused the connection (or failed otherwise).
-    #[error("could not connect: {kind}")]
-    Connect {
-        /// The last connection error's kind.
-        kind: io::ErrorKind,
-    },
-    /// Resolving, connecting and the TLS handshake took longer than the dial limit.
-    #[error("the connection was not established within {limit:?}")]
-    Timeout {
-        /// The limit that passed ([`DIAL_TIMEOUT`] unless configured).
-        limit: Duration,
-    },
-    /// The URL's scheme is not one this build dials.
-    #[error("the URL scheme is not supported by this build")]
-    Scheme,
-    /// The TLS handshake failed.
-    #[cfg(feature = "https")]
-    #[error(transparent)]
-    Tls(#[from] super::tls::TlsError),
 }
 
 /// What one dial needs: the policy and the injectable seams.

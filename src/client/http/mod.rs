@@ -24,6 +24,8 @@
 //!   `tools/list` results it carries, since the core hands the transport messages only.
 #![forbid(unsafe_code)]
 
+pub use crate::client::http_error::HttpError;
+
 mod decorate;
 pub mod dial;
 mod sse;
@@ -44,9 +46,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::client::transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};
-use crate::codec::{
-    self, EgressError, EgressLimits, IngressError, IngressLimits, Rejection, ReplyTo,
-};
+use crate::codec::{self, EgressLimits, IngressError, IngressLimits, Rejection, ReplyTo};
 use crate::wire::headers::{self, ParamHeader};
 use crate::wire::jsonrpc::{Message, Request, RequestId, Response};
 use crate::wire::limits::MAX_CLIENT_INGRESS_FRAME_BYTES;
@@ -71,79 +71,6 @@ pub const INBOUND_QUEUE_MESSAGES: usize = 256;
 ///
 /// Threat: a redirect loop (or a long chain) holding a request and its connection forever.
 pub const MAX_REDIRECT_HOPS: usize = 5;
-
-/// Why the HTTP transport could not carry a message or read its answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpError {
-    /// The base URL is not an absolute `http://` (or, with feature `https`, `https://`) URL
-    /// with a host and without credentials.
-    #[error("the endpoint must be an absolute http:// or https:// URL without credentials")]
-    BadUrl,
-    /// The message could not be encoded within the client's egress bounds.
-    #[error("the message could not be encoded: {0}")]
-    Encode(#[from] EgressError),
-    /// A client posts requests and notifications, never responses.
-    #[error("a client posts requests and notifications only")]
-    NotPostable,
-    /// The protocol headers could not be computed from the message.
-    #[error("the protocol headers could not be computed: {0}")]
-    Headers(#[from] headers::RequiredHeaderError),
-    /// A computed protocol header is not a valid HTTP header (the value is not repeated).
-    #[error("the protocol header {name} is not a valid HTTP header")]
-    InvalidProtocolHeader {
-        /// The header's name.
-        name: String,
-    },
-    /// The request decorator refused or failed.
-    #[error(transparent)]
-    Decorator(#[from] DecoratorError),
-    /// No connection could be opened: resolution, the address check (D47), TCP or TLS.
-    #[error(transparent)]
-    Dial(#[from] DialError),
-    /// The connection failed before the response headers arrived.
-    #[error("the connection failed before the response headers")]
-    Connection,
-    /// The server answered a redirect; none is followed.
-    #[error("the server answered a redirect ({status}), which is not followed")]
-    Redirect {
-        /// The `3xx` status.
-        status: u16,
-    },
-    /// A redirect to another origin (scheme, host or port) or to an unreadable location.
-    #[error("the server redirected to another origin, which is not followed")]
-    CrossOriginRedirect,
-    /// More redirects than the transport follows.
-    #[error("more than {limit} redirects")]
-    TooManyRedirects {
-        /// The hops followed before giving up.
-        limit: usize,
-    },
-    /// The server answered a status with no JSON-RPC body to explain it.
-    #[error("the server answered HTTP {status} without a JSON-RPC body")]
-    Status {
-        /// The HTTP status.
-        status: u16,
-    },
-    /// The answer's `Content-Type` is neither `application/json` nor `text/event-stream`.
-    #[error("the server answered with an unexpected content type")]
-    ContentType,
-    /// The body or one SSE event is longer than the bound.
-    #[error("the response exceeds the {limit}-byte limit")]
-    TooLarge {
-        /// The bound that was exceeded.
-        limit: usize,
-    },
-    /// The body could not be decoded as one JSON-RPC message.
-    #[error("the response is not a valid JSON-RPC message: {0}")]
-    Decode(IngressError),
-    /// The body ended before the whole answer arrived.
-    #[error("the response ended before it was complete")]
-    Truncated,
-    /// A JSON answer to a request is a message other than its response.
-    #[error("the JSON response does not answer the request")]
-    NotTheResponse,
-}
 
 #[cfg(feature = "https")]
 impl From<tls::TlsError> for HttpError {

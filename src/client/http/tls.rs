@@ -19,47 +19,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, CertificateError, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-/// Why the TLS layer refused a connection; never carries certificate bytes.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TlsError {
-    /// The server's certificate chain does not verify.
-    #[error("the server's certificate was rejected: {0}")]
-    Certificate(CertificateFault),
-    /// The handshake failed for another reason (protocol, alert, connection lost).
-    #[error("the TLS handshake failed")]
-    Handshake,
-    /// The URL's host cannot be used as a TLS server name.
-    #[error("the host is not a valid TLS server name")]
-    ServerName,
-    /// A custom root certificate could not be parsed as an X.509 trust anchor.
-    #[error("the root certificate is not a valid DER X.509 certificate")]
-    BadRootCertificate,
-}
-
-/// Why a certificate chain was rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CertificateFault {
-    /// No trusted root issued the chain (a private CA that was not added, or self-signed).
-    #[error("unknown issuer")]
-    UnknownIssuer,
-    /// The certificate does not name the URL's host.
-    #[error("not valid for the host name")]
-    NotValidForName,
-    /// Expired.
-    #[error("expired")]
-    Expired,
-    /// Not valid yet.
-    #[error("not valid yet")]
-    NotValidYet,
-    /// Revoked.
-    #[error("revoked")]
-    Revoked,
-    /// Another verification failure (bad signature, encoding, usage, ...).
-    #[error("invalid certificate")]
-    Invalid,
-}
+pub use crate::client::http_error::{CertificateFault, TlsError};
 
 /// The roots the client trusts.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,215 @@
+//! The HTTP client transport's error types, in a leaf module: the transport seam
+//! ([`crate::client::transport::Refusal`]) names [`HttpError`] while the HTTP transport itself
+//! implements that seam, so the types live below both (no `http <-> transport` cycle). Every
+//! type is re-exported from [`crate::client::http`], its public home.
+
+use std::io;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::codec::{EgressError, IngressError};
+use crate::wire::headers::RequiredHeaderError;
+
+/// Why the HTTP transport could not carry a message or read its answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The base URL is not an absolute `http://` (or, with feature `https`, `https://`) URL
+    /// with a host and without credentials.
+    #[error("the endpoint must be an absolute http:// or https:// URL without credentials")]
+    BadUrl,
+    /// The message could not be encoded within the client's egress bounds.
+    #[error("the message could not be encoded: {0}")]
+    Encode(#[from] EgressError),
+    /// A client posts requests and notifications, never responses.
+    #[error("a client posts requests and notifications only")]
+    NotPostable,
+    /// The protocol headers could not be computed from the message.
+    #[error("the protocol headers could not be computed: {0}")]
+    Headers(#[from] RequiredHeaderError),
+    /// A computed protocol header is not a valid HTTP header (the value is not repeated).
+    #[error("the protocol header {name} is not a valid HTTP header")]
+    InvalidProtocolHeader {
+        /// The header's name.
+        name: String,
+    },
+    /// The request decorator refused or failed.
+    #[error(transparent)]
+    Decorator(#[from] DecoratorError),
+    /// No connection could be opened: resolution, the address check (D47), TCP or TLS.
+    #[error(transparent)]
+    Dial(#[from] DialError),
+    /// The connection failed before the response headers arrived.
+    #[error("the connection failed before the response headers")]
+    Connection,
+    /// The server answered a redirect; none is followed.
+    #[error("the server answered a redirect ({status}), which is not followed")]
+    Redirect {
+        /// The `3xx` status.
+        status: u16,
+    },
+    /// A redirect to another origin (scheme, host or port) or to an unreadable location.
+    #[error("the server redirected to another origin, which is not followed")]
+    CrossOriginRedirect,
+    /// More redirects than the transport follows.
+    #[error("more than {limit} redirects")]
+    TooManyRedirects {
+        /// The hops followed before giving up.
+        limit: usize,
+    },
+    /// The server answered a status with no JSON-RPC body to explain it.
+    #[error("the server answered HTTP {status} without a JSON-RPC body")]
+    Status {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The answer's `Content-Type` is neither `application/json` nor `text/event-stream`.
+    #[error("the server answered with an unexpected content type")]
+    ContentType,
+    /// The body or one SSE event is longer than the bound.
+    #[error("the response exceeds the {limit}-byte limit")]
+    TooLarge {
+        /// The bound that was exceeded.
+        limit: usize,
+    },
+    /// The body could not be decoded as one JSON-RPC message.
+    #[error("the response is not a valid JSON-RPC message: {0}")]
+    Decode(IngressError),
+    /// The body ended before the whole answer arrived.
+    #[error("the response ended before it was complete")]
+    Truncated,
+    /// A JSON answer to a request is a message other than its response.
+    #[error("the JSON response does not answer the request")]
+    NotTheResponse,
+}
+
+/// Why a decorator's header was refused (D46).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecoratorError {
+    /// The name belongs to the transport or the protocol and cannot be set.
+    #[error("header {0} is set by the transport and cannot be decorated")]
+    Reserved(String),
+    /// The name is not a valid HTTP header name.
+    #[error("invalid header name")]
+    InvalidName,
+    /// The value is not a valid HTTP header value (the value is not repeated here).
+    #[error("invalid value for header {0}")]
+    InvalidValue(String),
+    /// The decorator's own failure (say, no token available).
+    #[error("the request decorator failed: {0}")]
+    Failed(String),
+}
+
+/// Why a connection could not be opened. Never carries header values or URL credentials.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DialError {
+    /// The resolver failed.
+    #[error("the host name could not be resolved: {kind}")]
+    Resolve {
+        /// The resolver's error kind.
+        kind: io::ErrorKind,
+    },
+    /// The resolver answered no address.
+    #[error("the host name resolved to no address")]
+    NoAddress,
+    /// A resolved address is one the base URL does not name (D47); nothing was dialed.
+    #[error("refused to dial {addr}: a {class} address the endpoint URL does not name")]
+    Blocked {
+        /// The refused address.
+        addr: IpAddr,
+        /// Its class.
+        class: AddressClass,
+    },
+    /// Every allowed address refused the connection (or failed otherwise).
+    #[error("could not connect: {kind}")]
+    Connect {
+        /// The last connection error's kind.
+        kind: io::ErrorKind,
+    },
+    /// Resolving, connecting and the TLS handshake took longer than the dial limit.
+    #[error("the connection was not established within {limit:?}")]
+    Timeout {
+        /// The limit that passed ([`DIAL_TIMEOUT`] unless configured).
+        limit: Duration,
+    },
+    /// The URL's scheme is not one this build dials.
+    #[error("the URL scheme is not supported by this build")]
+    Scheme,
+    /// The TLS handshake failed.
+    #[cfg(feature = "https")]
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// What kind of destination an IP address is, for the dial check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AddressClass {
+    /// Global unicast: always dialable.
+    Public,
+    /// `127.0.0.0/8`, `::1`.
+    Loopback,
+    /// RFC 1918 (`10/8`, `172.16/12`, `192.168/16`) and unique-local `fc00::/7`.
+    Private,
+    /// Shared address space `100.64.0.0/10` (carrier-grade NAT).
+    SharedCgnat,
+    /// `169.254.0.0/16` (cloud metadata lives here) and `fe80::/10`.
+    LinkLocal,
+    /// `0.0.0.0`, `::`.
+    Unspecified,
+    /// `224.0.0.0/4`, `ff00::/8`.
+    Multicast,
+    /// `255.255.255.255`.
+    Broadcast,
+    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`, `3fff::/20`.
+    Documentation,
+    /// Everything else that is not global unicast (`0/8`, `240/4`, benchmarking, protocol
+    /// assignments, Teredo, IPv6 outside `2000::/3`, ...).
+    Reserved,
+}
+
+/// Why the TLS layer refused a connection; never carries certificate bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+#[cfg(feature = "https")]
+pub enum TlsError {
+    /// The server's certificate chain does not verify.
+    #[error("the server's certificate was rejected: {0}")]
+    Certificate(CertificateFault),
+    /// The handshake failed for another reason (protocol, alert, connection lost).
+    #[error("the TLS handshake failed")]
+    Handshake,
+    /// The URL's host cannot be used as a TLS server name.
+    #[error("the host is not a valid TLS server name")]
+    ServerName,
+    /// A custom root certificate could not be parsed as an X.509 trust anchor.
+    #[error("the root certificate is not a valid DER X.509 certificate")]
+    BadRootCertificate,
+}
+
+/// Why a certificate chain was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+#[cfg(feature = "https")]
+pub enum CertificateFault {
+    /// No trusted root issued the chain (a private CA that was not added, or self-signed).
+    #[error("unknown issuer")]
+    UnknownIssuer,
+    /// The certificate does not name the URL's host.
+    #[error("not valid for the host name")]
+    NotValidForName,
+    /// Expired.
+    #[error("expired")]
+    Expired,
+    /// Not valid yet.
+    #[error("not valid yet")]
+    NotValidYet,
+    /// Revoked.
+    #[error("revoked")]
+    Revoked,
+    /// Another verification failure (bad signature, encoding, usage, ...).
+    #[error("invalid certificate")]
+    Invalid,
+}
