@@ -1084,7 +1084,8 @@ pub(crate) struct VisibleTool<'r> {
 }
 
 impl VisibleTool<'_> {
-    /// The tool's definition as registered.
+    /// The tool's definition as registered (read only by the server's publication).
+    #[cfg(feature = "server")]
     pub(crate) fn descriptor(&self) -> &Tool {
         &self.tool.descriptor
     }
