@@ -196,3 +196,78 @@ fn o109_failure_schema_admits_application_codes() {
         json!("^[a-z][a-z0-9_]*$")
     );
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct SearchIn {
+    /// What to look for.
+    query: String,
+    /// Most results.
+    limit: Option<u32>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct SearchOut {
+    /// What the handler received.
+    seen: String,
+}
+
+fn search_call(arguments: &str) -> String {
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "search",
+            |_: Invocation, i: SearchIn| async move {
+                Ok(SearchOut {
+                    seen: format!("{}:{:?}", i.query, i.limit),
+                })
+            },
+        ))
+        .tool(ToolDef::dynamic(
+            "raw",
+            r#"{"type":"object","properties":{"n":{"type":"integer"},"m":{"type":"integer"}},"additionalProperties":false}"#,
+            None,
+            |_: Invocation, args: Box<RawValue>| async move {
+                Ok(strict_mcp::core::DynamicOutput {
+                    content: vec![strict_mcp::core::descriptor::ContentBlock::text(args.get())],
+                    structured: None,
+                })
+            },
+        ))
+        .build()
+        .unwrap();
+    let params = RawValue::from_string(format!(
+        r#"{{"name":{arguments},"_meta":{{}}}}"#
+    ))
+    .unwrap();
+    let publication = Publication::new(Mode::Direct);
+    match publication
+        .call_tool_text(&registry, Invocation::new(Caller::new("alice")), &params)
+        .now_or_never()
+        .expect("ready")
+        .unwrap()
+    {
+        TextOutcome::Complete(text) => text,
+        TextOutcome::InputRequired { .. } => panic!("unexpected input_required"),
+    }
+}
+
+/// O6 (issue item 6): an explicit `null` on an optional property is read as absent; the
+/// published schema stays null-free, required properties still refuse `null`, and the raw
+/// arguments a dynamic tool receives lose only that member (exact numbers kept).
+#[test]
+fn e8_explicit_null_on_an_optional_property_is_absent() {
+    let ok = search_call(r#""search","arguments":{"query":"x","limit":null}"#);
+    assert!(ok.contains(r#""seen":"x:None""#), "{ok}");
+    assert!(!ok.contains("isError"), "{ok}");
+    let refused = search_call(r#""search","arguments":{"query":null}"#);
+    assert!(refused.contains(r#"\"code\":\"invalid_arguments\""#), "{refused}");
+    let raw = search_call(r#""raw","arguments":{"n":null,"m":123456789012345678901234567890}"#);
+    assert!(
+        raw.starts_with(r#"{"content":[{"type":"text","text":"{\"m\":123456789012345678901234567890}"}]"#),
+        "{raw}"
+    );
+    let schema = strict_mcp::core::schema::derive_schema::<SearchIn>(
+        strict_mcp::core::schema::Side::Input,
+    );
+    assert_eq!(schema["properties"]["limit"]["type"], json!("integer"));
+    assert!(!schema.to_string().contains("null"), "{schema}");
+}

@@ -750,15 +750,28 @@ impl Registry {
             None => RawValue::from_string("{}".to_owned())
                 .map_err(|_| CoreError::Internal { retryable: false })?,
         };
-        if let Err(diagnostics) = tool.input.validate_bytes(args.get()) {
-            return Ok(ToolReply::Failure(
-                ToolFailure::new(
-                    FailureCode::InvalidArguments,
-                    "The arguments do not match the tool's input schema.",
-                )
-                .with_diagnostics(diagnostics),
-            ));
-        }
+        // An explicit null on an optional property is read as absent (see validate_arguments).
+        let checked = tool
+            .input
+            .validate_arguments(args.get())
+            .map(|text| match text {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(text) => Some(text),
+            });
+        let args = match checked {
+            Ok(None) => args,
+            Ok(Some(text)) => RawValue::from_string(text)
+                .map_err(|_| CoreError::Internal { retryable: false })?,
+            Err(diagnostics) => {
+                return Ok(ToolReply::Failure(
+                    ToolFailure::new(
+                        FailureCode::InvalidArguments,
+                        "The arguments do not match the tool's input schema.",
+                    )
+                    .with_diagnostics(diagnostics),
+                ))
+            }
+        };
         let outcome = match run_handler(tool, inv, args).await {
             Ok(outcome) => outcome,
             Err(reply) => return reply,
