@@ -13,7 +13,10 @@ use strict_mcp::core::{Caller, Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::auth::{
     AuthConfig, AuthLayer, BearerToken, BoxFuture, Principal, TokenVerifier, VerifyError,
 };
-use strict_mcp::server::http::{serve, Endpoint, HttpConfig, McpHttp, OnPaths};
+use strict_mcp::server::http::{
+    serve, serve_with, Endpoint, HttpConfig, McpHttp, OnPaths, ServeConfig,
+    DEFAULT_MAX_REQUESTS_IN_FLIGHT,
+};
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -30,8 +33,17 @@ struct WhoOut {
     principal: String,
 }
 
+/// Holds `hold` calls until the test adds permits.
+static GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
 fn server() -> Server {
     let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed("hold", |_: Invocation, _: WhoIn| async move {
+            GATE.acquire().await.unwrap().forget();
+            Ok(WhoOut {
+                principal: "held".into(),
+            })
+        }))
         .tool(ToolDef::typed(
             "whoami",
             |inv: Invocation, _: WhoIn| async move {
@@ -81,8 +93,12 @@ where
 }
 
 fn call(path: &str, extra: &str) -> Vec<u8> {
+    call_tool(path, "whoami", extra)
+}
+
+fn call_tool(path: &str, tool: &str, extra: &str) -> Vec<u8> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "whoami", "arguments": {}, "_meta": {
+        "name": tool, "arguments": {}, "_meta": {
         "io.modelcontextprotocol/protocolVersion": PV,
         "io.modelcontextprotocol/clientCapabilities": {}
     }}})
@@ -90,7 +106,7 @@ fn call(path: &str, extra: &str) -> Vec<u8> {
     format!(
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\n\
          Content-Type: application/json\r\nMCP-Protocol-Version: {PV}\r\nMcp-Method: tools/call\r\n\
-         Mcp-Name: whoami\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+         Mcp-Name: {tool}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -218,4 +234,49 @@ async fn o2_a_panicking_middleware_is_answered_internal_error() {
     for _ in 0..2 {
         assert_eq!(exchange(addr, &call("/mcp", "")).await, (500, INTERNAL.to_owned()));
     }
+}
+
+/// Production knob: at most `max_requests_in_flight` requests run at once over all
+/// connections; at the bound (2) both run, one past it is answered 503 with `Retry-After`
+/// and one -32603 without reaching the service; once they finish, requests run again.
+#[tokio::test]
+async fn serve_bounds_requests_in_flight_at_the_limit_and_one_past() {
+    assert_eq!(ServeConfig::default().max_requests_in_flight, DEFAULT_MAX_REQUESTS_IN_FLIGHT);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ServeConfig {
+        max_requests_in_flight: 2,
+        ..ServeConfig::default()
+    };
+    let mcp = McpHttp::new(server(), HttpConfig::default());
+    tokio::spawn(serve_with(listener, mcp, config, std::future::pending()));
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            tokio::spawn(async move { exchange(addr, &call_tool("/mcp", "hold", "")).await })
+        })
+        .collect();
+    // Let both held calls reach their handlers, which wait on the gate.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&call("/mcp", "")).await.unwrap();
+    let mut raw = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw[..n]).to_string();
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("retry-after: 1\r\n"), "{text}");
+    assert!(
+        text.ends_with(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Server busy: too many requests in flight"}}"#),
+        "{text}"
+    );
+    GATE.add_permits(2);
+    for h in held {
+        let (status, body) = h.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(principal_of(&body), "held");
+    }
+    let (status, body) = exchange(addr, &call("/mcp", "")).await;
+    assert_eq!(status, 200, "{body}");
 }

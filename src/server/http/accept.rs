@@ -73,7 +73,18 @@ pub struct ServeConfig {
     /// HTTP/1.1, and closed: the client can read why, and the served connections are not
     /// slowed. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// Most requests in flight at once over all connections (HTTP/2 streams included), from
+    /// the moment the path is checked until the response body is done, so open SSE streams
+    /// count. One more is answered `503` with `Retry-After: 1` and a JSON-RPC error (`-32603`,
+    /// `"id": null`, "Server busy: too many requests in flight") without reaching the service.
+    /// Default [`DEFAULT_MAX_REQUESTS_IN_FLIGHT`].
+    pub max_requests_in_flight: usize,
 }
+
+/// Default of [`ServeConfig::max_requests_in_flight`]: a few requests per connection at the
+/// default connection limit, far more than one server's handlers usually run at once, while
+/// still bounding the memory and tasks a burst can claim.
+pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 4096;
 
 impl Default for ServeConfig {
     fn default() -> Self {
@@ -81,6 +92,7 @@ impl Default for ServeConfig {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
         }
     }
 }
@@ -262,6 +274,11 @@ where
     use hyper_util::server::conn::auto::Builder;
 
     let paths: Arc<[String]> = service.paths().into();
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(
+        config
+            .max_requests_in_flight
+            .min(tokio::sync::Semaphore::MAX_PERMITS),
+    ));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     let mut refusals = tokio::task::JoinSet::new();
@@ -298,6 +315,8 @@ where
             service: service.clone(),
             paths: paths.clone(),
             activity: activity.clone(),
+            in_flight: in_flight.clone(),
+            in_flight_max: config.max_requests_in_flight,
         };
         let mut stop = stop_rx.clone();
         let (header_read_timeout, idle_timeout) = (config.header_read_timeout, config.idle_timeout);
@@ -431,13 +450,16 @@ struct ConnService<S> {
     service: S,
     paths: Arc<[String]>,
     activity: Arc<Activity>,
+    in_flight: Arc<tokio::sync::Semaphore>,
+    /// [`ServeConfig::max_requests_in_flight`], for the log.
+    in_flight_max: usize,
 }
 
 /// A response body that keeps its request counted as in flight until it is done: the loop's
 /// own answer (404, 500) or the served service's.
 struct TrackedBody<B> {
     body: Served<B>,
-    _busy: Busy,
+    _busy: (Busy, Option<tokio::sync::OwnedSemaphorePermit>),
 }
 
 enum Served<B> {
@@ -501,8 +523,28 @@ where
             })
         };
         if !self.paths.iter().any(|p| p == request.uri().path()) {
-            return Box::pin(std::future::ready(Ok(own(plain(StatusCode::NOT_FOUND), busy))));
+            return Box::pin(std::future::ready(Ok(own(
+                plain(StatusCode::NOT_FOUND),
+                (busy, None),
+            ))));
         }
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            tracing::warn!(
+                limit = self.in_flight_max,
+                "request refused: too many requests in flight"
+            );
+            let mut response = refusal(
+                Cause::Overloaded,
+                None,
+                "Server busy: too many requests in flight",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("1"),
+            );
+            return Box::pin(std::future::ready(Ok(own(response, (busy, None)))));
+        };
+        let busy = (busy, Some(permit));
         let service = self.service.clone();
         Box::pin(async move {
             use futures_util::FutureExt as _;
