@@ -271,3 +271,62 @@ fn e8_explicit_null_on_an_optional_property_is_absent() {
     assert_eq!(schema["properties"]["limit"]["type"], json!("integer"));
     assert!(!schema.to_string().contains("null"), "{schema}");
 }
+
+struct HideSecret;
+
+impl strict_mcp::core::Policy for HideSecret {
+    fn tool(&self, _caller: &Caller, name: &str) -> strict_mcp::core::Access {
+        if name == "secret" {
+            strict_mcp::core::Access::Hidden
+        } else {
+            strict_mcp::core::Access::Allowed
+        }
+    }
+}
+
+fn native_compact_call(registry: &Registry, name: &str) -> strict_mcp::core::CoreError {
+    let params =
+        RawValue::from_string(format!(r#"{{"name":"{name}","arguments":{{}},"_meta":{{}}}}"#))
+            .unwrap();
+    Publication::new(Mode::Compact)
+        .call_tool_text(registry, Invocation::new(Caller::new("alice")), &params)
+        .now_or_never()
+        .expect("ready")
+        .err()
+        .expect("a native call in compact mode is an error")
+}
+
+/// O18, O23 (issue item 1): in compact mode a native `tools/call` of a tool the caller may
+/// see says it is reached through `call_tool`; a hidden tool's answer stays byte-identical to
+/// an unknown one's.
+#[test]
+fn o23_compact_native_call_of_a_visible_tool_points_at_call_tool() {
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed("note", |_: Invocation, i: NoteIn| async move {
+            note(&i.kind).await
+        }))
+        .tool(ToolDef::typed("secret", |_: Invocation, i: NoteIn| async move {
+            note(&i.kind).await
+        }))
+        .policy(HideSecret)
+        .build()
+        .unwrap();
+    let visible = native_compact_call(&registry, "note");
+    assert_eq!(
+        visible.to_error_object().to_string(),
+        r#"{"code":-32602,"message":"Unknown tool: note. This server publishes its tools in compact mode: call `call_tool` with {\"name\": \"note\", \"arguments\": {...}} (find tools with `search_tools`)"}"#
+    );
+    let hidden = native_compact_call(&registry, "secret").to_error_object();
+    let without = RegistryBuilder::new()
+        .tool(ToolDef::typed("note", |_: Invocation, i: NoteIn| async move {
+            note(&i.kind).await
+        }))
+        .build()
+        .unwrap();
+    let unknown = native_compact_call(&without, "secret").to_error_object();
+    assert_eq!(hidden.to_string(), unknown.to_string());
+    assert_eq!(
+        unknown.to_string(),
+        r#"{"code":-32602,"message":"Unknown tool: secret"}"#
+    );
+}

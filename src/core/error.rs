@@ -21,6 +21,14 @@ pub enum CoreError {
         /// The requested name, echoed back.
         name: String,
     },
+    /// A native `tools/call` of a tool the caller may see, on a server that publishes in
+    /// compact mode, where tools are reached through `call_tool`. The message says so; a
+    /// hidden or unknown tool stays [`CoreError::UnknownTool`].
+    #[error("Unknown tool: {name}. This server publishes its tools in compact mode: call `call_tool` with {{\"name\": \"{name}\", \"arguments\": {{...}}}} (find tools with `search_tools`)")]
+    CompactOnly {
+        /// The requested name, echoed back.
+        name: String,
+    },
     /// The prompt does not exist or is hidden from this caller (G5).
     #[error("Unknown prompt: {name}")]
     UnknownPrompt {
@@ -86,6 +94,7 @@ impl CoreError {
     pub fn cause(&self) -> Cause {
         match self {
             CoreError::UnknownTool { .. }
+            | CoreError::CompactOnly { .. }
             | CoreError::UnknownPrompt { .. }
             | CoreError::UnknownResource { .. } => Cause::UnknownTarget,
             CoreError::InvalidCursor | CoreError::InvalidParams { .. } => Cause::InvalidParams,
