@@ -330,3 +330,20 @@ fn o23_compact_native_call_of_a_visible_tool_points_at_call_tool() {
         r#"{"code":-32602,"message":"Unknown tool: secret"}"#
     );
 }
+
+/// O108 (issue item 9): the unnamed-payload refusal still fires at registry build, and its
+/// message names the Rust output type so the author knows what to wrap.
+#[test]
+fn o108_unnamed_payload_message_names_the_output_type() {
+    let err = RegistryBuilder::new()
+        .tool(ToolDef::typed("list", |_: Invocation, _: NoteIn| async move {
+            Ok(vec![1_u32])
+        }))
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "tool `list`: output must be an object that names its payload: root is a bare array; \
+         it must be `type: \"object\"` (output type `alloc::vec::Vec<u32>`)"
+    );
+}

@@ -376,7 +376,10 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
                 check_named_payload(compiled.value()).map_err(|reason| {
                     BuildError::UnnamedPayload {
                         tool: name.clone(),
-                        reason,
+                        reason: match def.output_type {
+                            Some(ty) => format!("{reason} (output type `{ty}`)"),
+                            None => reason,
+                        },
                     }
                 })?;
             } else if compiled.value().get("type") == Some(&Value::String("array".to_owned())) {
