@@ -6,8 +6,8 @@
 use futures_util::FutureExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::json;
+use serde_json::value::RawValue;
 use strict_mcp::core::schema::CompiledSchema;
 use strict_mcp::core::{
     failure_envelope_schema, AppCode, AppCodeError, Caller, FailureCode, Invocation, Registry,
@@ -116,7 +116,10 @@ fn o109_application_code_has_exact_wire_bytes() {
         call("app"),
         failure_result("not_found", "No note has that id.", false)
     );
-    assert_eq!(call("busy"), failure_result("busy", "Try again shortly.", true));
+    assert_eq!(
+        call("busy"),
+        failure_result("busy", "Try again shortly.", true)
+    );
     assert_eq!(
         call("ext_code"),
         failure_result("not_found", "No such note.", false)
@@ -162,10 +165,7 @@ fn o109_app_code_names_are_validated_at_the_bound() {
         AppCode::new("not-found"),
         Err(AppCodeError::Character { index: 3 })
     );
-    assert_eq!(
-        AppCode::new("x9_"),
-        Ok(AppCode::new("x9_").unwrap())
-    );
+    assert_eq!(AppCode::new("x9_"), Ok(AppCode::new("x9_").unwrap()));
     for name in BUILTIN_FAILURE_CODES {
         assert_eq!(AppCode::new(name), Err(AppCodeError::Reserved(name)));
         assert_eq!(FailureCode::builtin(name).unwrap().as_str(), name);
@@ -234,10 +234,7 @@ fn search_call(arguments: &str) -> String {
         ))
         .build()
         .unwrap();
-    let params = RawValue::from_string(format!(
-        r#"{{"name":{arguments},"_meta":{{}}}}"#
-    ))
-    .unwrap();
+    let params = RawValue::from_string(format!(r#"{{"name":{arguments},"_meta":{{}}}}"#)).unwrap();
     let publication = Publication::new(Mode::Direct);
     match publication
         .call_tool_text(&registry, Invocation::new(Caller::new("alice")), &params)
@@ -259,15 +256,19 @@ fn e8_explicit_null_on_an_optional_property_is_absent() {
     assert!(ok.contains(r#""seen":"x:None""#), "{ok}");
     assert!(!ok.contains("isError"), "{ok}");
     let refused = search_call(r#""search","arguments":{"query":null}"#);
-    assert!(refused.contains(r#"\"code\":\"invalid_arguments\""#), "{refused}");
+    assert!(
+        refused.contains(r#"\"code\":\"invalid_arguments\""#),
+        "{refused}"
+    );
     let raw = search_call(r#""raw","arguments":{"n":null,"m":123456789012345678901234567890}"#);
     assert!(
-        raw.starts_with(r#"{"content":[{"type":"text","text":"{\"m\":123456789012345678901234567890}"}]"#),
+        raw.starts_with(
+            r#"{"content":[{"type":"text","text":"{\"m\":123456789012345678901234567890}"}]"#
+        ),
         "{raw}"
     );
-    let schema = strict_mcp::core::schema::derive_schema::<SearchIn>(
-        strict_mcp::core::schema::Side::Input,
-    );
+    let schema =
+        strict_mcp::core::schema::derive_schema::<SearchIn>(strict_mcp::core::schema::Side::Input);
     assert_eq!(schema["properties"]["limit"]["type"], json!("integer"));
     assert!(!schema.to_string().contains("null"), "{schema}");
 }
@@ -285,9 +286,10 @@ impl strict_mcp::core::Policy for HideSecret {
 }
 
 fn native_compact_call(registry: &Registry, name: &str) -> strict_mcp::core::CoreError {
-    let params =
-        RawValue::from_string(format!(r#"{{"name":"{name}","arguments":{{}},"_meta":{{}}}}"#))
-            .unwrap();
+    let params = RawValue::from_string(format!(
+        r#"{{"name":"{name}","arguments":{{}},"_meta":{{}}}}"#
+    ))
+    .unwrap();
     Publication::new(Mode::Compact)
         .call_tool_text(registry, Invocation::new(Caller::new("alice")), &params)
         .now_or_never()
@@ -302,12 +304,14 @@ fn native_compact_call(registry: &Registry, name: &str) -> strict_mcp::core::Cor
 #[test]
 fn o23_compact_native_call_of_a_visible_tool_points_at_call_tool() {
     let registry = RegistryBuilder::new()
-        .tool(ToolDef::typed("note", |_: Invocation, i: NoteIn| async move {
-            note(&i.kind).await
-        }))
-        .tool(ToolDef::typed("secret", |_: Invocation, i: NoteIn| async move {
-            note(&i.kind).await
-        }))
+        .tool(ToolDef::typed(
+            "note",
+            |_: Invocation, i: NoteIn| async move { note(&i.kind).await },
+        ))
+        .tool(ToolDef::typed(
+            "secret",
+            |_: Invocation, i: NoteIn| async move { note(&i.kind).await },
+        ))
         .policy(HideSecret)
         .build()
         .unwrap();
@@ -318,9 +322,10 @@ fn o23_compact_native_call_of_a_visible_tool_points_at_call_tool() {
     );
     let hidden = native_compact_call(&registry, "secret").to_error_object();
     let without = RegistryBuilder::new()
-        .tool(ToolDef::typed("note", |_: Invocation, i: NoteIn| async move {
-            note(&i.kind).await
-        }))
+        .tool(ToolDef::typed(
+            "note",
+            |_: Invocation, i: NoteIn| async move { note(&i.kind).await },
+        ))
         .build()
         .unwrap();
     let unknown = native_compact_call(&without, "secret").to_error_object();
@@ -336,9 +341,10 @@ fn o23_compact_native_call_of_a_visible_tool_points_at_call_tool() {
 #[test]
 fn o108_unnamed_payload_message_names_the_output_type() {
     let err = RegistryBuilder::new()
-        .tool(ToolDef::typed("list", |_: Invocation, _: NoteIn| async move {
-            Ok(vec![1_u32])
-        }))
+        .tool(ToolDef::typed(
+            "list",
+            |_: Invocation, _: NoteIn| async move { Ok(vec![1_u32]) },
+        ))
         .build()
         .unwrap_err();
     assert_eq!(

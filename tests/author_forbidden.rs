@@ -42,7 +42,11 @@ answers only the host names it is configured for.\n";
 const ORIGIN_BODY: &str = "Forbidden: the Origin header names a browser origin this server \
 does not allow.\n";
 
-async fn answer(mcp: &McpHttp<Server>, host: Option<&str>, origin: Option<&str>) -> (u16, String, String) {
+async fn answer(
+    mcp: &McpHttp<Server>,
+    host: Option<&str>,
+    origin: Option<&str>,
+) -> (u16, String, String) {
     let mut request = Request::post("/mcp")
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json");
@@ -102,12 +106,25 @@ async fn d34_d35_refusals_name_the_check_in_body_and_log() {
     assert_ne!(answer(&mcp, Some("127.0.0.1"), None).await.0, 403);
 
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| l.contains("request refused with 403")).collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("request refused with 403"))
+        .collect();
     assert_eq!(lines.len(), 4, "{text}");
     let logged = format!("value=\"{}\"", "h".repeat(128));
     assert!(lines[3].ends_with(&logged), "{}", lines[3]);
-    assert!(lines[0].contains("reason=\"host_not_allowed\"") && lines[0].contains("attacker.example:8080"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("reason=\"host_not_allowed\"")
+            && lines[0].contains("attacker.example:8080"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[1].contains("reason=\"host_missing\""), "{}", lines[1]);
-    assert!(lines[2].contains("reason=\"origin_not_allowed\"") && lines[2].contains("https://evil.example"), "{}", lines[2]);
+    assert!(
+        lines[2].contains("reason=\"origin_not_allowed\"")
+            && lines[2].contains("https://evil.example"),
+        "{}",
+        lines[2]
+    );
     assert!(lines.iter().all(|l| l.contains(" INFO ")), "{text}");
 }

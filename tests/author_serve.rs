@@ -38,12 +38,15 @@ static GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
 
 fn server() -> Server {
     let registry = RegistryBuilder::new()
-        .tool(ToolDef::typed("hold", |_: Invocation, _: WhoIn| async move {
-            GATE.acquire().await.unwrap().forget();
-            Ok(WhoOut {
-                principal: "held".into(),
-            })
-        }))
+        .tool(ToolDef::typed(
+            "hold",
+            |_: Invocation, _: WhoIn| async move {
+                GATE.acquire().await.unwrap().forget();
+                Ok(WhoOut {
+                    principal: "held".into(),
+                })
+            },
+        ))
         .tool(ToolDef::typed(
             "whoami",
             |inv: Invocation, _: WhoIn| async move {
@@ -61,7 +64,10 @@ fn server() -> Server {
 struct OneToken;
 
 impl TokenVerifier for OneToken {
-    fn verify<'a>(&'a self, token: &'a BearerToken) -> BoxFuture<'a, Result<Principal, VerifyError>> {
+    fn verify<'a>(
+        &'a self,
+        token: &'a BearerToken,
+    ) -> BoxFuture<'a, Result<Principal, VerifyError>> {
         let ok = token.expose() == "good";
         Box::pin(async move {
             if ok {
@@ -120,7 +126,11 @@ async fn exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
         let mut buf = Vec::new();
         let mut byte = [0u8; 1];
         while !buf.ends_with(b"\r\n\r\n") {
-            assert_eq!(s.read(&mut byte).await.unwrap(), 1, "connection ended early");
+            assert_eq!(
+                s.read(&mut byte).await.unwrap(),
+                1,
+                "connection ended early"
+            );
             buf.push(byte[0]);
         }
         let head = String::from_utf8(buf).unwrap();
@@ -183,10 +193,14 @@ async fn o9_serve_runs_the_auth_layer_in_front() {
             .0,
         401
     );
-    let metadata = b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let metadata =
+        b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     let (status, body) = exchange(addr, metadata).await;
     assert_eq!(status, 200);
-    assert!(body.contains(r#""resource":"http://127.0.0.1:8123/mcp""#), "{body}");
+    assert!(
+        body.contains(r#""resource":"http://127.0.0.1:8123/mcp""#),
+        "{body}"
+    );
     let (status, body) = exchange(addr, &call("/other", "Authorization: Bearer good\r\n")).await;
     assert_eq!((status, body.as_str()), (404, ""));
 }
@@ -206,11 +220,15 @@ async fn d1_serve_runs_any_middleware_on_the_named_paths() {
     let (status, body) = exchange(addr, &call("/rpc", "")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(principal_of(&body), "bob");
-    assert_eq!(exchange(addr, &call("/mcp", "")).await, (404, String::new()));
+    assert_eq!(
+        exchange(addr, &call("/mcp", "")).await,
+        (404, String::new())
+    );
 }
 
 /// The exact answer to a middleware that fails or panics: one JSON-RPC -32603, no cause.
-const INTERNAL: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#;
+const INTERNAL: &str =
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#;
 
 /// O2: a middleware error becomes 500 with one -32603 (`"id": null`), never a reset; the
 /// private cause stays in the log.
@@ -220,7 +238,10 @@ async fn o2_a_failing_middleware_is_answered_internal_error() {
         Err::<hyper::Response<String>, _>(std::io::Error::other("db password wrong"))
     });
     let addr = start(OnPaths::new(["/mcp"], failing)).await;
-    assert_eq!(exchange(addr, &call("/mcp", "")).await, (500, INTERNAL.to_owned()));
+    assert_eq!(
+        exchange(addr, &call("/mcp", "")).await,
+        (500, INTERNAL.to_owned())
+    );
 }
 
 /// O2: a middleware that panics gets the same answer, and the loop keeps serving.
@@ -232,7 +253,10 @@ async fn o2_a_panicking_middleware_is_answered_internal_error() {
     });
     let addr = start(OnPaths::new(["/mcp"], panicking)).await;
     for _ in 0..2 {
-        assert_eq!(exchange(addr, &call("/mcp", "")).await, (500, INTERNAL.to_owned()));
+        assert_eq!(
+            exchange(addr, &call("/mcp", "")).await,
+            (500, INTERNAL.to_owned())
+        );
     }
 }
 
@@ -241,7 +265,10 @@ async fn o2_a_panicking_middleware_is_answered_internal_error() {
 /// and one -32603 without reaching the service; once they finish, requests run again.
 #[tokio::test]
 async fn serve_bounds_requests_in_flight_at_the_limit_and_one_past() {
-    assert_eq!(ServeConfig::default().max_requests_in_flight, DEFAULT_MAX_REQUESTS_IN_FLIGHT);
+    assert_eq!(
+        ServeConfig::default().max_requests_in_flight,
+        DEFAULT_MAX_REQUESTS_IN_FLIGHT
+    );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ServeConfig {
@@ -251,9 +278,7 @@ async fn serve_bounds_requests_in_flight_at_the_limit_and_one_past() {
     let mcp = McpHttp::new(server(), HttpConfig::default());
     tokio::spawn(serve_with(listener, mcp, config, std::future::pending()));
     let held: Vec<_> = (0..2)
-        .map(|_| {
-            tokio::spawn(async move { exchange(addr, &call_tool("/mcp", "hold", "")).await })
-        })
+        .map(|_| tokio::spawn(async move { exchange(addr, &call_tool("/mcp", "hold", "")).await }))
         .collect();
     // Let both held calls reach their handlers, which wait on the gate.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -266,7 +291,10 @@ async fn serve_bounds_requests_in_flight_at_the_limit_and_one_past() {
         .unwrap();
     let text = String::from_utf8_lossy(&raw[..n]).to_string();
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
-    assert!(text.to_ascii_lowercase().contains("retry-after: 1\r\n"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("retry-after: 1\r\n"),
+        "{text}"
+    );
     assert!(
         text.ends_with(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Server busy: too many requests in flight"}}"#),
         "{text}"

@@ -763,8 +763,9 @@ impl Registry {
             });
         let args = match checked {
             Ok(None) => args,
-            Ok(Some(text)) => RawValue::from_string(text)
-                .map_err(|_| CoreError::Internal { retryable: false })?,
+            Ok(Some(text)) => {
+                RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: false })?
+            }
             Err(diagnostics) => {
                 return Ok(ToolReply::Failure(
                     ToolFailure::new(

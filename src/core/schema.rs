@@ -947,9 +947,14 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("an object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'de>, A::Error> {
                 let mut members = Vec::new();
-                while let Some(entry) = map.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                while let Some(entry) =
+                    map.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
                     members.push(entry);
                 }
                 Ok(Members(members))

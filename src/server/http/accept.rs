@@ -512,7 +512,8 @@ where
 {
     type Response = Response<TrackedBody<B>>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<TrackedBody<B>>, Infallible>> + Send>>;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Response<TrackedBody<B>>, Infallible>> + Send>>;
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let busy = self.activity.begin();

@@ -178,7 +178,10 @@ impl<D: Dispatch> Inner<D> {
             return Some(forbidden(check, host));
         }
         if check_origin(&config.origins, &head.headers).is_err() {
-            let origin = head.headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+            let origin = head
+                .headers
+                .get(header::ORIGIN)
+                .and_then(|o| o.to_str().ok());
             return Some(forbidden(Forbidden::Origin, origin));
         }
         if head.method != Method::POST {
