@@ -244,7 +244,16 @@ fn o97_http_server_gone_is_a_transport_failure() {
 #[test]
 fn check_passes_on_the_demo_over_http_with_status_evidence() {
     let demo = DemoHttp::start();
-    let o = run(&["check", "--url", &demo.url, "--json"]);
+    let o = run(&[
+        "check",
+        "--url",
+        &demo.url,
+        "--json",
+        "--mrtr-tool",
+        "confirm",
+        "--mrtr-args",
+        r#"{"action":"audit"}"#,
+    ]);
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     let evidence: Vec<String> = stdout(&o)
         .lines()
@@ -268,8 +277,16 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
             "batch-rejected 400 -32600",
             "duplicate-keys-rejected 400 -32600",
             "id-over-256-bytes-rejected 400 -32600",
+            "method-over-256-bytes-rejected 400 -32600",
+            "foreign-host-refused 403 null",
             "foreign-origin-is-403 403 null",
             "method-header-mismatch-is-32020 400 -32020",
+            "pages-chain 200 null",
+            "list-cache-hints 200 null",
+            "input-schema-is-object 200 null",
+            "schema-dialect-2020-12 200 null",
+            "invalid-cursor-is-32602 200 -32602",
+            "tampered-state-refused 200 -32602",
             "missing-meta-is-32602 400 -32602",
             "initialize-is-unknown 404 -32601",
             "frame-over-2-mib-rejected 413 -32600",

@@ -210,6 +210,19 @@ pub struct CheckArgs {
     /// Allow a --url whose host is not loopback.
     #[arg(long)]
     pub allow_remote: bool,
+    /// A tool that answers its first call with input_required: the MRTR state-integrity
+    /// rule calls it once and retries with a tampered requestState (called for real: name
+    /// one that is safe to call).
+    #[arg(long, value_name = "NAME")]
+    pub mrtr_tool: Option<String>,
+    /// The arguments of --mrtr-tool (a JSON object).
+    #[arg(
+        long,
+        value_name = "JSON",
+        requires = "mrtr_tool",
+        default_value = "{}"
+    )]
+    pub mrtr_args: String,
 }
 
 /// `listen …`.

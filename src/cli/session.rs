@@ -76,6 +76,15 @@ struct Opened {
     stdio: Option<Arc<StdioTransport>>,
 }
 
+/// The raw body of the last `method` reply among `records` (the round just answered).
+fn last_reply(records: &[Record], method: &str) -> Option<Box<RawValue>> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.method == method)
+        .and_then(|r| r.body.as_ref().ok().cloned())
+}
+
 fn log_hook() -> LogHook {
     Arc::new(|params: &RawValue| {
         let level = member(params, "level").map(|v| v.get().trim_matches('"').to_owned());
@@ -505,46 +514,54 @@ impl Session {
             self.tap.set_exact_arguments(a.raw.clone());
         }
         let map = arguments.map(|a| a.map);
+        let send = async |client: &Client, round, options: &CallOptions| {
+            let outcome = client.call_tool(name, map.clone(), round, options).await?;
+            Ok(match outcome {
+                ToolOutcome::InputRequired(i) => Round::InputRequired(Box::new(i)),
+                done => Round::Complete(done),
+            })
+        };
+        let (done, last) = match self.rounds("tools/call", responses, send).await {
+            Ok(done) => done,
+            Err(exit) => return exit,
+        };
+        if !self.json {
+            if let Some(raw) = &last {
+                print_tool_result(raw);
+            }
+        }
+        if matches!(done, ToolOutcome::Failed(_)) {
+            eprintln!("the tool reported an error (isError: true)");
+            return Exit::ToolError;
+        }
+        Exit::Success
+    }
+
+    /// Drives a request that may answer `input_required` (O98): each such answer is met
+    /// with the next `--responses` round until a complete result, which comes back with its
+    /// raw body; a failure or an unanswered round comes back as its exit.
+    async fn rounds<T>(
+        &mut self,
+        method: &str,
+        responses: &Responses,
+        mut send: impl AsyncFnMut(&Client, RoundInput, &CallOptions) -> Result<Round<T>, ClientError>,
+    ) -> Result<(T, Option<Box<RawValue>>), Exit> {
+        self.flush();
         let mut round = RoundInput::first();
         let mut used = 0;
         loop {
-            let outcome = self
-                .client
-                .call_tool(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "tools/call")
-                .and_then(|r| r.body.as_ref().ok().cloned());
+            let outcome = send(&self.client, round, &self.options).await;
+            let last = last_reply(&self.flush(), method);
             match outcome {
-                Ok(ToolOutcome::Success(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    return Exit::Success;
-                }
-                Ok(ToolOutcome::Failed(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    eprintln!("the tool reported an error (isError: true)");
-                    return Exit::ToolError;
-                }
-                Ok(ToolOutcome::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
+                Ok(Round::Complete(done)) => return Ok((done, last)),
+                Ok(Round::InputRequired(asked)) => match responses.rounds.get(used) {
+                    Some(answers) => {
                         used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
+                        round = RoundInput::answer(&asked.result, answers.clone());
                     }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                    None => return Err(self.input_required(last.as_deref(), used)),
+                },
+                Err(e) => return Err(self.fail(&e)),
             }
         }
     }
@@ -563,40 +580,20 @@ impl Session {
     }
 
     async fn read(&mut self, uri: &str, responses: &Responses) -> Exit {
-        self.flush();
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .read_resource_round(uri, round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "resources/read")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if let Some(raw) = &last {
-                        if !self.json {
-                            print_contents(raw);
-                        }
-                        self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client.read_resource_round(uri, round, options).await
+        };
+        match self.rounds("resources/read", responses, send).await {
+            Ok((_, last)) => {
+                if let Some(raw) = &last {
+                    if !self.json {
+                        print_contents(raw);
                     }
-                    return Exit::Success;
+                    self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -606,40 +603,22 @@ impl Session {
         arguments: Option<Arguments>,
         responses: &Responses,
     ) -> Exit {
-        self.flush();
         let map = arguments.map(|a| a.map);
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .get_prompt_round(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "prompts/get")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_prompt(raw);
-                        }
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client
+                .get_prompt_round(name, map.clone(), round, options)
+                .await
+        };
+        match self.rounds("prompts/get", responses, send).await {
+            Ok((_, last)) => {
+                if !self.json {
+                    if let Some(raw) = &last {
+                        print_prompt(raw);
                     }
-                    return Exit::Success;
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -1013,7 +992,23 @@ pub async fn check(global: &Global, args: &CheckArgs) -> Exit {
             return f.exit;
         }
     };
-    let verdicts = match check::run(&target, Duration::from_secs(global.timeout)).await {
+    let mrtr = match &args.mrtr_tool {
+        Some(name) => {
+            match input::read_arguments(&ArgumentSource::Inline(args.mrtr_args.clone())) {
+                Ok(a) => Some(check::MrtrTool {
+                    name: name.clone(),
+                    arguments: Value::Object(a.map),
+                }),
+                Err(e) => {
+                    eprintln!("error: --mrtr-args: {e}");
+                    return Exit::Usage;
+                }
+            }
+        }
+        None => None,
+    };
+    let deadline = Duration::from_secs(global.timeout);
+    let verdicts = match check::run(&target, deadline, mrtr.as_ref()).await {
         Ok(v) => v,
         Err(e @ CheckError::Spawn(_)) => {
             eprintln!("error: {e}");
