@@ -295,3 +295,49 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
     // --strict changes nothing when every rule holds.
     assert_eq!(code(&run(&["check", "--url", &demo.url, "--strict"])), 0);
 }
+
+#[test]
+fn bench_over_http_with_several_connections() {
+    let demo = DemoHttp::start();
+    let o = run(&[
+        "bench",
+        "--url",
+        &demo.url,
+        "--tool",
+        "upper",
+        "--args",
+        r#"{"text":"a"}"#,
+        "--connections",
+        "2",
+        "--in-flight",
+        "2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one record");
+    assert_eq!(r["kind"], "bench");
+    assert_eq!(r["connections"], 2);
+    assert_eq!(r["errors"], 0, "{r}");
+    assert!(r["requests"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert!(r["rps"].as_f64().unwrap_or_default() > 0.0, "{r}");
+    // An unknown tool: every call is a JSON-RPC error, counted.
+    let o = run(&[
+        "bench",
+        "--url",
+        &demo.url,
+        "--tool",
+        "nope",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one record");
+    assert!(r["errors"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert_eq!(r["errors"], r["requests"]);
+}

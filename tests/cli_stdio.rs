@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
 
@@ -1198,4 +1198,126 @@ done
     // The classes decide the exit: only SHOULD/policy failures pass without --strict.
     assert_eq!(verdict_of(&o, "invalid-cursor-is-32602")["class"], "should");
     assert_eq!(verdict_of(&o, "schema-dialect-2020-12")["class"], "policy");
+}
+
+/// The keys of a bench record, in order (serde_json sorts them).
+fn bench_keys(r: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = r.as_object().expect("object").keys().cloned().collect();
+    keys.extend(
+        r["latency_ms"]
+            .as_object()
+            .expect("latency")
+            .keys()
+            .map(|k| format!("latency_ms.{k}")),
+    );
+    keys
+}
+
+#[test]
+fn bench_over_stdio_counts_requests_and_tool_errors() {
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":2,"b":3}"#,
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--in-flight",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &records(&o)[0];
+    assert_eq!(
+        bench_keys(r),
+        [
+            "connections",
+            "duration_s",
+            "errors",
+            "in_flight",
+            "kind",
+            "latency_ms",
+            "requests",
+            "rps",
+            "tool",
+            "warmup_s",
+            "latency_ms.max",
+            "latency_ms.p50",
+            "latency_ms.p90",
+            "latency_ms.p99"
+        ]
+    );
+    assert_eq!(
+        (&r["kind"], &r["tool"], &r["in_flight"], &r["errors"]),
+        (&json!("bench"), &json!("add"), &json!(2), &json!(0))
+    );
+    assert!(r["requests"].as_u64().unwrap_or_default() > 0, "{r}");
+    let l = &r["latency_ms"];
+    assert!(l["p50"].as_f64() <= l["p99"].as_f64() && l["p99"].as_f64() <= l["max"].as_f64());
+    // Every call fails (arguments the schema refuses): each is counted as an error.
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":"x"}"#,
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let r = &records(&o)[0];
+    assert!(r["errors"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert_eq!(r["errors"], r["requests"]);
+    // The human view.
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":1,"b":1}"#,
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+    ]);
+    assert!(stdout(&o).contains("req/s"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("p99"), "{}", stdout(&o));
+}
+
+#[test]
+fn bench_bounds_one_past_are_usage_errors() {
+    // bench::MAX_CONNECTIONS = 64, MAX_IN_FLIGHT = 256, MAX_DURATION = 600 s, MAX_WARMUP =
+    // 60 s (each accepted at the bound: the unit test `plan_bounds_at_and_one_past`).
+    for (flag, past) in [
+        ("--connections", "65"),
+        ("--in-flight", "257"),
+        ("--duration", "600.001"),
+        ("--warmup", "60.001"),
+        ("--duration", "0"),
+        ("--duration", "NaN"),
+    ] {
+        let o = run(&["bench", "--demo", "--tool", "add", flag, past]);
+        assert_eq!(code(&o), 2, "{flag} {past}: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{}", stderr(&o));
+    }
+    let o = run(&[
+        "bench",
+        "--url",
+        "http://example.invalid/mcp",
+        "--tool",
+        "add",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--allow-remote"), "{}", stderr(&o));
+    // A server that cannot start is a transport failure.
+    let o = run(&["bench", "--stdio", "/nonexistent/server", "--tool", "add"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
 }

@@ -39,9 +39,9 @@ pub const CANCEL_FLUSH: Duration = Duration::from_millis(500);
 pub const MAX_RESPONSE_ROUNDS: usize = MAX_DRIVEN_ROUNDS;
 
 /// A failure before or outside a protocol call: printed on stderr, mapped to its class.
-struct Failure {
-    exit: Exit,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) exit: Exit,
+    pub(crate) message: String,
 }
 
 impl Failure {
@@ -100,6 +100,18 @@ fn log_hook() -> LogHook {
 }
 
 fn open(global: &Global) -> Result<Opened, Failure> {
+    let (inner, stdio) = transport(global)?;
+    Ok(Opened {
+        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+        stdio,
+    })
+}
+
+/// The transport `global` selects (one fresh connection or child each call), and the stdio
+/// child when there is one.
+pub(crate) fn transport(
+    global: &Global,
+) -> Result<(Arc<dyn Transport>, Option<Arc<StdioTransport>>), Failure> {
     let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
         .iter()
         .filter(|b| **b)
@@ -134,11 +146,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         });
         let http = HttpTransport::new(url, Some(decorator))
             .map_err(|e| Failure::usage(format!("--url: {e}")))?;
-        let inner: Arc<dyn Transport> = Arc::new(http);
-        return Ok(Opened {
-            tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-            stdio: None,
-        });
+        return Ok((Arc::new(http), None));
     }
     let mut spec = if let Some(line) = &global.stdio {
         let words = input::split_words(line)?;
@@ -166,10 +174,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         message: format!("cannot start the server: {e}"),
     })?);
     let inner: Arc<dyn Transport> = Arc::clone(&stdio) as Arc<dyn Transport>;
-    Ok(Opened {
-        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-        stdio: Some(stdio),
-    })
+    Ok((inner, Some(stdio)))
 }
 
 fn call_options(global: &Global, responses: Option<&Responses>) -> Result<CallOptions, Failure> {
@@ -398,7 +403,10 @@ impl Session {
             }
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
-            Command::Completions { .. } | Command::Demo(_) | Command::Check(_) => Exit::Usage,
+            Command::Completions { .. }
+            | Command::Demo(_)
+            | Command::Check(_)
+            | Command::Bench(_) => Exit::Usage,
         }
     }
 
