@@ -107,11 +107,11 @@ fn open(global: &Global) -> Result<Opened, Failure> {
     })
 }
 
-/// The transport `global` selects (one fresh connection or child each call), and the stdio
-/// child when there is one.
-pub(crate) fn transport(
-    global: &Global,
-) -> Result<(Arc<dyn Transport>, Option<Arc<StdioTransport>>), Failure> {
+/// A selected transport, with its stdio child when there is one.
+pub(crate) type Selected = (Arc<dyn Transport>, Option<Arc<StdioTransport>>);
+
+/// The transport `global` selects (one fresh connection or child each call).
+pub(crate) fn transport(global: &Global) -> Result<Selected, Failure> {
     let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
         .iter()
         .filter(|b| **b)
