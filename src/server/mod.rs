@@ -36,6 +36,8 @@ mod encode;
 pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "legacy")]
+pub mod legacy;
 mod listen;
 pub mod log;
 mod mrtr;
