@@ -120,6 +120,9 @@ pub fn to_legacy(original: &Original, line: &str) -> String {
         return format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
     }
     if let Some(error) = top.get("error") {
+        if let Some(result) = confirmation_required(original, error) {
+            return format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+        }
         if let Some(error) = legacy_error(original, error) {
             return format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{error}}}"#);
         }
@@ -143,6 +146,35 @@ fn legacy_result(result: &RawValue) -> Option<String> {
         }
     }
     serde_json::to_string(&members).ok()
+}
+
+/// The message of the `confirmation_required` failure (X22).
+pub const CONFIRMATION_REQUIRED_MESSAGE: &str =
+    "This tool needs an answer from the user, which this client session cannot provide.";
+
+/// X22: a tool that needs an interaction the session cannot perform (the modern path's
+/// -32021, which the 2025 wire does not have) fails as a tool: `isError` with the failure in
+/// a text block, `retryable: false`. No `structuredContent`: the published failure schema
+/// does not list this code, and an `isError` result need not carry one.
+fn confirmation_required(original: &Original, error: &RawValue) -> Option<String> {
+    if original.method != "tools/call" {
+        return None;
+    }
+    let members: Members = serde_json::from_str(error.get()).ok()?;
+    let code: i64 = serde_json::from_str(members.get("code")?.get()).ok()?;
+    if code != -32021 {
+        return None;
+    }
+    let failure = serde_json::json!({"failure": {
+        "code": "confirmation_required",
+        "message": CONFIRMATION_REQUIRED_MESSAGE,
+        "retryable": false,
+    }});
+    let result = serde_json::json!({
+        "content": [{"type": "text", "text": failure.to_string()}],
+        "isError": true,
+    });
+    Some(result.to_string())
 }
 
 /// Only the unknown-resource error changes (its message and `data.uri` stay); `None` keeps
@@ -195,8 +227,20 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"Resource not found","data":{"uri":"mem://x"}}}"#
         );
         assert_eq!(to_legacy(&original("prompts/get"), line), line);
+        assert_eq!(to_legacy(&original("tools/call"), line), line);
         let other =
             r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"uri must be a string"}}"#;
         assert_eq!(to_legacy(&original("resources/read"), other), other);
+    }
+
+    #[test]
+    fn x22_a_tool_needing_an_interaction_fails_as_confirmation_required() {
+        let line = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"elicitation":{"form":{}}}}}}"#;
+        assert_eq!(
+            to_legacy(&original("tools/call"), line),
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"{\"failure\":{\"code\":\"confirmation_required\",\"message\":\"This tool needs an answer from the user, which this client session cannot provide.\",\"retryable\":false}}","type":"text"}],"isError":true}}"#
+        );
+        // Not a tool call: the error stays as it is.
+        assert_eq!(to_legacy(&original("prompts/get"), line), line);
     }
 }
