@@ -2,13 +2,14 @@
 //! legacy lifecycle, the same registry and policy as the modern path (O28), the legacy reply
 //! shapes and -32002 on the legacy path only (O34, X6). Exact bytes on the wire.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
     Access, Caller, Invocation, LogLevel, Outcome, Policy, PromptDef, PromptReply, ReadReply,
-    Registry, RegistryBuilder, ResourceDef, ToolDef,
+    Registry, RegistryBuilder, ResourceDef, ResourceError, ToolDef,
 };
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
@@ -27,6 +28,9 @@ struct EchoOut {
     /// The same text.
     text: String,
 }
+
+/// Set by `mem://wait` once its cancellation token fired (one test uses it).
+static WAIT_CANCELLED: AtomicBool = AtomicBool::new(false);
 
 /// O28: `secret` exists for `admin` only.
 struct AdminOnly;
@@ -60,6 +64,12 @@ fn registry() -> Registry {
         .policy(AdminOnly)
         .resource(ResourceDef::new("mem://hello", "hello", |_inv, uri| async move {
             Ok(ReadReply::new(vec![ResourceContents::text(uri, "hello")]))
+        }))
+        .resource(ResourceDef::new("mem://wait", "wait", |inv: Invocation, _uri| async move {
+            // Ends only when cancelled; the flag proves the cancellation reached it.
+            inv.cancel_token().cancelled().await;
+            WAIT_CANCELLED.store(true, Ordering::SeqCst);
+            Err::<ReadReply, _>(ResourceError::Internal { retryable: true })
         }))
         .prompt(PromptDef::new(
             "greet",
@@ -234,7 +244,11 @@ async fn o28_tools_list_and_call_come_from_the_same_registry_and_policy() {
     let hidden = p
         .exchange(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret","arguments":{"text":"x"}}}"#)
         .await;
-    assert!(!hidden.contains(r#""text":"x""#), "{hidden}");
+    // Hidden means unknown, exactly as on the modern path.
+    assert!(
+        hidden.starts_with(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"#),
+        "{hidden}"
+    );
 }
 
 #[tokio::test]
@@ -308,7 +322,7 @@ async fn o28_resources_prompts_and_completion_list_in_the_legacy_shape() {
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{}}"#)
             .await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"mem://hello","name":"hello"}]}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"mem://hello","name":"hello"},{"uri":"mem://wait","name":"wait"}]}}"#
     );
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"greet"}}"#)
@@ -343,11 +357,28 @@ async fn o127_modern_only_methods_and_continuation_members_are_refused_to_a_lega
 async fn c9_legacy_cancellation_stops_the_call_and_no_reply_follows() {
     let mut p = legacy();
     p.initialize("2025-11-25").await;
-    // Cancelling an id that is not in flight changes nothing; the next ping still answers.
+    p.send(r#"{"jsonrpc":"2.0","id":"w","method":"resources/read","params":{"uri":"mem://wait"}}"#)
+        .await;
+    // Cancelling an id that is not in flight changes nothing.
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"x"}}"#).await;
+    p.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"user"}}"#).await;
+    // The next line is the ping's: the cancelled read is never answered.
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
             .await,
         r#"{"jsonrpc":"2.0","id":4,"result":{}}"#
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !WAIT_CANCELLED.load(Ordering::SeqCst) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the handler never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        p.exchange(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
+            .await,
+        r#"{"jsonrpc":"2.0","id":5,"result":{}}"#
     );
 }
