@@ -78,7 +78,7 @@ pub fn to_modern(request: Request, session: &LegacySession) -> Result<(Request, 
     meta_members.insert(meta::PROTOCOL_VERSION.to_owned(), version);
     meta_members.insert(meta::CLIENT_CAPABILITIES.to_owned(), caps);
     if let Some(level) = session.log_level() {
-        if let Some(level) = serde_json::value::to_raw_value(level.as_str()).ok() {
+        if let Ok(level) = serde_json::value::to_raw_value(level.as_str()) {
             meta_members.insert(meta::LOG_LEVEL.to_owned(), level);
         }
     }
