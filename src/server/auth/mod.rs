@@ -49,6 +49,7 @@
 //! refused 401 when it carries no valid token (the host's 403 only once it does): neither
 //! answer reveals more than the other.
 
+mod claims;
 mod fetch;
 mod introspect;
 mod jwt;
@@ -59,12 +60,12 @@ pub use fetch::{
 };
 pub use introspect::{
     ClientCredentials, IntrospectionBuilder, IntrospectionConfigError, IntrospectionVerifier,
-    MAX_INTROSPECTION_BYTES,
+    MAX_INTROSPECTION_BYTES, MAX_INTROSPECTION_CACHE_ENTRIES, MAX_INTROSPECTION_CACHE_TTL,
 };
 pub use jsonwebtoken::Algorithm;
 pub use jwt::{
-    JwtBuilder, JwtConfigError, JwtVerifier, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_JWKS_TTL,
-    DEFAULT_LEEWAY, MAX_JWKS_BYTES, MAX_JWKS_KEYS, MAX_JWKS_TTL, MAX_LEEWAY,
+    JwtBuilder, JwtConfigError, JwtVerifier, TokenTyp, DEFAULT_JWKS_REFETCH_INTERVAL,
+    DEFAULT_JWKS_TTL, DEFAULT_LEEWAY, MAX_JWKS_BYTES, MAX_JWKS_KEYS, MAX_JWKS_TTL, MAX_LEEWAY,
 };
 pub use metadata::{ResourceError, WELL_KNOWN_PREFIX};
 
@@ -217,6 +218,10 @@ pub enum VerifyError {
     /// The token is not a well-formed token of the kind the verifier takes.
     #[error("the token is malformed")]
     Malformed,
+    /// The JWT's `typ` header does not mark it as an access token (RFC 9068 §4; see
+    /// [`TokenTyp`]).
+    #[error("the token is not typed as an access token")]
+    NotAnAccessToken,
     /// The token's signing algorithm is not on the allow-list (including `none`).
     #[error("the token's signing algorithm is not allowed")]
     AlgorithmNotAllowed,
