@@ -30,7 +30,8 @@ use strict_mcp::server::auth::{
     FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionConfigError,
     IntrospectionVerifier, JwtVerifier, Principal, TokenTyp, TokenVerifier, VerifyError,
     CALLER_SCOPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
-    MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES,
+    MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, METADATA_CORS_ALLOW_HEADERS,
+    METADATA_CORS_MAX_AGE_SECS,
 };
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
@@ -391,10 +392,15 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
         let response = send(&service, Request::get(path).body(Full::default()).unwrap()).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(response.headers()["access-control-allow-origin"], "*");
+        assert!(response
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none());
         assert!(response.headers().get("www-authenticate").is_none());
         assert_eq!(body_text(response).await, expected, "{path}");
     }
-    // GET only.
+    // GET (and the CORS preflight) only.
     for method in ["POST", "HEAD", "PUT", "DELETE"] {
         let request = Request::builder()
             .method(method)
@@ -407,7 +413,11 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
             StatusCode::METHOD_NOT_ALLOWED,
             "{method}"
         );
-        assert_eq!(response.headers()["allow"], "GET");
+        assert_eq!(response.headers()["allow"], "GET, OPTIONS");
+        assert!(response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none());
         assert_eq!(body_text(response).await, "");
     }
     // Near misses are protected like any other path.
@@ -422,6 +432,61 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
     let config = config();
     assert_eq!(config.metadata_url(), METADATA_URL);
     assert_eq!(config.metadata_document(), expected.as_bytes());
+}
+
+/// A browser client on another origin can read the metadata: the preflight is answered
+/// without a token, exactly, and never with credentials.
+#[tokio::test]
+async fn d44_metadata_cors_preflight_and_no_credentials() {
+    let service = protect(fixed(&[]));
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let request = Request::builder()
+            .method("OPTIONS")
+            .uri(path)
+            .header("origin", "https://app.example.com")
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "mcp-protocol-version")
+            .body(Full::default())
+            .unwrap();
+        let response = send(&service, request).await;
+        assert_eq!(response.status(), StatusCode::NO_CONTENT, "{path}");
+        let mut headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        assert_eq!(
+            headers,
+            [
+                (
+                    "access-control-allow-headers".to_owned(),
+                    METADATA_CORS_ALLOW_HEADERS.to_owned()
+                ),
+                (
+                    "access-control-allow-methods".to_owned(),
+                    "GET, OPTIONS".to_owned()
+                ),
+                ("access-control-allow-origin".to_owned(), "*".to_owned()),
+                (
+                    "access-control-max-age".to_owned(),
+                    METADATA_CORS_MAX_AGE_SECS.to_string()
+                ),
+            ],
+            "{path}"
+        );
+        assert_eq!(body_text(response).await, "");
+    }
+    assert_eq!(METADATA_CORS_MAX_AGE_SECS, 86_400);
+    // The protected endpoint itself gets no CORS grant from the layer.
+    let response = send(&service, call(None, "whoami")).await;
+    assert!(response
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
 }
 
 // ---------------------------------------------------------------------------------------------
