@@ -16,6 +16,10 @@ use crate::cli::exit::Exit;
 use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
 use crate::cli::output::{self, member, pretty, Records};
 use crate::cli::tap::{LogHook, Record, Tap};
+use crate::client::auth::{
+    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackFetcher, LoopbackUserStep,
+    OAuthClient, OAuthConfig,
+};
 use crate::client::digest::{digest_text, SnapshotKind};
 use crate::client::http::{Decorations, Decorator, HttpTransport};
 use crate::client::stdio::{CommandSpec, StdioTransport, STDERR_CAPTURE_BYTES};
@@ -74,6 +78,57 @@ struct Session {
 struct Opened {
     tap: Arc<Tap>,
     stdio: Option<Arc<StdioTransport>>,
+    /// With --oauth: authorized before the first request.
+    oauth: Option<Arc<OAuthClient>>,
+}
+
+/// The file --oauth keeps tokens in, below the user's config directory.
+pub const OAUTH_TOKEN_FILE: &str = "strict-mcp/tokens.json";
+
+/// `$XDG_CONFIG_HOME/strict-mcp/tokens.json`, else `$HOME/.config/strict-mcp/tokens.json`.
+fn token_file() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join(OAUTH_TOKEN_FILE))
+}
+
+/// The OAuth client for --oauth: loopback redirect, the file token store, a public client.
+fn oauth_client(global: &Global, url: &str) -> Result<Option<Arc<OAuthClient>>, Failure> {
+    if !global.oauth {
+        if global.oauth_client_id.is_some() {
+            return Err(Failure::usage("--oauth-client-id applies to --oauth only"));
+        }
+        return Ok(None);
+    }
+    let client_id = global
+        .oauth_client_id
+        .as_deref()
+        .ok_or_else(|| Failure::usage("--oauth needs --oauth-client-id ID"))?;
+    let path = token_file().ok_or_else(|| {
+        Failure::usage("--oauth: neither XDG_CONFIG_HOME nor HOME is set for the token file")
+    })?;
+    let store = FileTokenStore::open(path).map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    let step = LoopbackUserStep::bind().map_err(|e| Failure {
+        exit: Exit::Transport,
+        message: format!("--oauth: {e}"),
+    })?;
+    let config = OAuthConfig {
+        identity: ClientIdentity::registered(ClientCredentials::public(client_id)),
+        grant: Grant::AuthorizationCode {
+            redirect_uri: step.redirect_uri(),
+            user_step: Arc::new(step),
+        },
+        store: Arc::new(store),
+    };
+    let oauth = OAuthClient::new(Arc::new(LoopbackFetcher::default()), url, config)
+        .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    Ok(Some(Arc::new(oauth)))
 }
 
 fn log_hook() -> LogHook {
@@ -103,6 +158,9 @@ fn open(global: &Global) -> Result<Opened, Failure> {
     if !global.header.is_empty() && global.url.is_none() {
         return Err(Failure::usage("--header applies to --url only"));
     }
+    if (global.oauth || global.oauth_client_id.is_some()) && global.url.is_none() {
+        return Err(Failure::usage("--oauth applies to --url only"));
+    }
     if let Some(url) = &global.url {
         let mut headers = Vec::new();
         for h in &global.header {
@@ -116,10 +174,15 @@ fn open(global: &Global) -> Result<Opened, Failure> {
                 .map_err(|e| Failure::usage(format!("--header {name}: {e}")))?;
         }
         let headers = Arc::new(headers);
+        let oauth = oauth_client(global, url)?;
+        let bearer = oauth.as_ref().map(|o| o.decorator());
         // Auth headers only through the decorator (D46, O104).
-        let decorator: Decorator = Arc::new(move |_method, out: &mut Decorations| {
+        let decorator: Decorator = Arc::new(move |method, out: &mut Decorations| {
             for (name, value) in headers.iter() {
                 out.insert(name, value)?;
+            }
+            if let Some(bearer) = &bearer {
+                bearer(method, out)?;
             }
             Ok(())
         });
@@ -129,6 +192,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         return Ok(Opened {
             tap: Arc::new(Tap::new(inner, Some(log_hook()))),
             stdio: None,
+            oauth,
         });
     }
     let mut spec = if let Some(line) = &global.stdio {
@@ -160,6 +224,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
     Ok(Opened {
         tap: Arc::new(Tap::new(inner, Some(log_hook()))),
         stdio: Some(stdio),
+        oauth: None,
     })
 }
 
@@ -233,6 +298,14 @@ pub async fn run(global: &Global, command: Command) -> Exit {
             return f.exit;
         }
     };
+    if let Some(oauth) = &opened.oauth {
+        // A stored token is used as it is; a refusal (401/403) is answered by refreshing or
+        // by a new authorization through the loopback redirect.
+        if let Err(e) = oauth.authorize().await {
+            eprintln!("error: authorization failed: {e}");
+            return Exit::Transport;
+        }
+    }
     let tap = Arc::clone(&opened.tap);
     let client_options = ClientOptions {
         default_deadline: Duration::from_secs(global.timeout),
