@@ -688,7 +688,10 @@ const AUTH_SCENARIOS: [&str; 25] = [
 /// The extension scenarios (`io.modelcontextprotocol/oauth-client-credentials`, run with
 /// `--force`) this client runs through [`run_auth`] with the client credentials grant and the
 /// scenario context's pre-registered secret.
-const MACHINE_AUTH_SCENARIOS: [&str; 1] = ["auth/client-credentials-basic"];
+const MACHINE_AUTH_SCENARIOS: [&str; 2] = [
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+];
 
 /// This client's Client ID Metadata Document URL, the one the suite expects.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
@@ -720,6 +723,13 @@ fn auth_identity() -> Result<ClientIdentity, Failure> {
                 context.get("client_id").and_then(Value::as_str),
                 context.get("client_secret").and_then(Value::as_str),
             ) {
+                (Some(id), None) if context.get("private_key_pem").is_some() => {
+                    let pem = context
+                        .get("private_key_pem")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| Failure::Usage("private_key_pem is not a string".into()))?;
+                    Some(ClientCredentials::private_key_jwt(id, pem))
+                }
                 (Some(id), Some(secret)) => Some(ClientCredentials::confidential(
                     id,
                     secret,

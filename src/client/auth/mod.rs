@@ -36,8 +36,9 @@ pub use fetch::{
 pub use flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
     register, AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, RegistrationRequest,
-    Secret, TokenAuthMethod, Tokens, UserStep, MAX_AUTHORIZE_PAGE_BYTES, MAX_ERROR_CODE_CHARS,
-    MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES, PKCE_VERIFIER_BYTES, STATE_BYTES,
+    Secret, TokenAuthMethod, Tokens, UserStep, CLIENT_ASSERTION_LIFETIME, MAX_AUTHORIZE_PAGE_BYTES,
+    MAX_ERROR_CODE_CHARS, MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES,
+    PKCE_VERIFIER_BYTES, STATE_BYTES,
 };
 pub use loopback::{
     LoopbackUserStep, CALLBACK_PATH, CALLBACK_READ_TIMEOUT, DEFAULT_CALLBACK_WAIT,
@@ -172,6 +173,9 @@ pub enum AuthError {
     /// The user step was asked to wait on a redirect URI that is not its own.
     #[error("the redirect URI is not the one the user step listens on")]
     RedirectUriMismatch,
+    /// The private-key JWT signing key is not a usable PKCS#8 PEM P-256 key.
+    #[error("the client assertion signing key is not a usable P-256 PKCS#8 PEM key")]
+    InvalidSigningKey,
     /// The loopback listener could not be bound or used.
     #[error("the loopback callback listener failed: {kind}")]
     CallbackListener {
