@@ -116,7 +116,7 @@ impl LoopbackUserStep {
         }
         let state = single_param(query_of(url), "state")
             .ok_or(AuthError::StateMismatch)?
-            .to_owned();
+            .into_owned();
         let _one = self.busy.lock().await;
         let listener = self
             .listener
