@@ -43,9 +43,9 @@ pub const CANCEL_FLUSH: Duration = Duration::from_millis(500);
 pub const MAX_RESPONSE_ROUNDS: usize = MAX_DRIVEN_ROUNDS;
 
 /// A failure before or outside a protocol call: printed on stderr, mapped to its class.
-struct Failure {
-    exit: Exit,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) exit: Exit,
+    pub(crate) message: String,
 }
 
 impl Failure {
@@ -99,13 +99,16 @@ fn token_file() -> Option<std::path::PathBuf> {
 }
 
 /// The OAuth client for --oauth: loopback redirect, the file token store, a public client.
-fn oauth_client(global: &Global, url: &str) -> Result<Option<Arc<OAuthClient>>, Failure> {
+fn oauth_client(global: &Global) -> Result<Option<Arc<OAuthClient>>, Failure> {
     if !global.oauth {
         if global.oauth_client_id.is_some() {
             return Err(Failure::usage("--oauth-client-id applies to --oauth only"));
         }
         return Ok(None);
     }
+    let Some(url) = &global.url else {
+        return Err(Failure::usage("--oauth applies to --url only"));
+    };
     let client_id = global
         .oauth_client_id
         .as_deref()
@@ -131,6 +134,15 @@ fn oauth_client(global: &Global, url: &str) -> Result<Option<Arc<OAuthClient>>, 
     Ok(Some(Arc::new(oauth)))
 }
 
+/// The raw body of the last `method` reply among `records` (the round just answered).
+fn last_reply(records: &[Record], method: &str) -> Option<Box<RawValue>> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.method == method)
+        .and_then(|r| r.body.as_ref().ok().cloned())
+}
+
 fn log_hook() -> LogHook {
     Arc::new(|params: &RawValue| {
         let level = member(params, "level").map(|v| v.get().trim_matches('"').to_owned());
@@ -146,6 +158,30 @@ fn log_hook() -> LogHook {
 }
 
 fn open(global: &Global) -> Result<Opened, Failure> {
+    let oauth = oauth_client(global)?;
+    let (inner, stdio) = transport_with(global, oauth.as_ref().map(|o| o.decorator()))?;
+    Ok(Opened {
+        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+        stdio,
+        oauth,
+    })
+}
+
+/// A selected transport, with its stdio child when there is one.
+pub(crate) type Selected = (Arc<dyn Transport>, Option<Arc<StdioTransport>>);
+
+/// The transport `global` selects (one fresh connection or child each call).
+pub(crate) fn transport(global: &Global) -> Result<Selected, Failure> {
+    if global.oauth || global.oauth_client_id.is_some() {
+        return Err(Failure::usage(
+            "--oauth applies to the client subcommands only",
+        ));
+    }
+    transport_with(global, None)
+}
+
+/// [`transport`], with `bearer` (the --oauth decorator) run after the --header ones.
+fn transport_with(global: &Global, bearer: Option<Decorator>) -> Result<Selected, Failure> {
     let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
         .iter()
         .filter(|b| **b)
@@ -157,9 +193,6 @@ fn open(global: &Global) -> Result<Opened, Failure> {
     }
     if !global.header.is_empty() && global.url.is_none() {
         return Err(Failure::usage("--header applies to --url only"));
-    }
-    if (global.oauth || global.oauth_client_id.is_some()) && global.url.is_none() {
-        return Err(Failure::usage("--oauth applies to --url only"));
     }
     if let Some(url) = &global.url {
         let mut headers = Vec::new();
@@ -174,8 +207,6 @@ fn open(global: &Global) -> Result<Opened, Failure> {
                 .map_err(|e| Failure::usage(format!("--header {name}: {e}")))?;
         }
         let headers = Arc::new(headers);
-        let oauth = oauth_client(global, url)?;
-        let bearer = oauth.as_ref().map(|o| o.decorator());
         // Auth headers only through the decorator (D46, O104).
         let decorator: Decorator = Arc::new(move |method, out: &mut Decorations| {
             for (name, value) in headers.iter() {
@@ -188,12 +219,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         });
         let http = HttpTransport::new(url, Some(decorator))
             .map_err(|e| Failure::usage(format!("--url: {e}")))?;
-        let inner: Arc<dyn Transport> = Arc::new(http);
-        return Ok(Opened {
-            tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-            stdio: None,
-            oauth,
-        });
+        return Ok((Arc::new(http), None));
     }
     let mut spec = if let Some(line) = &global.stdio {
         let words = input::split_words(line)?;
@@ -221,11 +247,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         message: format!("cannot start the server: {e}"),
     })?);
     let inner: Arc<dyn Transport> = Arc::clone(&stdio) as Arc<dyn Transport>;
-    Ok(Opened {
-        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-        stdio: Some(stdio),
-        oauth: None,
-    })
+    Ok((inner, Some(stdio)))
 }
 
 fn call_options(global: &Global, responses: Option<&Responses>) -> Result<CallOptions, Failure> {
@@ -462,7 +484,10 @@ impl Session {
             }
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
-            Command::Completions { .. } | Command::Demo(_) | Command::Check(_) => Exit::Usage,
+            Command::Completions { .. }
+            | Command::Demo(_)
+            | Command::Check(_)
+            | Command::Bench(_) => Exit::Usage,
         }
     }
 
@@ -578,46 +603,54 @@ impl Session {
             self.tap.set_exact_arguments(a.raw.clone());
         }
         let map = arguments.map(|a| a.map);
+        let send = async |client: &Client, round, options: &CallOptions| {
+            let outcome = client.call_tool(name, map.clone(), round, options).await?;
+            Ok(match outcome {
+                ToolOutcome::InputRequired(i) => Round::InputRequired(Box::new(i)),
+                done => Round::Complete(done),
+            })
+        };
+        let (done, last) = match self.rounds("tools/call", responses, send).await {
+            Ok(done) => done,
+            Err(exit) => return exit,
+        };
+        if !self.json {
+            if let Some(raw) = &last {
+                print_tool_result(raw);
+            }
+        }
+        if matches!(done, ToolOutcome::Failed(_)) {
+            eprintln!("the tool reported an error (isError: true)");
+            return Exit::ToolError;
+        }
+        Exit::Success
+    }
+
+    /// Drives a request that may answer `input_required` (O98): each such answer is met
+    /// with the next `--responses` round until a complete result, which comes back with its
+    /// raw body; a failure or an unanswered round comes back as its exit.
+    async fn rounds<T>(
+        &mut self,
+        method: &str,
+        responses: &Responses,
+        mut send: impl AsyncFnMut(&Client, RoundInput, &CallOptions) -> Result<Round<T>, ClientError>,
+    ) -> Result<(T, Option<Box<RawValue>>), Exit> {
+        self.flush();
         let mut round = RoundInput::first();
         let mut used = 0;
         loop {
-            let outcome = self
-                .client
-                .call_tool(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "tools/call")
-                .and_then(|r| r.body.as_ref().ok().cloned());
+            let outcome = send(&self.client, round, &self.options).await;
+            let last = last_reply(&self.flush(), method);
             match outcome {
-                Ok(ToolOutcome::Success(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    return Exit::Success;
-                }
-                Ok(ToolOutcome::Failed(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    eprintln!("the tool reported an error (isError: true)");
-                    return Exit::ToolError;
-                }
-                Ok(ToolOutcome::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
+                Ok(Round::Complete(done)) => return Ok((done, last)),
+                Ok(Round::InputRequired(asked)) => match responses.rounds.get(used) {
+                    Some(answers) => {
                         used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
+                        round = RoundInput::answer(&asked.result, answers.clone());
                     }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                    None => return Err(self.input_required(last.as_deref(), used)),
+                },
+                Err(e) => return Err(self.fail(&e)),
             }
         }
     }
@@ -636,40 +669,20 @@ impl Session {
     }
 
     async fn read(&mut self, uri: &str, responses: &Responses) -> Exit {
-        self.flush();
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .read_resource_round(uri, round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "resources/read")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if let Some(raw) = &last {
-                        if !self.json {
-                            print_contents(raw);
-                        }
-                        self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client.read_resource_round(uri, round, options).await
+        };
+        match self.rounds("resources/read", responses, send).await {
+            Ok((_, last)) => {
+                if let Some(raw) = &last {
+                    if !self.json {
+                        print_contents(raw);
                     }
-                    return Exit::Success;
+                    self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -679,40 +692,22 @@ impl Session {
         arguments: Option<Arguments>,
         responses: &Responses,
     ) -> Exit {
-        self.flush();
         let map = arguments.map(|a| a.map);
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .get_prompt_round(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "prompts/get")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_prompt(raw);
-                        }
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client
+                .get_prompt_round(name, map.clone(), round, options)
+                .await
+        };
+        match self.rounds("prompts/get", responses, send).await {
+            Ok((_, last)) => {
+                if !self.json {
+                    if let Some(raw) = &last {
+                        print_prompt(raw);
                     }
-                    return Exit::Success;
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -1086,7 +1081,23 @@ pub async fn check(global: &Global, args: &CheckArgs) -> Exit {
             return f.exit;
         }
     };
-    let verdicts = match check::run(&target, Duration::from_secs(global.timeout)).await {
+    let mrtr = match &args.mrtr_tool {
+        Some(name) => {
+            match input::read_arguments(&ArgumentSource::Inline(args.mrtr_args.clone())) {
+                Ok(a) => Some(check::MrtrTool {
+                    name: name.clone(),
+                    arguments: Value::Object(a.map),
+                }),
+                Err(e) => {
+                    eprintln!("error: --mrtr-args: {e}");
+                    return Exit::Usage;
+                }
+            }
+        }
+        None => None,
+    };
+    let deadline = Duration::from_secs(global.timeout);
+    let verdicts = match check::run(&target, deadline, mrtr.as_ref()).await {
         Ok(v) => v,
         Err(e @ CheckError::Spawn(_)) => {
             eprintln!("error: {e}");
