@@ -245,6 +245,35 @@ fn notification_request_id(params: Option<&serde_json::value::RawValue>) -> Opti
     }
 }
 
+/// The CLI's subcommands (as `strict-mcp <words>` names them) and the protocol methods each
+/// sends, in order. Every client subcommand discovers first (O94) and `tools call` fetches the
+/// tool's definition first (O103). `check` sends hand-built probes, all of them
+/// `server/discover` except one deliberately unknown method; `completions` and `demo serve`
+/// send nothing. `tests/contract.rs` fails when the binary has a subcommand this table lacks,
+/// or a method here has no `cli` operation; `tests/evidence_cli.rs` fails when a run sends
+/// other methods than its row says.
+pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("discover", &["server/discover"]),
+    ("tools list", &["server/discover", "tools/list"]),
+    (
+        "tools call",
+        &["server/discover", "tools/list", "tools/call"],
+    ),
+    ("resources list", &["server/discover", "resources/list"]),
+    (
+        "resources templates",
+        &["server/discover", "resources/templates/list"],
+    ),
+    ("resources read", &["server/discover", "resources/read"]),
+    ("prompts list", &["server/discover", "prompts/list"]),
+    ("prompts get", &["server/discover", "prompts/get"]),
+    ("complete", &["server/discover", "completion/complete"]),
+    ("listen", &["server/discover", "subscriptions/listen"]),
+    ("check", &["server/discover"]),
+    ("completions", &[]),
+    ("demo serve", &[]),
+];
+
 // ---------------------------------------------------------------------------------------------
 // The check
 
