@@ -155,9 +155,20 @@ fn exposures(c: &Value) -> BTreeSet<(String, String)> {
 /// The CLI's contract transport: it exposes every method `CLI_SUBCOMMANDS` lists.
 const CLI_TRANSPORT: &str = "cli";
 
+/// The HTTP endpoints that are not JSON-RPC, served by the HTTP server transport: the
+/// protected resource metadata of `server::auth` (RFC 9728), as `GET <well-known path>`.
+fn http_endpoints() -> BTreeSet<String> {
+    [format!(
+        "GET {}",
+        strict_mcp::server::auth::WELL_KNOWN_PREFIX
+    )]
+    .into()
+}
+
 /// The `(transport, method)` pairs the code serves or calls: the server's route table on
-/// both server transports, the client's method set on the three client transports, and the
-/// methods the CLI's subcommands send (`cli_methods`) on the CLI transport.
+/// both server transports (and the HTTP endpoints on the HTTP one), the client's method set
+/// on the three client transports, and the methods the CLI's subcommands send
+/// (`cli_methods`) on the CLI transport.
 fn wanted(cli_methods: &BTreeSet<&str>) -> BTreeSet<(String, String)> {
     let served: BTreeSet<&str> = methods::REQUESTS
         .iter()
@@ -176,6 +187,9 @@ fn wanted(cli_methods: &BTreeSet<&str>) -> BTreeSet<(String, String)> {
                 want.insert(((*t).to_owned(), (*m).to_owned()));
             }
         }
+    }
+    for endpoint in http_endpoints() {
+        want.insert(("http-server".to_owned(), endpoint));
     }
     want
 }
@@ -328,6 +342,28 @@ fn o115_fault_cli_method_without_operation() {
             "(cli, completion/complete): an operation the code does not expose on cli; remove it"
                 .to_owned()
         ]
+    );
+}
+
+/// O114: the HTTP server's metadata endpoint is in the inventory; without its operation the
+/// failure names the pair.
+#[test]
+fn o115_fault_http_endpoint_without_operation() {
+    let c = contract();
+    let mut have = exposures(&c);
+    let pair = (
+        "http-server".to_owned(),
+        "GET /.well-known/oauth-protected-resource".to_owned(),
+    );
+    assert!(have.remove(&pair));
+    let faults = inventory_faults(&have, &wanted(&cli_methods(CLI_SUBCOMMANDS)));
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert!(
+        faults[0].starts_with(
+            "(http-server, GET /.well-known/oauth-protected-resource): the code exposes"
+        ),
+        "{}",
+        faults[0]
     );
 }
 

@@ -45,9 +45,10 @@ fn record_file(dir: &Path, reference: &str) -> PathBuf {
 /// How a reply ended, as the observer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// A JSON-RPC `result` (for `subscriptions/listen`: its acknowledgement).
+    /// A JSON-RPC `result` (for `subscriptions/listen`: its acknowledgement; for an HTTP
+    /// endpoint that is not JSON-RPC: a 2xx answer).
     Result,
-    /// A JSON-RPC `error`.
+    /// A JSON-RPC `error`, or the HTTP server's refusal before dispatch (401, 403, 405).
     Error,
 }
 
