@@ -376,10 +376,10 @@ fn o115_fault_cli_subcommand_not_in_the_table() {
         cli_table_faults(&leaves, CLI_SUBCOMMANDS),
         Vec::<String>::new()
     );
-    leaves.push("bench".to_owned());
+    leaves.push("replay".to_owned());
     let faults = cli_table_faults(&leaves, CLI_SUBCOMMANDS);
     assert_eq!(faults.len(), 1, "{faults:#?}");
-    assert!(faults[0].starts_with("CLI subcommand `bench` is not in CLI_SUBCOMMANDS"));
+    assert!(faults[0].starts_with("CLI subcommand `replay` is not in CLI_SUBCOMMANDS"));
     let mut table = CLI_SUBCOMMANDS.to_vec();
     table.push(("tools watch", &["tools/watch"]));
     let faults = cli_table_faults(&real_cli_leaves(), &table);

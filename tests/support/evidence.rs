@@ -248,9 +248,10 @@ fn notification_request_id(params: Option<&serde_json::value::RawValue>) -> Opti
 
 /// The CLI's subcommands (as `strict-mcp <words>` names them) and the protocol methods each
 /// sends, in order. Every client subcommand discovers first (O94) and `tools call` fetches the
-/// tool's definition first (O103). `check` sends hand-built probes, all of them
-/// `server/discover` except one deliberately unknown method; `completions` and `demo serve`
-/// send nothing. `tests/contract.rs` fails when the binary has a subcommand this table lacks,
+/// tool's definition first (O103). `check` sends hand-built probes (mostly `server/discover`,
+/// one deliberately unknown method, and with `--mrtr-tool` a `tools/call` round); `bench`
+/// lists the tools and calls one in a closed loop; `completions` and `demo serve` send
+/// nothing. `tests/contract.rs` fails when the binary has a subcommand this table lacks,
 /// or a method here has no `cli` operation; `tests/evidence_cli.rs` fails when a run sends
 /// other methods than its row says.
 pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
@@ -270,7 +271,8 @@ pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("prompts get", &["server/discover", "prompts/get"]),
     ("complete", &["server/discover", "completion/complete"]),
     ("listen", &["server/discover", "subscriptions/listen"]),
-    ("check", &["server/discover"]),
+    ("check", &["server/discover", "tools/list", "tools/call"]),
+    ("bench", &["server/discover", "tools/list", "tools/call"]),
     ("completions", &[]),
     ("demo serve", &[]),
 ];
