@@ -36,6 +36,9 @@ use strict_mcp::server::auth::{
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 
+mod support;
+use support::evidence::{Outcome as Seen, Recorder};
+
 const PV: &str = "2026-07-28";
 const RESOURCE: &str = "http://127.0.0.1:8123/mcp";
 const ISSUER: &str = "http://127.0.0.1:9000";
@@ -351,6 +354,33 @@ async fn refusal(response: Response<AuthBody<HttpBody>>) -> (StatusCode, String)
     (status, value)
 }
 
+/// Contract evidence (tests/support/evidence.rs): the HTTP server answered `method` with the
+/// reply `v` as read (a `result` member or not).
+fn seen(rec: &Recorder, method: &str, v: &Value) {
+    let outcome = if v.get("result").is_some() {
+        Seen::Result
+    } else {
+        Seen::Error
+    };
+    rec.observed("http-server", method, outcome);
+}
+
+/// Contract evidence: the HTTP server answered the request for `operation` with `status`
+/// (2xx a result; a refusal such as 401, 403 or 405 an error).
+fn seen_status(rec: &Recorder, operation: &str, status: StatusCode) {
+    let outcome = if status.is_success() {
+        Seen::Result
+    } else {
+        Seen::Error
+    };
+    rec.observed("http-server", operation, outcome);
+}
+
+/// The contract operation of the protected resource metadata document.
+fn metadata_operation() -> String {
+    format!("GET {}", strict_mcp::server::auth::WELL_KNOWN_PREFIX)
+}
+
 fn result(text: &str) -> Value {
     let v: Value = serde_json::from_str(text).unwrap_or_else(|_| panic!("json: {text}"));
     v
@@ -380,6 +410,7 @@ fn fixed(scopes: &[&str]) -> Fixed {
 
 #[tokio::test]
 async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() {
+    let rec = support::evidence::recorder!();
     let service = protect(fixed(&[]));
     let expected = format!(
         "{{\"resource\":\"{RESOURCE}\",\"authorization_servers\":[\"{ISSUER}\"],\
@@ -390,6 +421,7 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
         "/.well-known/oauth-protected-resource",
     ] {
         let response = send(&service, Request::get(path).body(Full::default()).unwrap()).await;
+        seen_status(&rec, &metadata_operation(), response.status());
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         assert_eq!(response.headers()["content-type"], "application/json");
         assert_eq!(response.headers()["access-control-allow-origin"], "*");
@@ -408,6 +440,7 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
             .body(Full::default())
             .unwrap();
         let response = send(&service, request).await;
+        seen_status(&rec, &metadata_operation(), response.status());
         assert_eq!(
             response.status(),
             StatusCode::METHOD_NOT_ALLOWED,
@@ -721,6 +754,7 @@ async fn token_length_bound_at_and_past_max_token_bytes() {
 
 #[tokio::test]
 async fn d36_the_verified_principal_is_the_caller_a_tool_sees() {
+    let rec = support::evidence::recorder!();
     let clock = TestClock::new();
     let key = new_key("k1");
     let service = protect(jwt_verifier(StubFetcher::serving(jwks(&[&key])), clock));
@@ -728,6 +762,7 @@ async fn d36_the_verified_principal_is_the_caller_a_tool_sees() {
     let response = send(&service, call(Some(&token), "whoami")).await;
     assert_eq!(response.status(), StatusCode::OK);
     let v = result(&body_text(response).await);
+    seen(&rec, "tools/call", &v);
     assert_eq!(
         v["result"]["structuredContent"],
         json!({"value": {"principal": "user:alice", "scope": "mcp:use tools:call"}}),
@@ -735,11 +770,13 @@ async fn d36_the_verified_principal_is_the_caller_a_tool_sees() {
     );
     // Every request is authenticated on its own (D36): the next one without a token is not.
     let (status, _) = refusal(send(&service, call(None, "whoami")).await).await;
+    seen_status(&rec, "tools/call", status);
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
 async fn i6_request_state_minted_for_one_subject_is_refused_for_another() {
+    let rec = support::evidence::recorder!();
     let clock = TestClock::new();
     let key = new_key("k1");
     let service = protect(jwt_verifier(StubFetcher::serving(jwks(&[&key])), clock));
@@ -762,6 +799,7 @@ async fn i6_request_state_minted_for_one_subject_is_refused_for_another() {
         )
     };
     let first = result(&body_text(send(&service, get(&alice, json!({}))).await).await);
+    seen(&rec, "prompts/get", &first);
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let state = first["result"]["requestState"].as_str().unwrap().to_owned();
     let answer = json!({
@@ -770,6 +808,7 @@ async fn i6_request_state_minted_for_one_subject_is_refused_for_another() {
     });
     // Bob replays Alice's state: refused.
     let stolen = result(&body_text(send(&service, get(&bob, answer.clone())).await).await);
+    seen(&rec, "prompts/get", &stolen);
     assert!(stolen.get("result").is_none(), "{stolen}");
     assert_eq!(
         stolen["error"]["message"], "The requestState was rejected.",

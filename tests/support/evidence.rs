@@ -45,9 +45,10 @@ fn record_file(dir: &Path, reference: &str) -> PathBuf {
 /// How a reply ended, as the observer saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// A JSON-RPC `result` (for `subscriptions/listen`: its acknowledgement).
+    /// A JSON-RPC `result` (for `subscriptions/listen`: its acknowledgement; for an HTTP
+    /// endpoint that is not JSON-RPC: a 2xx answer).
     Result,
-    /// A JSON-RPC `error`.
+    /// A JSON-RPC `error`, or the HTTP server's refusal before dispatch (401, 403, 405).
     Error,
 }
 
@@ -244,6 +245,37 @@ fn notification_request_id(params: Option<&serde_json::value::RawValue>) -> Opti
         id => Some(id.to_string()),
     }
 }
+
+/// The CLI's subcommands (as `strict-mcp <words>` names them) and the protocol methods each
+/// sends, in order. Every client subcommand discovers first (O94) and `tools call` fetches the
+/// tool's definition first (O103). `check` sends hand-built probes (mostly `server/discover`,
+/// one deliberately unknown method, and with `--mrtr-tool` a `tools/call` round); `bench`
+/// lists the tools and calls one in a closed loop; `completions` and `demo serve` send
+/// nothing. `tests/contract.rs` fails when the binary has a subcommand this table lacks,
+/// or a method here has no `cli` operation; `tests/evidence_cli.rs` fails when a run sends
+/// other methods than its row says.
+pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("discover", &["server/discover"]),
+    ("tools list", &["server/discover", "tools/list"]),
+    (
+        "tools call",
+        &["server/discover", "tools/list", "tools/call"],
+    ),
+    ("resources list", &["server/discover", "resources/list"]),
+    (
+        "resources templates",
+        &["server/discover", "resources/templates/list"],
+    ),
+    ("resources read", &["server/discover", "resources/read"]),
+    ("prompts list", &["server/discover", "prompts/list"]),
+    ("prompts get", &["server/discover", "prompts/get"]),
+    ("complete", &["server/discover", "completion/complete"]),
+    ("listen", &["server/discover", "subscriptions/listen"]),
+    ("check", &["server/discover", "tools/list", "tools/call"]),
+    ("bench", &["server/discover", "tools/list", "tools/call"]),
+    ("completions", &[]),
+    ("demo serve", &[]),
+];
 
 // ---------------------------------------------------------------------------------------------
 // The check

@@ -189,6 +189,11 @@ impl Http {
         }
     }
 
+    /// The endpoint URL (`http://127.0.0.1:<port>/mcp`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// POSTs one request with the headers it must carry, reads (JSON or SSE) until its reply.
     pub async fn exchange(&mut self, rec: Option<&Recorder>, method: &str, params: Value) -> Reply {
         self.next_id += 1;

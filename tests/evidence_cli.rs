@@ -1,0 +1,437 @@
+//! Contract evidence for the CLI transport (O91–O105, O115): the built `strict-mcp` binary
+//! runs every client subcommand against the conformance fixtures, over stdio (the conformance
+//! server binary as its child, O92) and over Streamable HTTP (our server on 127.0.0.1), each
+//! answered with a result (positive) and refused by the server with a JSON-RPC error
+//! (negative, exit 4, O97).
+//!
+//! What the CLI sent and how each answer ended is observed by the CLI's own recording
+//! transport (`src/cli/tap.rs`): its `--json` lossless records (O96) name the request's method
+//! and carry the answer as received, and [`observe`] turns each record into a recorder line.
+//! A test never claims an exchange it did not read back from the binary's output.
+//!
+//! The CLI sends no cursor and always sends its own, valid `_meta`, so the list and
+//! discovery refusals come from the real server behind a line filter (`sed`) that spoils
+//! exactly that request on its way in ([`spoiling_server`]): the server refuses a request the
+//! CLI sent, which is what the negative proof needs.
+#![cfg(unix)]
+#![forbid(unsafe_code)]
+
+#[path = "../examples/conformance/fixtures.rs"]
+mod fixtures;
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use strict_mcp::server::{Server, ServerOptions};
+use support::evidence::{Outcome, Recorder, CLI_SUBCOMMANDS};
+use support::peers::Http;
+
+const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
+
+/// The contract transport id of the CLI.
+const CLI: &str = "cli";
+
+/// The longest one CLI run may take before it counts as hung (a listen run lasts 1 s).
+const RUN_BOUND: Duration = Duration::from_secs(60);
+
+/// The conformance fixtures in direct mode, as the conformance example serves them.
+fn fixture_server() -> Server {
+    Server::new(
+        fixtures::registry(),
+        ServerOptions::new()
+            .server_info("strict-mcp-conformance", "0.0.0")
+            .mode("direct"),
+    )
+    .expect("server")
+}
+
+/// Runs the binary with `args`, bounded by [`RUN_BOUND`].
+async fn cli(args: &[String]) -> Output {
+    let child = tokio::process::Command::new(EXE)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn strict-mcp");
+    tokio::time::timeout(RUN_BOUND, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("strict-mcp {args:?} did not finish within {RUN_BOUND:?}"))
+        .expect("strict-mcp output")
+}
+
+/// The `--json` records of one run.
+fn records(o: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("record {l:?}: {e}")))
+        .collect()
+}
+
+/// How a record's answer ended: every answer kind that carries a JSON-RPC `result` (a page,
+/// a tool's own failure, an input request, a listen acknowledgement) is a result; `error` is
+/// the server's JSON-RPC error; records that are no answer (digest, change) are none.
+fn outcome_of(record: &Value) -> Option<Outcome> {
+    match record["kind"].as_str()? {
+        "result" | "page" | "tool_error" | "input_required" => {
+            assert!(record.get("result").is_some(), "{record}");
+            Some(Outcome::Result)
+        }
+        "listening" => Some(Outcome::Result),
+        "error" => {
+            assert!(record["error"]["code"].is_i64(), "{record}");
+            Some(Outcome::Error)
+        }
+        _ => None,
+    }
+}
+
+/// Records every answer the binary reported as an exchange on the `cli` transport, and
+/// returns the records.
+fn observe(rec: &Recorder, o: &Output) -> Vec<Value> {
+    let all = records(o);
+    for r in &all {
+        if let (Some(outcome), Some(method)) = (outcome_of(r), r["method"].as_str()) {
+            rec.observed(CLI, method, outcome);
+        }
+    }
+    all
+}
+
+/// The methods a run's records answer, in order of first appearance.
+fn methods(records: &[Value]) -> Vec<String> {
+    let mut seen = Vec::new();
+    for r in records {
+        if let Some(m) = r["method"].as_str() {
+            if !seen.iter().any(|s| s == m) {
+                seen.push(m.to_owned());
+            }
+        }
+    }
+    seen
+}
+
+/// The methods [`CLI_SUBCOMMANDS`] says `subcommand` sends.
+fn sends(subcommand: &str) -> Vec<String> {
+    CLI_SUBCOMMANDS
+        .iter()
+        .find(|(s, _)| *s == subcommand)
+        .unwrap_or_else(|| panic!("{subcommand} is not in CLI_SUBCOMMANDS"))
+        .1
+        .iter()
+        .map(|m| (*m).to_owned())
+        .collect()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+/// One subcommand run: the subcommand as `CLI_SUBCOMMANDS` names it, its words and the method
+/// whose answer it is about.
+struct Run {
+    subcommand: &'static str,
+    args: &'static [&'static str],
+    method: &'static str,
+}
+
+const fn run(subcommand: &'static str, args: &'static [&'static str], method: &'static str) -> Run {
+    Run {
+        subcommand,
+        args,
+        method,
+    }
+}
+
+/// Every client subcommand, answered by the conformance fixtures.
+const ANSWERED: [Run; 10] = [
+    run("discover", &["discover"], "server/discover"),
+    run("tools list", &["tools", "list"], "tools/list"),
+    run(
+        "tools call",
+        &["tools", "call", "test_simple_text"],
+        "tools/call",
+    ),
+    run("resources list", &["resources", "list"], "resources/list"),
+    run(
+        "resources templates",
+        &["resources", "templates"],
+        "resources/templates/list",
+    ),
+    run(
+        "resources read",
+        &["resources", "read", "test://static-text"],
+        "resources/read",
+    ),
+    run("prompts list", &["prompts", "list"], "prompts/list"),
+    run(
+        "prompts get",
+        &["prompts", "get", "test_simple_prompt"],
+        "prompts/get",
+    ),
+    run(
+        "complete",
+        &[
+            "complete",
+            "--prompt",
+            "test_prompt_with_arguments",
+            "--argument",
+            "arg1",
+        ],
+        "completion/complete",
+    ),
+    run(
+        "listen",
+        &["listen", "--tools", "--for", "1"],
+        "subscriptions/listen",
+    ),
+];
+
+/// Every client subcommand runs, exits 0, sends exactly the methods `CLI_SUBCOMMANDS` lists
+/// for it and gets a result for each (O91, O96, O97).
+async fn every_subcommand_answers(server: &[String], rec: &Recorder) {
+    let mut proven = BTreeSet::new();
+    for r in &ANSWERED {
+        let mut args = strings(r.args);
+        args.push("--json".into());
+        args.extend(server.iter().cloned());
+        let o = cli(&args).await;
+        let all = observe(rec, &o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{:?}: {}",
+            r.args,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(methods(&all), sends(r.subcommand), "{:?}: {all:?}", r.args);
+        for record in &all {
+            if record.get("method").is_some() && record["kind"] != "digest" {
+                assert_eq!(outcome_of(record), Some(Outcome::Result), "{record}");
+            }
+        }
+        let answer = all
+            .iter()
+            .find(|x| x["method"] == r.method)
+            .expect("the subcommand's own answer");
+        match r.method {
+            "server/discover" => assert_eq!(
+                answer["result"]["supportedVersions"],
+                serde_json::json!(["2026-07-28"])
+            ),
+            "tools/call" => assert_eq!(answer["result"]["content"][0]["type"], "text"),
+            "resources/read" => {
+                assert_eq!(answer["result"]["contents"][0]["uri"], "test://static-text");
+            }
+            "subscriptions/listen" => {
+                assert_eq!(answer["effective"]["toolsListChanged"], true, "{answer}");
+            }
+            _ => {}
+        }
+        proven.insert(r.method);
+    }
+    assert_eq!(proven.len(), ANSWERED.len(), "one run per method");
+}
+
+/// `--stdio "<conformance_server> --stdio"`.
+fn stdio_server() -> Vec<String> {
+    let exe = support::example_binary("conformance_server");
+    vec!["--stdio".into(), format!("'{}' --stdio", exe.display())]
+}
+
+/// O91, O92, O115: every client subcommand over stdio, answered with a result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_stdio_every_method_answers() {
+    let rec = support::evidence::recorder!();
+    every_subcommand_answers(&stdio_server(), &rec).await;
+}
+
+/// O91, O92, O103, O115: every client subcommand over Streamable HTTP, answered with a result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_http_every_method_answers() {
+    let rec = support::evidence::recorder!();
+    let http = Http::start(fixture_server()).await;
+    every_subcommand_answers(&["--url".to_owned(), http.url().to_owned()], &rec).await;
+}
+
+/// A script that runs the conformance server behind `sed`, which applies `edit` (a sed
+/// command) to each request line on its way in: the server then refuses a request exactly as
+/// the CLI would have seen it refused by any server.
+fn spoiling_server(name: &str, edit: &str) -> (PathBuf, Vec<String>) {
+    let dir = std::env::temp_dir().join(format!(
+        "strict-mcp-evidence-cli-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let script = dir.join("server.sh");
+    let exe = support::example_binary("conformance_server");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nsed -u -e '{edit}' | exec '{}' --stdio\n",
+            exe.display()
+        ),
+    )
+    .expect("write the script");
+    (
+        dir,
+        vec!["--stdio".into(), format!("sh '{}'", script.display())],
+    )
+}
+
+/// A refusal: the subcommand, its words, the refused method, the error code, and the `sed`
+/// edit that spoils the request (`None`: the CLI's own request is refused as sent).
+struct Refusal {
+    subcommand: &'static str,
+    args: &'static [&'static str],
+    method: &'static str,
+    code: i64,
+    spoil: Option<&'static str>,
+}
+
+/// A bad cursor added to the first request of `method` (a sed command).
+macro_rules! bad_cursor {
+    ($method:literal) => {
+        concat!(
+            "/\"method\":\"",
+            $method,
+            "\"/s/\"params\":{/&\"cursor\":\"not-a-cursor\",/"
+        )
+    };
+}
+
+const REFUSED: [Refusal; 10] = [
+    Refusal {
+        subcommand: "discover",
+        args: &["discover"],
+        method: "server/discover",
+        code: -32022,
+        spoil: Some(
+            "/\"method\":\"server\\/discover\"/s/protocolVersion\":\"2026-07-28\"/protocolVersion\":\"1999-01-01\"/",
+        ),
+    },
+    Refusal {
+        subcommand: "tools list",
+        args: &["tools", "list"],
+        method: "tools/list",
+        code: -32602,
+        spoil: Some(bad_cursor!("tools\\/list")),
+    },
+    Refusal {
+        subcommand: "tools call",
+        args: &["tools", "call", "no_such_tool"],
+        method: "tools/call",
+        code: -32602,
+        spoil: None,
+    },
+    Refusal {
+        subcommand: "resources list",
+        args: &["resources", "list"],
+        method: "resources/list",
+        code: -32602,
+        spoil: Some(bad_cursor!("resources\\/list")),
+    },
+    Refusal {
+        subcommand: "resources templates",
+        args: &["resources", "templates"],
+        method: "resources/templates/list",
+        code: -32602,
+        spoil: Some(bad_cursor!("resources\\/templates\\/list")),
+    },
+    Refusal {
+        subcommand: "resources read",
+        args: &["resources", "read", "test://no-such"],
+        method: "resources/read",
+        code: -32602,
+        spoil: None,
+    },
+    Refusal {
+        subcommand: "prompts list",
+        args: &["prompts", "list"],
+        method: "prompts/list",
+        code: -32602,
+        spoil: Some(bad_cursor!("prompts\\/list")),
+    },
+    Refusal {
+        subcommand: "prompts get",
+        args: &["prompts", "get", "no_such_prompt"],
+        method: "prompts/get",
+        code: -32602,
+        spoil: None,
+    },
+    Refusal {
+        subcommand: "complete",
+        args: &[
+            "complete",
+            "--prompt",
+            "no_such_prompt",
+            "--argument",
+            "arg1",
+        ],
+        method: "completion/complete",
+        code: -32602,
+        spoil: None,
+    },
+    Refusal {
+        subcommand: "listen",
+        args: &["listen", "--tools", "--for", "1"],
+        method: "subscriptions/listen",
+        code: -32602,
+        spoil: Some("/\"method\":\"subscriptions\\/listen\"/s/\"notifications\":{/\"notifications\":7,\"spoiled\":{/"),
+    },
+];
+
+/// O97, O115: every client subcommand refused by the server: the refused method's error
+/// record carries the server's code, everything before it was answered, and the exit code is
+/// 4 (JSON-RPC/MCP error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_every_method_refused() {
+    let rec = support::evidence::recorder!();
+    for (i, r) in REFUSED.iter().enumerate() {
+        let (dir, server) = match r.spoil {
+            Some(edit) => {
+                let (dir, server) = spoiling_server(&format!("{i}"), edit);
+                (Some(dir), server)
+            }
+            None => (None, stdio_server()),
+        };
+        let mut args = strings(r.args);
+        args.push("--json".into());
+        args.extend(server);
+        let o = cli(&args).await;
+        let all = observe(&rec, &o);
+        assert_eq!(
+            o.status.code(),
+            Some(4),
+            "{:?}: {all:?} {}",
+            r.args,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (last, before) = all.split_last().expect("records");
+        assert_eq!(
+            (last["kind"].as_str(), last["method"].as_str()),
+            (Some("error"), Some(r.method)),
+            "{:?}: {all:?}",
+            r.args
+        );
+        assert_eq!(last["error"]["code"], r.code, "{last}");
+        for b in before {
+            assert_eq!(outcome_of(b), Some(Outcome::Result), "{b}");
+        }
+        let sent = sends(r.subcommand);
+        assert!(
+            methods(&all).iter().all(|m| sent.contains(m)),
+            "{:?}: {all:?} beyond {sent:?}",
+            r.args
+        );
+        if let Some(dir) = dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
