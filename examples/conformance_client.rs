@@ -34,7 +34,7 @@ use strict_mcp::client::auth::{
 use strict_mcp::client::http::{HttpError, HttpTransport};
 use strict_mcp::client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, InputRequired, RoundInput,
-    RpcError, RpcErrorKind, ToolOutcome,
+    ToolOutcome,
 };
 use strict_mcp::wire::{InputRequiredResult, Tool, PROTOCOL_REVISION};
 
@@ -48,11 +48,6 @@ const CONTEXT_ENV: &str = "MCP_CONFORMANCE_CONTEXT";
 /// Per-request deadline: well inside the suite's 30 s scenario budget, so a mock that never
 /// answers gives our own one-line reason instead of the suite's kill.
 const CALL_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Reconnects after a `-32022` that lists [`PROTOCOL_REVISION`] as supported (B15: the library
-/// reports the rejection, the host picks the version again). One: a server
-/// that rejects the version it just said it supports would reject it again.
-const MAX_VERSION_RETRIES: usize = 1;
 
 /// The eight scenarios, by the suite's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,78 +179,25 @@ async fn run(name: &str) -> Result<(), Failure> {
     outcome
 }
 
-/// Connects, reconnecting at most [`MAX_VERSION_RETRIES`] times when the server rejects the
-/// version with `-32022` but lists [`PROTOCOL_REVISION`] among the ones it supports.
+/// Connects once: the library itself asks `server/discover` again after a `-32022` that lists
+/// [`PROTOCOL_REVISION`] as supported (B15, `client::MAX_VERSION_RETRIES`), and reports a
+/// server without it as `ConnectError::UnsupportedVersions`.
 async fn connect(url: &str) -> Result<Client, Failure> {
-    let mut attempt = 0;
-    loop {
-        let transport = HttpTransport::new(url, None).map_err(|source| Failure::Transport {
-            url: url.to_owned(),
-            source,
-        })?;
-        let options = ClientOptions {
-            client_info: json!({
-                "name": "strict-mcp-conformance-client",
-                "version": env!("CARGO_PKG_VERSION"),
-            }),
-            default_deadline: CALL_DEADLINE,
-            ..ClientOptions::default()
-        };
-        match Client::connect(Arc::new(transport), options).await {
-            Ok(client) => return Ok(client),
-            Err(error) => match retry_after(&error, attempt) {
-                Retry::Again => attempt += 1,
-                Retry::No => return Err(Failure::Connect(Box::new(error))),
-                Retry::NoCommonVersion(supported) => {
-                    return Err(Failure::Unexpected(format!(
-                        "the server rejected {PROTOCOL_REVISION} and supports only {supported:?}"
-                    )))
-                }
-            },
-        }
-    }
-}
-
-/// What to do after a failed connect.
-#[derive(Debug, PartialEq, Eq)]
-enum Retry {
-    Again,
-    No,
-    /// `-32022` whose `data.supported` lacks the one revision this client speaks.
-    NoCommonVersion(Vec<String>),
-}
-
-fn retry_after(error: &ConnectError, attempt: usize) -> Retry {
-    let ConnectError::Discover(inner) = error else {
-        return Retry::No;
+    let transport = HttpTransport::new(url, None).map_err(|source| Failure::Transport {
+        url: url.to_owned(),
+        source,
+    })?;
+    let options = ClientOptions {
+        client_info: json!({
+            "name": "strict-mcp-conformance-client",
+            "version": env!("CARGO_PKG_VERSION"),
+        }),
+        default_deadline: CALL_DEADLINE,
+        ..ClientOptions::default()
     };
-    let ClientError::Rpc(RpcError {
-        kind: RpcErrorKind::UnsupportedProtocolVersion,
-        data,
-        ..
-    }) = inner.as_ref()
-    else {
-        return Retry::No;
-    };
-    let supported: Vec<String> = data
-        .as_ref()
-        .and_then(|d| d.get("supported"))
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    if !supported.iter().any(|v| v == PROTOCOL_REVISION) {
-        return Retry::NoCommonVersion(supported);
-    }
-    if attempt < MAX_VERSION_RETRIES {
-        Retry::Again
-    } else {
-        Retry::No
-    }
+    Client::connect(Arc::new(transport), options)
+        .await
+        .map_err(|error| Failure::Connect(Box::new(error)))
 }
 
 /// The tool calls a scenario's context asks for, in order: name and arguments.
@@ -563,16 +505,6 @@ fn object(value: Value) -> Map<String, Value> {
 mod tests {
     use super::*;
 
-    fn rejected(data: Value) -> ConnectError {
-        ConnectError::Discover(Box::new(ClientError::Rpc(RpcError {
-            method: "server/discover".to_owned(),
-            kind: RpcErrorKind::UnsupportedProtocolVersion,
-            code: -32022,
-            message: "Unsupported protocol version".to_owned(),
-            data: Some(data),
-        })))
-    }
-
     #[test]
     fn every_scenario_name_maps_and_unknown_does_not() {
         assert_eq!(SCENARIOS.len(), 8);
@@ -581,27 +513,6 @@ mod tests {
         }
         assert_eq!(Scenario::from_name("tools-call"), None);
         assert_eq!(Scenario::from_name(""), None);
-    }
-
-    #[test]
-    fn b15_version_retry_at_the_bound_and_one_past() {
-        let error = rejected(json!({"supported": [PROTOCOL_REVISION], "requested": "2026-07-28"}));
-        assert_eq!(retry_after(&error, MAX_VERSION_RETRIES - 1), Retry::Again);
-        assert_eq!(retry_after(&error, MAX_VERSION_RETRIES), Retry::No);
-    }
-
-    #[test]
-    fn b15_version_retry_needs_our_revision_among_the_supported() {
-        let error = rejected(json!({"supported": ["2099-01-01"]}));
-        assert_eq!(
-            retry_after(&error, 0),
-            Retry::NoCommonVersion(vec!["2099-01-01".to_owned()])
-        );
-        assert_eq!(
-            retry_after(&rejected(json!({})), 0),
-            Retry::NoCommonVersion(Vec::new())
-        );
-        assert_eq!(retry_after(&ConnectError::LegacyServer, 0), Retry::No);
     }
 
     #[test]

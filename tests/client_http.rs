@@ -17,10 +17,12 @@ use tokio::net::TcpListener;
 
 use strict_mcp::client::http::{
     Decorator, DecoratorError, HttpError, HttpTransport, MAX_REDIRECT_HOPS,
+    MAX_WWW_AUTHENTICATE_BYTES,
 };
 use strict_mcp::client::{
-    CallOptions, Client, ClientError, ClientOptions, ConnectError, Inbound, Progress, ProgressSink,
-    Refusal, RoundInput, RpcErrorKind, ToolOutcome, Transport, TransportError,
+    CallOptions, Client, ClientError, ClientOptions, ConnectError, Inbound, LogMessage,
+    LogMessageSink, Progress, ProgressSink, Refusal, RoundInput, RpcErrorKind, ToolOutcome,
+    Transport, TransportError,
 };
 use strict_mcp::codec::ReplyTo;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
@@ -28,6 +30,7 @@ use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 use strict_mcp::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
 use strict_mcp::wire::limits::MAX_CLIENT_INGRESS_FRAME_BYTES;
+use strict_mcp::wire::logging::LogLevel;
 
 const PV: &str = "2026-07-28";
 
@@ -40,6 +43,12 @@ struct RegionIn {
 
 #[derive(Deserialize, JsonSchema)]
 struct Empty {}
+
+#[derive(Deserialize, JsonSchema)]
+struct TagIn {
+    /// Whose messages these are.
+    tag: String,
+}
 
 #[derive(Serialize, JsonSchema)]
 struct TextOut {
@@ -78,6 +87,20 @@ async fn own_host_server(stream_after: Option<Duration>) -> (String, Arc<AtomicB
                 Ok(TextOut {
                     text: "done".into(),
                 })
+            },
+        ))
+        .tool(ToolDef::typed(
+            "chatty",
+            |inv: Invocation, i: TagIn| async move {
+                for n in 0..3 {
+                    inv.log(
+                        LogLevel::Info,
+                        Some("chatty"),
+                        json!(format!("{} {n}", i.tag)),
+                    );
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                }
+                Ok(TextOut { text: i.tag })
             },
         ))
         .tool(ToolDef::typed("wait", move |inv: Invocation, _i: Empty| {
@@ -163,7 +186,7 @@ async fn d2_d19_discover_list_and_call_with_mcp_param_headers() {
         .expect("list");
     let mut names: Vec<_> = tools.iter().map(|t| t.name.clone()).collect();
     names.sort();
-    assert_eq!(names, ["progress", "region", "wait"]);
+    assert_eq!(names, ["chatty", "progress", "region", "wait"]);
     let kept = transport.annotations("region");
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].header_name(), "Mcp-Param-Region");
@@ -215,6 +238,45 @@ async fn d5_d11_progress_token_gets_a_request_scoped_sse_stream() {
             message: Some("half".into()),
         }]
     );
+}
+
+/// L2, D8: two logging calls in flight at once over HTTP; each message arrives on its own
+/// request's SSE stream, so each sink gets exactly its own messages, in order, and nothing is
+/// dropped.
+#[tokio::test]
+async fn l2_d8_concurrent_logging_calls_each_get_exactly_their_own_messages() {
+    let (url, _) = own_host(None).await;
+    let (client, _) = connect(&url, None).await;
+    let collecting = || {
+        let seen: Arc<Mutex<Vec<LogMessage>>> = Arc::default();
+        let kept = Arc::clone(&seen);
+        (
+            LogMessageSink(Arc::new(move |m| kept.lock().unwrap().push(m))),
+            seen,
+        )
+    };
+    let (a, seen_a) = collecting();
+    let (b, seen_b) = collecting();
+    let oa = CallOptions::default().logs(LogLevel::Info, a);
+    let ob = CallOptions::default().logs(LogLevel::Info, b);
+    let (ra, rb) = tokio::join!(
+        client.call("chatty", args(json!({"tag": "a"})), &oa),
+        client.call("chatty", args(json!({"tag": "b"})), &ob)
+    );
+    ra.expect("a");
+    rb.expect("b");
+    let expected = |tag: &str| {
+        (0..3)
+            .map(|n| LogMessage {
+                level: LogLevel::Info,
+                logger: Some("chatty".into()),
+                data: json!(format!("{tag} {n}")),
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(*seen_a.lock().unwrap(), expected("a"));
+    assert_eq!(*seen_b.lock().unwrap(), expected("b"));
+    assert_eq!(client.dropped_log_messages(), 0);
 }
 
 #[tokio::test]
@@ -500,9 +562,15 @@ async fn d14_an_sse_stream_closed_before_the_response_fails_that_request() {
         .send(&call_request(7))
         .await
         .expect("stream opened");
-    let Ok(Inbound::Message(Message::Notification(n))) = transport.recv().await else {
+    // D8: a notification on the request's stream names that request.
+    let Ok(Inbound::OnStream {
+        request,
+        message: Message::Notification(n),
+    }) = transport.recv().await
+    else {
         panic!("expected the notification first");
     };
+    assert_eq!(request, RequestId::integer(7));
     assert_eq!(n.method, "notifications/message");
     let Ok(Inbound::Rejected(rejection)) = transport.recv().await else {
         panic!("expected the request to fail");
@@ -543,6 +611,133 @@ async fn d5_status_without_json_rpc_body_bad_type_and_error_bodies() {
         panic!("expected the error response");
     };
     assert_eq!(e.error.code, -32020);
+}
+
+/// As [`http`], with these extra header lines (each `name: value`).
+fn http_with(status: &str, headers: &[String], content_type: &str, body: &[u8]) -> Vec<u8> {
+    let extra: String = headers.iter().map(|l| format!("{l}\r\n")).collect();
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\n{extra}content-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A 401/403 answer reaches the caller with its status and every `WWW-Authenticate` value,
+/// byte-exact and in order, so an OAuth client acts without probing again; at most
+/// `MAX_WWW_AUTHENTICATE_BYTES` of values are kept, whole values only.
+#[tokio::test]
+async fn d5_401_and_403_refusals_carry_status_and_www_authenticate_at_the_bound() {
+    const META: &str = r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", scope="mcp:basic""#;
+    const SCOPE: &str = r#"Bearer error="insufficient_scope", scope="mcp:write""#;
+    let at = MAX_WWW_AUTHENTICATE_BYTES;
+    let (url, _) = raw_server(move |head, _| {
+        let www = |v: &str| format!("WWW-Authenticate: {v}");
+        let rpc_error = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"no"}}"#;
+        let name = head
+            .lines()
+            .find_map(|l| l.strip_prefix("mcp-name: "))
+            .unwrap_or_default()
+            .to_owned();
+        match name.as_str() {
+            "two" => http_with(
+                "401 Unauthorized",
+                &[www(META), www(r#"Basic realm="mcp""#)],
+                "text/plain",
+                b"",
+            ),
+            "scope" => http_with(
+                "403 Forbidden",
+                &[www(SCOPE)],
+                "application/json",
+                rpc_error,
+            ),
+            "none" => http("401 Unauthorized", "text/plain", b"no"),
+            "body" => http("403 Forbidden", "application/json", rpc_error),
+            "at" => http_with(
+                "401 Unauthorized",
+                &[www(&"a".repeat(at - 10)), www(&"b".repeat(10))],
+                "text/plain",
+                b"",
+            ),
+            "past" => http_with(
+                "401 Unauthorized",
+                &[www(&"a".repeat(at - 10)), www(&"b".repeat(11)), www("c")],
+                "text/plain",
+                b"",
+            ),
+            _ => http_with(
+                "401 Unauthorized",
+                &[www(&"a".repeat(at + 1))],
+                "text/plain",
+                b"",
+            ),
+        }
+    })
+    .await;
+    let transport = HttpTransport::new(&url, None).expect("transport");
+    let named = |name: &str| {
+        Message::Request(Request {
+            id: RequestId::integer(1),
+            method: "tools/call".into(),
+            params: meta_params(&format!(r#""name":"{name}","#)),
+        })
+    };
+    let unauthorized = |status: u16, values: Vec<String>, dropped: usize| HttpError::Unauthorized {
+        status,
+        www_authenticate: values,
+        dropped,
+    };
+    let err = transport.send(&named("two")).await.expect_err("401");
+    assert_eq!(
+        refused(err),
+        unauthorized(401, vec![META.into(), r#"Basic realm="mcp""#.into()], 0)
+    );
+    // A challenge outranks a JSON-RPC body: it is what the caller can act on.
+    let err = transport.send(&named("scope")).await.expect_err("403");
+    assert_eq!(refused(err), unauthorized(403, vec![SCOPE.into()], 0));
+    // No header: the status alone.
+    let err = transport.send(&named("none")).await.expect_err("401");
+    assert_eq!(refused(err), unauthorized(401, Vec::new(), 0));
+    assert_eq!(
+        err_text(&transport, "none").await,
+        "message refused by the transport: the server refused the request's authorization (HTTP 401)"
+    );
+    // No challenge and a JSON-RPC body: the body is the core's to judge, as for other statuses.
+    transport.send(&named("body")).await.expect("error body");
+    let Ok(Inbound::Message(Message::Response(Response::Error(e)))) = transport.recv().await else {
+        panic!("expected the error response");
+    };
+    assert_eq!(e.error.code, -32600);
+    // At the bound: both values kept; one byte past: the value that passes it and every later
+    // one are dropped, never cut.
+    let err = transport.send(&named("at")).await.expect_err("at");
+    assert_eq!(
+        refused(err),
+        unauthorized(401, vec!["a".repeat(at - 10), "b".repeat(10)], 0)
+    );
+    let err = transport.send(&named("past")).await.expect_err("past");
+    assert_eq!(
+        refused(err),
+        unauthorized(401, vec!["a".repeat(at - 10)], 2)
+    );
+    let err = transport.send(&named("huge")).await.expect_err("huge");
+    assert_eq!(refused(err), unauthorized(401, Vec::new(), 1));
+}
+
+async fn err_text(transport: &HttpTransport, name: &str) -> String {
+    let message = Message::Request(Request {
+        id: RequestId::integer(1),
+        method: "tools/call".into(),
+        params: meta_params(&format!(r#""name":"{name}","#)),
+    });
+    transport
+        .send(&message)
+        .await
+        .expect_err("refused")
+        .to_string()
 }
 
 #[tokio::test]

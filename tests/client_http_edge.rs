@@ -465,7 +465,14 @@ async fn d47_errors_never_contain_authorization_or_cookie_values() {
         .expect_err("blocked");
     assert_no_secret("blocked", &blocked_err);
     for (path, expected) in [
-        ("status", HttpError::Status { status: 401 }),
+        (
+            "status",
+            HttpError::Unauthorized {
+                status: 401,
+                www_authenticate: Vec::new(),
+                dropped: 0,
+            },
+        ),
         ("found", HttpError::Redirect { status: 302 }),
         ("type", HttpError::ContentType),
     ] {

@@ -17,6 +17,7 @@ use strict_mcp::client::{
     BoxFuture, CallOptions, Client, ClientError, ClientOptions, ConnectError, ExtensionError,
     ExtensionRegistry, Inbound, InvalidResult, Leniency, LogMessage, LogMessageSink, RoundInput,
     RpcErrorKind, SerdeCodec, ToolOutcome, Transport, TransportError, MAX_LOG_MESSAGES_PER_CALL,
+    MAX_VERSION_RETRIES,
 };
 use strict_mcp::codec::{decode, IngressLimits};
 use strict_mcp::core::Caller;
@@ -1756,4 +1757,93 @@ async fn i9_i20_answers_are_checked_before_the_retry_is_sent() {
         .await;
     assert!(matches!(out, Err(ClientError::Request(_))), "{out:?}");
     assert_eq!(fake.methods(), vec!["server/discover", "tools/call"]);
+}
+
+/// A fake whose `server/discover` answers -32022 (listing `supported`) the first `refusals`
+/// times, then discovers normally.
+fn version_refusing(refusals: usize, supported: &'static str) -> Arc<Fake> {
+    let seen = Arc::new(AtomicUsize::new(0));
+    Fake::new(move |r, _| {
+        if r.method == "server/discover" && seen.fetch_add(1, Ordering::SeqCst) < refusals {
+            return vec![format!(
+                r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32022,"message":"unsupported","data":{{"supported":{supported},"requested":"2026-07-28"}}}}}}"#,
+                r.id.token()
+            )];
+        }
+        if r.method == "server/discover" {
+            return vec![ok(r, DISCOVER)];
+        }
+        vec![ok(r, CALL_OK)]
+    })
+}
+
+/// B15: a -32022 listing our revision is asked again under a fresh id, at most
+/// `MAX_VERSION_RETRIES` times; one more refusal is returned typed with its `data`.
+#[tokio::test]
+async fn b15_connect_retries_a_version_refusal_at_the_bound_and_not_past_it() {
+    assert_eq!(MAX_VERSION_RETRIES, 1);
+    let ours = r#"["2026-07-28","2099-01-01"]"#;
+    let at = version_refusing(MAX_VERSION_RETRIES, ours);
+    let client = connect_with(&at, ClientOptions::default()).await;
+    client
+        .call("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    let ids: Vec<String> = at
+        .requests()
+        .iter()
+        .map(|r| r.id.token().to_owned())
+        .collect();
+    assert_eq!(
+        at.methods(),
+        vec!["server/discover", "server/discover", "tools/call"]
+    );
+    assert_ne!(ids[0], ids[1], "each retry is a fresh id");
+
+    let past = version_refusing(MAX_VERSION_RETRIES + 1, ours);
+    match Client::connect(past.clone(), ClientOptions::default()).await {
+        Err(ConnectError::Discover(e)) => match *e {
+            ClientError::Rpc(e) => {
+                assert_eq!(e.kind, RpcErrorKind::UnsupportedProtocolVersion);
+                assert_eq!(
+                    e.data.unwrap()["supported"],
+                    json!(["2026-07-28", "2099-01-01"])
+                );
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        past.methods(),
+        vec!["server/discover"; MAX_VERSION_RETRIES + 1]
+    );
+}
+
+/// B15: the retry is opt-out, and a refusal that does not list our revision is the typed
+/// incompatibility, with the server's versions and no retry.
+#[tokio::test]
+async fn b15_version_retry_is_opt_out_and_no_common_version_is_typed() {
+    let off = version_refusing(1, r#"["2026-07-28"]"#);
+    let options = ClientOptions {
+        retry_unsupported_version: false,
+        ..ClientOptions::default()
+    };
+    match Client::connect(off.clone(), options).await {
+        Err(ConnectError::Discover(e)) => assert!(
+            matches!(&*e, ClientError::Rpc(e) if e.kind == RpcErrorKind::UnsupportedProtocolVersion),
+            "{e:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(off.methods(), vec!["server/discover"]);
+
+    let other = version_refusing(1, r#"["2099-01-01","2025-11-25"]"#);
+    match Client::connect(other.clone(), ClientOptions::default()).await {
+        Err(ConnectError::UnsupportedVersions { versions }) => {
+            assert_eq!(versions, vec!["2099-01-01", "2025-11-25"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(other.methods(), vec!["server/discover"]);
 }

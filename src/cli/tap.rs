@@ -172,7 +172,13 @@ impl Transport for Tap {
             let inbound = self.inner.recv().await;
             match &inbound {
                 Ok(Inbound::Message(Message::Response(r))) => self.record(r),
-                Ok(Inbound::Message(Message::Notification(n))) if n.method == methods::MESSAGE => {
+                Ok(
+                    Inbound::Message(Message::Notification(n))
+                    | Inbound::OnStream {
+                        message: Message::Notification(n),
+                        ..
+                    },
+                ) if n.method == methods::MESSAGE => {
                     if let (Some(hook), Some(params)) = (&self.log, &n.params) {
                         hook(params);
                     }

@@ -23,11 +23,18 @@ use crate::codec::ReplyTo;
 use crate::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
 use crate::wire::logging::LogLevel;
 use crate::wire::meta::{OutgoingMeta, SERVER_INFO, SUBSCRIPTION_ID};
-use crate::wire::result::{decode_lenient, CompleteResult, Decoded, Method};
+use crate::wire::result::{decode_lenient, decode_lenient_owned, CompleteResult, Decoded, Method};
 use crate::wire::{methods, DiscoverResult, Implementation, PROTOCOL_REVISION};
 
 /// How long a request waits for its reply unless the call says otherwise.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How many times [`Client::connect`] asks `server/discover` again after a -32022 whose
+/// `data.supported` lists the revision this client speaks (B15).
+///
+/// One: the client speaks a single revision, so a retry can only help against a transient
+/// refusal; a server that refuses the version it just listed twice would refuse it forever.
+pub const MAX_VERSION_RETRIES: usize = 1;
 
 /// The longest deadline a call may ask for: a forgotten request must still end.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(600);
@@ -55,9 +62,13 @@ pub struct LogMessage {
 /// Receives a call's log messages until its reply arrives (only with
 /// [`CallOptions::log_level`] set).
 ///
-/// stdio and HTTP notifications name no request, so a message is attributed to a call only
-/// when exactly one call that asked for logs is waiting; while several overlap, their
-/// messages are dropped rather than guessed (counted in [`Client::dropped_log_messages`]).
+/// Over HTTP a message belongs to the request whose response stream carried it, so
+/// concurrent calls each get exactly their own. Over stdio a `notifications/message` names no
+/// request (its params are `level`, `logger`, `data` and a `_meta` that defines only a
+/// listen stream's `subscriptionId`; it carries no request id or progress token), so a
+/// message is attributed to a call only when exactly one call that asked for logs is
+/// waiting; while several overlap, their messages are dropped rather than guessed (counted
+/// in [`Client::dropped_log_messages`]).
 #[derive(Clone)]
 pub struct LogMessageSink(pub Arc<dyn Fn(LogMessage) + Send + Sync>);
 
@@ -157,6 +168,10 @@ pub struct ClientOptions {
     pub retry_header_mismatch: bool,
     /// Codecs for extension payloads (O76). Registering advertises nothing.
     pub extensions: ExtensionRegistry,
+    /// After a -32022 to `server/discover` whose `data.supported` lists this client's
+    /// revision, ask again up to [`MAX_VERSION_RETRIES`] times (B15). On by default: discovery
+    /// has no side effect. Off: the -32022 is returned at once.
+    pub retry_unsupported_version: bool,
 }
 
 impl Default for ClientOptions {
@@ -170,6 +185,7 @@ impl Default for ClientOptions {
             strict: false,
             retry_header_mismatch: false,
             extensions: ExtensionRegistry::new(),
+            retry_unsupported_version: true,
         }
     }
 }
@@ -240,6 +256,35 @@ pub(crate) struct Shared {
     diagnostics: Mutex<Diagnostics>,
     /// Log messages not delivered: past the per-call cap, ambiguous, or for no call.
     dropped_logs: AtomicU64,
+    /// The `_meta` of a call that adds nothing to it (protocol version, empty capabilities,
+    /// `clientInfo`), written once.
+    static_meta: Box<RawValue>,
+}
+
+/// `_meta` as JSON text, checked (an application key may be refused).
+fn write_meta(meta: &OutgoingMeta<'_>) -> Result<Box<RawValue>, ClientError> {
+    let text = meta
+        .write()
+        .map_err(|e| ClientError::Request(e.to_string()))?;
+    RawValue::from_string(text).map_err(|e| ClientError::Request(e.to_string()))
+}
+
+/// A request's params as sent: `_meta` first, then the caller's members in map order.
+struct ParamsOut<'a> {
+    meta: &'a RawValue,
+    params: &'a Map<String, Value>,
+}
+
+impl serde::Serialize for ParamsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.params.len() + 1))?;
+        map.serialize_entry("_meta", self.meta)?;
+        for (key, value) in self.params {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// A tool's compiled output schema, or why it could not be compiled.
@@ -287,7 +332,13 @@ impl Client {
         if let Err(e) = check_deadline(options.default_deadline) {
             return Err(ConnectError::Discover(Box::new(e)));
         }
+        let static_meta = write_meta(&OutgoingMeta {
+            client_info: Some(&options.client_info),
+            ..OutgoingMeta::default()
+        })
+        .map_err(|e| ConnectError::Discover(Box::new(e)))?;
         let shared = Arc::new(Shared {
+            static_meta,
             transport: Arc::clone(&transport),
             options,
             next_id: AtomicU64::new(1),
@@ -300,14 +351,41 @@ impl Client {
         });
         let reader = tokio::spawn(read_loop(transport, Arc::downgrade(&shared)));
         *lock(&shared.reader) = Some(reader.abort_handle());
-        let outcome = shared
-            .round_trip_raw(methods::DISCOVER, Map::new(), &CallOptions::default())
-            .await
-            .and_then(|raw| {
-                let value = parse_result(methods::DISCOVER, &raw)?;
-                let value = shared.lenient(Method::ServerDiscover, value)?;
-                Ok((raw, value))
-            });
+        let mut retries = 0;
+        let outcome = loop {
+            let outcome = shared
+                .round_trip_raw(methods::DISCOVER, Map::new(), &CallOptions::default())
+                .await
+                .and_then(|raw| {
+                    let value = parse_result(methods::DISCOVER, &raw)?;
+                    let value = shared.lenient(Method::ServerDiscover, value)?;
+                    Ok((raw, value))
+                });
+            // B15: a -32022 that lists our revision as supported is asked again, at most
+            // MAX_VERSION_RETRIES times (under a fresh id); one that does not list it is an
+            // incompatibility, reported with the server's versions.
+            let Err(ClientError::Rpc(e)) = &outcome else {
+                break outcome;
+            };
+            if e.kind != RpcErrorKind::UnsupportedProtocolVersion {
+                break outcome;
+            }
+            let Some(supported) = supported_versions(e.data.as_ref()) else {
+                break outcome;
+            };
+            if !supported.iter().any(|v| v == PROTOCOL_REVISION) {
+                return Err(ConnectError::UnsupportedVersions {
+                    versions: supported,
+                });
+            }
+            if !shared.options.retry_unsupported_version || retries == MAX_VERSION_RETRIES {
+                break outcome;
+            }
+            retries += 1;
+            tracing::debug!(
+                "server/discover was refused with -32022 although the server lists {PROTOCOL_REVISION}; asking again"
+            );
+        };
         let (raw, value) = match outcome {
             Ok(pair) => pair,
             Err(ClientError::Rpc(RpcError {
@@ -346,7 +424,7 @@ impl Client {
             .round_trip(method.name(), params, options)
             .await?;
         let value = self.shared.lenient(method, value)?;
-        decode_lenient(method, &value).map_err(|error| {
+        decode_lenient_owned(method, value).map_err(|error| {
             ClientError::Invalid(InvalidResult::Result {
                 method: method.name().to_owned(),
                 error,
@@ -391,6 +469,16 @@ impl Client {
     pub fn options(&self) -> &ClientOptions {
         &self.shared.options
     }
+}
+
+/// `data.supported` of a -32022, when it is a list of strings.
+fn supported_versions(data: Option<&Value>) -> Option<Vec<String>> {
+    data?
+        .get("supported")?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// A success result's text as JSON.
@@ -520,7 +608,7 @@ impl Shared {
     /// Builds a request's params: the caller's members plus the `_meta` the client owns.
     pub(crate) fn params(
         &self,
-        mut params: Map<String, Value>,
+        params: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         if params.contains_key("_meta") {
@@ -535,24 +623,35 @@ impl Shared {
             serde_json::from_value::<crate::wire::ClientCapabilities>(capabilities.clone())
                 .map_err(|e| ClientError::Request(format!("invalid clientCapabilities: {e}")))?;
         }
-        let extra: Vec<(&str, Value)> = options
-            .meta
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .collect();
-        let meta = OutgoingMeta {
-            capabilities: options.capabilities.as_ref(),
-            client_info: Some(&self.options.client_info),
-            progress_token: options.progress_token.as_ref(),
-            log_level: options.log_level,
-            extra: &extra,
-        }
-        .write()
-        .map_err(|e| ClientError::Request(e.to_string()))?;
-        let meta: Value =
-            serde_json::from_str(&meta).map_err(|e| ClientError::Request(e.to_string()))?;
-        params.insert("_meta".to_owned(), meta);
-        serde_json::value::to_raw_value(&params).map_err(|e| ClientError::Request(e.to_string()))
+        // The common call (no capabilities, token, level or application keys) reuses the
+        // `_meta` written once at connect instead of writing it per request.
+        let built;
+        let meta: &RawValue = if options.capabilities.is_none()
+            && options.progress_token.is_none()
+            && options.log_level.is_none()
+            && options.meta.is_empty()
+        {
+            &self.static_meta
+        } else {
+            let extra: Vec<(&str, Value)> = options
+                .meta
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            built = write_meta(&OutgoingMeta {
+                capabilities: options.capabilities.as_ref(),
+                client_info: Some(&self.options.client_info),
+                progress_token: options.progress_token.as_ref(),
+                log_level: options.log_level,
+                extra: &extra,
+            })?;
+            &built
+        };
+        serde_json::value::to_raw_value(&ParamsOut {
+            meta,
+            params: &params,
+        })
+        .map_err(|e| ClientError::Request(e.to_string()))
     }
 
     pub(crate) fn deadline_of(&self, options: &CallOptions) -> Result<Duration, ClientError> {
@@ -664,11 +763,19 @@ impl Shared {
             method: method.to_owned(),
             deadline: until - start,
         };
-        let Ok(sent) = tokio::time::timeout_at(until, self.transport.send(&message)).await else {
+        let Ok(sent) = tokio::time::timeout_at(until, self.transport.send_request(&message)).await
+        else {
             return Err(timed_out(until));
         };
         match sent {
-            Ok(()) => guard.sent = true,
+            Ok(answer) => {
+                guard.sent = true;
+                // Read by the transport in this task: routed here, so the reply below is
+                // already waiting (no hand-off through the reader task).
+                if let Some(answer) = answer {
+                    self.route(answer);
+                }
+            }
             Err(e) => {
                 guard.done = true;
                 {
@@ -859,22 +966,7 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Weak<Shared>) {
             return;
         };
         match inbound {
-            Ok(Inbound::Message(Message::Response(response))) => shared.route_response(response),
-            Ok(Inbound::Message(Message::Notification(n))) => shared.route_notification(n),
-            // Servers send no requests in this revision; never answered (A12).
-            Ok(Inbound::Message(Message::Request(r))) => {
-                tracing::debug!(method = %r.method, "ignoring a request from the server");
-            }
-            Ok(Inbound::Rejected(rejection)) => {
-                if let ReplyTo::Id(id) = &rejection.reply_to {
-                    let pending = lock(&shared.state).pending.remove(id.token());
-                    if let Some(p) = pending {
-                        let _ = p.reply.send(Reply::Rejected(rejection.error.to_string()));
-                        continue;
-                    }
-                }
-                tracing::debug!(%rejection, "ignoring a refused frame");
-            }
+            Ok(inbound) => shared.route(inbound),
             Err(e) if !e.is_fatal() => {}
             Err(e) => {
                 shared.die(e);
@@ -885,6 +977,33 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Weak<Shared>) {
 }
 
 impl Shared {
+    /// Routes one inbound frame to its waiter, stream or sink.
+    fn route(&self, inbound: Inbound) {
+        match inbound {
+            Inbound::Message(Message::Response(response)) => self.route_response(response),
+            Inbound::Message(Message::Notification(n)) => self.route_notification(n, None),
+            Inbound::OnStream {
+                request,
+                message: Message::Notification(n),
+            } => self.route_notification(n, Some(request.token())),
+            Inbound::OnStream { message, .. } => self.route(Inbound::Message(message)),
+            // Servers send no requests in this revision; never answered (A12).
+            Inbound::Message(Message::Request(r)) => {
+                tracing::debug!(method = %r.method, "ignoring a request from the server");
+            }
+            Inbound::Rejected(rejection) => {
+                if let ReplyTo::Id(id) = &rejection.reply_to {
+                    let pending = lock(&self.state).pending.remove(id.token());
+                    if let Some(p) = pending {
+                        let _ = p.reply.send(Reply::Rejected(rejection.error.to_string()));
+                        return;
+                    }
+                }
+                tracing::debug!(%rejection, "ignoring a refused frame");
+            }
+        }
+    }
+
     fn route_response(&self, response: Response) {
         let Some(id) = response.id() else {
             tracing::debug!("ignoring an error response with a null id");
@@ -910,13 +1029,14 @@ impl Shared {
         tracing::debug!(id = %token, "ignoring a response to no pending request");
     }
 
-    fn route_notification(&self, n: Notification) {
+    /// `stream`: the id token of the request whose response stream carried `n`, if any.
+    fn route_notification(&self, n: Notification, stream: Option<&str>) {
         if n.method == methods::PROGRESS {
             self.route_progress(&n);
             return;
         }
         if n.method == methods::MESSAGE {
-            self.route_log(&n);
+            self.route_log(&n, stream);
             return;
         }
         let key = match n.method.as_str() {
@@ -965,9 +1085,11 @@ impl Shared {
 }
 
 impl Shared {
-    /// Hands a `notifications/message` to the one waiting call that asked for logs, if its
-    /// level is at or above that call's threshold and the call's cap is not reached.
-    fn route_log(&self, n: &Notification) {
+    /// Hands a `notifications/message` to the call it belongs to, if its level is at or above
+    /// that call's threshold and the call's cap is not reached. It belongs to the request
+    /// whose response stream carried it (HTTP, D8); otherwise (stdio: the message names no
+    /// request) to the one waiting call that asked for logs, and to none while several wait.
+    fn route_log(&self, n: &Notification, stream: Option<&str>) {
         let dropped = || {
             self.dropped_logs.fetch_add(1, Ordering::Relaxed);
         };
@@ -978,8 +1100,17 @@ impl Shared {
         };
         let sink = {
             let mut state = lock(&self.state);
-            let mut slots = state.logs.values_mut();
-            let (Some(slot), None) = (slots.next(), slots.next()) else {
+            let slot = match stream {
+                Some(owner) => state.logs.get_mut(owner),
+                None => {
+                    let mut slots = state.logs.values_mut();
+                    match (slots.next(), slots.next()) {
+                        (Some(slot), None) => Some(slot),
+                        _ => None,
+                    }
+                }
+            };
+            let Some(slot) = slot else {
                 drop(state);
                 tracing::debug!("log message for no single waiting call");
                 dropped();

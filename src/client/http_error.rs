@@ -10,6 +10,14 @@ use std::time::Duration;
 use crate::codec::{EgressError, IngressError};
 use crate::wire::headers::RequiredHeaderError;
 
+/// The most bytes of `WWW-Authenticate` values kept on [`HttpError::Unauthorized`], all
+/// values together.
+///
+/// Threat: a server sending megabytes of challenges that every refused call would copy and
+/// carry; real challenges (scheme, realm, `resource_metadata`, scope, error) are well under
+/// 1 KiB each.
+pub const MAX_WWW_AUTHENTICATE_BYTES: usize = 8 * 1024;
+
 /// Why the HTTP transport could not carry a message or read its answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -62,6 +70,19 @@ pub enum HttpError {
     Status {
         /// The HTTP status.
         status: u16,
+    },
+    /// The server refused the request's authorization: `401` (no or an invalid token) or
+    /// `403` (say, a missing scope), with its challenges, so an OAuth client can act without
+    /// asking again. A JSON-RPC body is kept instead only when no challenge came with it.
+    #[error("the server refused the request's authorization (HTTP {status})")]
+    Unauthorized {
+        /// `401` or `403`.
+        status: u16,
+        /// The `WWW-Authenticate` values in arrival order, each whole (not parsed), at most
+        /// [`MAX_WWW_AUTHENTICATE_BYTES`] in all; bytes that are not UTF-8 are replaced.
+        www_authenticate: Vec<String>,
+        /// Values not kept because they would pass that bound.
+        dropped: usize,
     },
     /// The answer's `Content-Type` is neither `application/json` nor `text/event-stream`.
     #[error("the server answered with an unexpected content type")]

@@ -363,6 +363,9 @@ impl Client {
         let retry = options
             .retry_header_mismatch
             .unwrap_or(self.options().retry_header_mismatch);
+        if !retry {
+            return self.request(Method::ToolsCall, params, options).await;
+        }
         let first = self
             .request(Method::ToolsCall, params.clone(), options)
             .await;

@@ -32,6 +32,7 @@ pub mod transport;
 pub use connection::{
     CallOptions, Client, ClientOptions, Discovery, LogMessage, LogMessageSink, Progress,
     ProgressSink, DEFAULT_DEADLINE, LISTEN_QUEUE_MESSAGES, MAX_DEADLINE, MAX_LOG_MESSAGES_PER_CALL,
+    MAX_VERSION_RETRIES,
 };
 pub use diagnostics::{Leniency, MAX_DIAGNOSTICS};
 pub use error::{

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::codec::{EgressError, Rejection};
-use crate::wire::jsonrpc::Message;
+use crate::wire::jsonrpc::{Message, RequestId};
 
 /// A boxed future, so transports can be used behind `dyn Transport`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -21,10 +21,31 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum Inbound {
     /// A well-formed response or notification.
     Message(Message),
+    /// A notification that arrived on the response stream of the request `request` (an HTTP
+    /// request-scoped SSE stream): it belongs to that request, whatever else is in flight.
+    /// Over stdio nothing names the request a log message belongs to, so stdio never
+    /// produces this.
+    OnStream {
+        /// The request whose stream carried it.
+        request: RequestId,
+        /// The notification.
+        message: Message,
+    },
     /// A frame the codec refused (invalid JSON, duplicate keys, over a bound). The client
     /// never answers it (A12); when the refusal names a pending request's id, that request
     /// fails closed with an invalid result (O74).
     Rejected(Rejection),
+}
+
+impl Inbound {
+    /// The message, wherever it arrived; `None` for a refused frame.
+    #[must_use]
+    pub fn message(&self) -> Option<&Message> {
+        match self {
+            Inbound::Message(m) | Inbound::OnStream { message: m, .. } => Some(m),
+            Inbound::Rejected(_) => None,
+        }
+    }
 }
 
 /// Why one message was refused while the transport stays usable: the typed cause, so a caller
@@ -93,6 +114,17 @@ pub trait Transport: Send + Sync + 'static {
     /// Sends one request or notification. `Ok` means the message reached the wire (the pipe,
     /// the in-process server): only then does cancelling it send `notifications/cancelled`.
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Sends a request and, when the transport reads its answer in this same task (an HTTP
+    /// JSON body), returns that answer instead of queueing it for [`Transport::recv`], so the
+    /// core routes it at once without a hand-off to its reader task. The default sends and
+    /// returns `None` (the answer arrives through `recv`).
+    fn send_request<'a>(
+        &'a self,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Inbound>, TransportError>> {
+        Box::pin(async move { self.send(message).await.map(|()| None) })
+    }
 
     /// The next inbound frame; after a fatal error every later call returns a fatal error.
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>>;

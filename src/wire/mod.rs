@@ -4,6 +4,7 @@
 //! callers name them `wire::CallToolResult` etc.; `generated` stays an implementation
 //! detail that only this module and tests look through.
 
+pub mod content;
 pub mod errors;
 pub mod headers;
 pub mod jsonrpc;

@@ -16,6 +16,7 @@
 use serde_json::{Map, Value};
 
 use crate::generated as g;
+use crate::wire::content;
 use crate::wire::meta::{self, MetaKeyError};
 
 /// A client request method whose result this module decodes (A13).
@@ -231,25 +232,30 @@ pub fn decode_strict(method: Method, result: &Value) -> Result<Decoded, ResultEr
 
 /// Lenient decoding (client side): see the module docs.
 pub fn decode_lenient(method: Method, result: &Value) -> Result<Decoded, ResultError> {
-    let object = result.as_object().ok_or(ResultError::NotAnObject)?;
-    check_meta(object)?;
-    let result_type = match object.get("resultType") {
-        None => "complete",
-        Some(Value::String(s)) => s.as_str(),
+    decode_lenient_owned(method, result.clone())
+}
+
+/// [`decode_lenient`] of a result the caller no longer needs (no copy is made).
+pub fn decode_lenient_owned(method: Method, result: Value) -> Result<Decoded, ResultError> {
+    let Value::Object(mut object) = result else {
+        return Err(ResultError::NotAnObject);
+    };
+    check_meta(&object)?;
+    let complete = match object.get("resultType") {
+        None => true,
+        Some(Value::String(s)) if s == "complete" => true,
+        Some(Value::String(s)) if s == "input_required" => false,
+        Some(Value::String(s)) => return Err(ResultError::UnknownResultType(s.clone())),
         Some(_) => return Err(ResultError::ResultTypeNotString),
     };
-    match result_type {
-        "complete" => {
-            let mut object = object.clone();
-            object.insert("resultType".into(), Value::from("complete"));
-            if method.is_cacheable() {
-                default_cache_hints(&mut object);
-            }
-            decode_complete(method, Value::Object(object))
-        }
-        "input_required" => decode_input_required(method, result.clone()),
-        other => Err(ResultError::UnknownResultType(other.to_owned())),
+    if !complete {
+        return decode_input_required(method, Value::Object(object));
     }
+    object.insert("resultType".into(), Value::from("complete"));
+    if method.is_cacheable() {
+        default_cache_hints(&mut object);
+    }
+    decode_complete(method, Value::Object(object))
 }
 
 /// B9 binds both sides, so both flavours check the result's `_meta` key syntax. A `_meta`
@@ -290,7 +296,25 @@ fn decode_complete(method: Method, value: Value) -> Result<Decoded, ResultError>
     let complete = match method {
         Method::ServerDiscover => CompleteResult::ServerDiscover(typed(method, value)?),
         Method::ToolsList => CompleteResult::ToolsList(typed(method, value)?),
-        Method::ToolsCall => CompleteResult::ToolsCall(typed(method, value)?),
+        Method::ToolsCall => {
+            // The blocks are decoded by their `type` tag (see `wire::content`), the rest of
+            // the result by its schema type.
+            let mut value = value;
+            let blocks = match value.get_mut("content") {
+                Some(Value::Array(blocks)) => Some(std::mem::take(blocks)),
+                _ => None,
+            };
+            let mut result: g::CallToolResult = typed(method, value)?;
+            if let Some(blocks) = blocks {
+                result.content =
+                    content::decode_blocks(blocks).map_err(|e| ResultError::Schema {
+                        method,
+                        result_type: "complete".into(),
+                        message: e.to_string(),
+                    })?;
+            }
+            CompleteResult::ToolsCall(result)
+        }
         Method::PromptsList => CompleteResult::PromptsList(typed(method, value)?),
         Method::PromptsGet => CompleteResult::PromptsGet(typed(method, value)?),
         Method::ResourcesList => CompleteResult::ResourcesList(typed(method, value)?),

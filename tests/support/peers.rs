@@ -312,6 +312,8 @@ impl Memory {
                         }
                     }
                     Inbound::Rejected(r) => panic!("{method}: reply rejected: {r:?}"),
+                    // A notification on the request's own stream is not its reply.
+                    Inbound::OnStream { .. } => {}
                 }
             }
         };

@@ -24,7 +24,7 @@
 //!   `tools/list` results it carries, since the core hands the transport messages only.
 #![forbid(unsafe_code)]
 
-pub use crate::client::http_error::HttpError;
+pub use crate::client::http_error::{HttpError, MAX_WWW_AUTHENTICATE_BYTES};
 
 mod decorate;
 pub mod dial;
@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION};
+use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION, WWW_AUTHENTICATE};
 use hyper::{Method as HttpMethod, Request as HttpRequest, StatusCode, Uri};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
@@ -323,9 +323,9 @@ impl HttpTransport {
         Ok(request)
     }
 
-    /// Posts `message` and reads its answer; JSON answers are read here, SSE answers by a
-    /// spawned stream reader registered under the request's id.
-    async fn exchange(&self, message: &Message) -> Result<(), HttpError> {
+    /// Posts `message` and reads its answer; a JSON answer is read here and returned, SSE
+    /// answers by a spawned stream reader registered under the request's id.
+    async fn exchange(&self, message: &Message) -> Result<Option<Inbound>, HttpError> {
         let mut url = self.url.clone();
         let mut hops = 0;
         let (response, status) = loop {
@@ -355,45 +355,48 @@ impl HttpTransport {
             hops += 1;
         };
         let kind = media_kind(response.headers());
+        // 401/403 keep their status and challenges (the OAuth client acts on them).
+        let auth = challenge_of(status, response.headers());
+        let challenged = matches!(
+            &auth,
+            Some(HttpError::Unauthorized { www_authenticate, dropped, .. })
+                if !www_authenticate.is_empty() || *dropped > 0
+        );
+        let refused = || {
+            auth.clone().unwrap_or(HttpError::Status {
+                status: status.as_u16(),
+            })
+        };
         let Message::Request(sent) = message else {
             // A notification: 202 with no body is the only success (D7).
             if status == StatusCode::ACCEPTED {
-                return Ok(());
+                return Ok(None);
             }
-            return Err(HttpError::Status {
-                status: status.as_u16(),
-            });
+            return Err(refused());
         };
         match kind {
             Some(Kind::Json) => {
                 let body = read_bounded(response.into_body()).await?;
                 let decoded = codec::decode(&body, &IngressLimits::CLIENT);
                 match decoded {
+                    // A challenge outranks the body: it is what the caller can act on.
+                    Ok(Message::Response(_)) if challenged => Err(refused()),
                     Ok(Message::Response(r)) if r.id().is_none_or(|id| id == &sent.id) => {
                         let r = attribute(r, &sent.id);
                         observe(&self.annotations, &sent.method, &r);
                         // A JSON-RPC error with any status is the core's to judge.
-                        self.deliver(Ok(Inbound::Message(Message::Response(r))))
-                            .await;
-                        Ok(())
+                        Ok(Some(Inbound::Message(Message::Response(r))))
                     }
-                    Ok(_) if !status.is_success() => Err(HttpError::Status {
-                        status: status.as_u16(),
-                    }),
+                    Ok(_) | Err(_) if !status.is_success() => Err(refused()),
                     Ok(_) => Err(HttpError::NotTheResponse),
-                    Err(_) if !status.is_success() => Err(HttpError::Status {
-                        status: status.as_u16(),
-                    }),
                     Err(rejection) => Err(HttpError::Decode(rejection.error)),
                 }
             }
             Some(Kind::Sse) if status == StatusCode::OK => {
                 self.spawn_stream(sent, response.into_body());
-                Ok(())
+                Ok(None)
             }
-            _ if !status.is_success() => Err(HttpError::Status {
-                status: status.as_u16(),
-            }),
+            _ if !status.is_success() => Err(refused()),
             _ => Err(HttpError::ContentType),
         }
     }
@@ -479,6 +482,33 @@ fn attribute(r: Response, id: &RequestId) -> Response {
         }
         other => other,
     }
+}
+
+/// The typed refusal of a `401`/`403` answer: its status and its `WWW-Authenticate` values in
+/// order, whole values only, at most [`MAX_WWW_AUTHENTICATE_BYTES`] in all (a value that
+/// would pass the bound, and every later one, is counted in `dropped`). `None` for any other
+/// status.
+fn challenge_of(status: StatusCode, headers: &hyper::HeaderMap) -> Option<HttpError> {
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    let mut kept = Vec::new();
+    let mut bytes = 0;
+    let mut dropped = 0;
+    for value in headers.get_all(WWW_AUTHENTICATE) {
+        let value = value.as_bytes();
+        if dropped == 0 && bytes + value.len() <= MAX_WWW_AUTHENTICATE_BYTES {
+            bytes += value.len();
+            kept.push(String::from_utf8_lossy(value).into_owned());
+        } else {
+            dropped += 1;
+        }
+    }
+    Some(HttpError::Unauthorized {
+        status: status.as_u16(),
+        www_authenticate: kept,
+        dropped,
+    })
 }
 
 /// Which response kind a `Content-Type` names.
@@ -615,7 +645,13 @@ async fn read_sse(
                     }
                 }
                 Ok(other) => {
-                    let _ = tx.send(Ok(Inbound::Message(other))).await;
+                    // D8: what shares the request's stream belongs to that request.
+                    let _ = tx
+                        .send(Ok(Inbound::OnStream {
+                            request: id.clone(),
+                            message: other,
+                        }))
+                        .await;
                 }
                 Err(rejection) => {
                     let _ = tx.send(Ok(Inbound::Rejected(rejection))).await;
@@ -625,26 +661,43 @@ async fn read_sse(
     }
 }
 
+impl HttpTransport {
+    /// `send` and `send_request`: the answer read in this task, if any.
+    async fn carry(&self, message: &Message) -> Result<Option<Inbound>, TransportError> {
+        if *self.closed.borrow() {
+            return Err(TransportError::Closed);
+        }
+        if let Message::Notification(n) = message {
+            if n.method == methods::CANCELLED {
+                // HTTP cancels by closing the request's stream, never by posting (D13).
+                if let Some(id) = crate::wire::progress::cancelled_request(n.params.as_deref()) {
+                    self.cancel_stream(&id);
+                }
+                return Ok(None);
+            }
+        }
+        self.exchange(message)
+            .await
+            .map_err(|e| TransportError::Refused(Refusal::Http(e)))
+    }
+}
+
 impl Transport for HttpTransport {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
-            if *self.closed.borrow() {
-                return Err(TransportError::Closed);
+            if let Some(answer) = self.carry(message).await? {
+                self.deliver(Ok(answer)).await;
             }
-            if let Message::Notification(n) = message {
-                if n.method == methods::CANCELLED {
-                    // HTTP cancels by closing the request's stream, never by posting (D13).
-                    if let Some(id) = crate::wire::progress::cancelled_request(n.params.as_deref())
-                    {
-                        self.cancel_stream(&id);
-                    }
-                    return Ok(());
-                }
-            }
-            self.exchange(message)
-                .await
-                .map_err(|e| TransportError::Refused(Refusal::Http(e)))
+            Ok(())
         })
+    }
+
+    /// A JSON answer comes back from here, read in the caller's task (no queue hop).
+    fn send_request<'a>(
+        &'a self,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Inbound>, TransportError>> {
+        Box::pin(self.carry(message))
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
