@@ -161,6 +161,9 @@ pub enum FailureCode {
     StateRejected,
     /// The operation already completed; a replay does not run it again.
     AlreadyCompleted,
+    /// The continuation state could not be checked right now (its shared store did not
+    /// answer); it was neither accepted nor rejected, and the same call may be retried.
+    StateUnavailable,
     /// The handler produced a result its output schema does not describe.
     InvalidResult,
     /// The call was cancelled.
@@ -180,6 +183,7 @@ impl FailureCode {
             FailureCode::InteractionLimit => "interaction_limit",
             FailureCode::StateRejected => "state_rejected",
             FailureCode::AlreadyCompleted => "already_completed",
+            FailureCode::StateUnavailable => "state_unavailable",
             FailureCode::InvalidResult => "invalid_result",
             FailureCode::Cancelled => "cancelled",
             FailureCode::Internal => "internal",
@@ -189,7 +193,10 @@ impl FailureCode {
     /// The default `retryable` flag of this code (interfaces.md).
     #[must_use]
     pub fn default_retryable(self) -> bool {
-        matches!(self, FailureCode::Cancelled | FailureCode::Internal)
+        matches!(
+            self,
+            FailureCode::Cancelled | FailureCode::Internal | FailureCode::StateUnavailable
+        )
     }
 }
 
