@@ -127,9 +127,27 @@ fn registry(probes: &Arc<Probes>) -> Registry {
 struct Switchable {
     inner: MemoryLedgerStore,
     failing: Mutex<Option<StoreError>>,
+    /// When set: swaps still allowed before every further swap fails as unavailable.
+    swaps_left: Mutex<Option<usize>>,
 }
 
 impl Switchable {
+    /// Lets `n` more swaps through, then fails the rest (loads keep working).
+    fn fail_swaps_after(&self, n: Option<usize>) {
+        *self.swaps_left.lock().unwrap() = n;
+    }
+
+    fn swap_allowed(&self) -> bool {
+        match &mut *self.swaps_left.lock().unwrap() {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+
     fn fail_with(&self, e: Option<StoreError>) {
         *self.failing.lock().unwrap() = e;
     }
@@ -153,6 +171,9 @@ impl LedgerStore for Switchable {
         expected: Option<Chain>,
         new: Chain,
     ) -> StoreFuture<'_, Result<(), StoreError>> {
+        if !self.swap_allowed() {
+            return Box::pin(async { Err(StoreError::Unavailable("refused".into())) });
+        }
         match self.failure() {
             Some(e) => Box::pin(async move { Err(e) }),
             None => self.inner.compare_and_swap(now, expected, new),
@@ -412,6 +433,36 @@ async fn store_outage_on_prompts_get_and_resources_read_is_32603_retryable() {
             );
             assert_eq!(h.probes.prompted.load(Ordering::SeqCst), 1);
         }
+    }
+}
+
+/// The store fails after the round was dispatched (its completion cannot be recorded): the
+/// operation ran, so the client gets its result, not a retryable failure; the record stays
+/// "running", so a replay is refused and never runs it again.
+#[tokio::test]
+async fn store_failure_after_dispatch_answers_the_result_and_a_replay_never_reruns() {
+    for mode in [Mode::Direct, Mode::Compact] {
+        let store = Arc::new(Switchable::default());
+        let h = Harness::new(mode, store.clone());
+        let state = state_of(&h.delete(json!({})).await);
+        // The dispatch swap goes through; the swap recording completion fails.
+        store.fail_swaps_after(Some(1));
+        let done = h.delete(answer(&state)).await;
+        assert_eq!(
+            done["result"]["structuredContent"],
+            json!({"value": {"deleted": "a"}}),
+            "{mode:?}: {done}"
+        );
+        assert_eq!(h.probes.deleted.load(Ordering::SeqCst), 1);
+
+        store.fail_swaps_after(None);
+        let replay = h.delete(answer(&state)).await;
+        assert_eq!(h.probes.deleted.load(Ordering::SeqCst), 1, "{replay}");
+        let rejected = match mode {
+            Mode::Direct => replay["error"]["data"]["reason"].clone(),
+            Mode::Compact => replay["result"]["structuredContent"]["failure"]["code"].clone(),
+        };
+        assert_eq!(rejected, json!("state_rejected"), "{mode:?}: {replay}");
     }
 }
 

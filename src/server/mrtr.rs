@@ -307,10 +307,10 @@ async fn finish_round(
                         continue;
                     }
                     Ok(None) => return internal(),
-                    Err(e) => return store_failed(ctx, method, &e),
+                    Err(e) => return unrecorded(&e, out),
                 }
             }
-            Err(e) => return store_failed(ctx, method, &e),
+            Err(e) => return unrecorded(&e, out),
         }
         return match (effect, out) {
             (LedgerEffect::Prompt { state, prompt, .. }, _) => input_required(ctx, &state, &prompt),
@@ -326,6 +326,23 @@ async fn finish_round(
         };
     }
     internal()
+}
+
+/// The round already ran when the store failed to record how it ended: that cannot be undone,
+/// so this is not the retryable `state_unavailable` (a retry would find the round in flight).
+/// A handler's own answer is still the truth and goes out; the record stays "running" until
+/// its backstop lifetime, so a replay is refused, never run again. A new prompt that could not
+/// be recorded is a non-retryable internal error.
+fn unrecorded(e: &StoreError, out: Result<HandlerOut, Answer>) -> Answer {
+    tracing::warn!(error = %e, "ledger store did not record how a dispatched round ended");
+    match out {
+        Ok(HandlerOut::Complete(answer)) | Err(answer) => answer,
+        Ok(HandlerOut::Input(_)) => Answer::Error {
+            cause: Cause::Internal,
+            message: "Internal error".to_owned(),
+            data: Some(json!({ "retryable": false })),
+        },
+    }
 }
 
 /// The first prompt of a new chain.
