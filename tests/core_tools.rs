@@ -234,7 +234,7 @@ fn o108_generic_items_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "tool `gen`: output must be an object that names its payload: a generic `items` key tells the model nothing; name the collection after its contents"
+        "tool `gen`: output must be an object that names its payload: a generic `items` key tells the model nothing; name the collection after its contents (output type `core_tools::Generic`)"
     );
 }
 
@@ -635,7 +635,7 @@ fn o110_option_output_must_be_omitted_not_null() {
     let err = RegistryBuilder::new().tool(tool).build().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "tool `sloppy`: output must be an object that names its payload: property `note` is an Option that serialises as null; mark it #[serde(skip_serializing_if = \"Option::is_none\")] so None is omitted"
+        "tool `sloppy`: output must be an object that names its payload: property `note` is an Option that serialises as null; mark it #[serde(skip_serializing_if = \"Option::is_none\")] so None is omitted (output type `core_tools::Sloppy`)"
     );
 }
 

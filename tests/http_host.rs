@@ -985,7 +985,10 @@ fn d34_present_origin_must_be_allowed_absent_origin_is_allowed() {
                 .post(&with(std_headers("tools/list", None), "origin", bad), &b)
                 .await;
             assert_eq!(a.status, StatusCode::FORBIDDEN, "{bad}");
-            assert_eq!(a.text, "");
+            assert_eq!(
+                a.text,
+                "Forbidden: the Origin header names a browser origin this server does not allow.\n"
+            );
         }
         // Checked on every request, also for GET.
         let a = host

@@ -358,11 +358,20 @@ fn o18_missing_unknown_hidden_or_list_only_inner_name_is_unavailable_tool() {
 #[test]
 fn o18_unknown_outer_tool_is_invalid_params() {
     let reg = registry();
+    // `add` is registered and visible: the answer says it is reached through `call_tool`.
     let err = call_text(&reg, "add", r#"{"a":1,"b":2}"#).unwrap_err();
     assert_eq!(
         err,
-        CoreError::UnknownTool {
+        CoreError::CompactOnly {
             name: "add".to_owned()
+        }
+    );
+    assert_eq!(err.code(), -32602);
+    let err = call_text(&reg, "nope", r#"{}"#).unwrap_err();
+    assert_eq!(
+        err,
+        CoreError::UnknownTool {
+            name: "nope".to_owned()
         }
     );
     assert_eq!(err.code(), -32602);

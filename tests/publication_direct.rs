@@ -359,8 +359,12 @@ fn o25_output_schema_is_the_value_failure_union() {
             &json!({"failure": {"code": "internal", "message": "m", "retryable": true}})
         )
         .is_ok());
+    // Application codes are admitted (snake_case); anything else is not a code.
     assert!(schema
         .validate_value(&json!({"failure": {"code": "nope", "message": "m", "retryable": true}}))
+        .is_ok());
+    assert!(schema
+        .validate_value(&json!({"failure": {"code": "No pe", "message": "m", "retryable": true}}))
         .is_err());
     assert!(schema
         .validate_value(

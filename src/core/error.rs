@@ -21,6 +21,14 @@ pub enum CoreError {
         /// The requested name, echoed back.
         name: String,
     },
+    /// A native `tools/call` of a tool the caller may see, on a server that publishes in
+    /// compact mode, where tools are reached through `call_tool`. The message says so; a
+    /// hidden or unknown tool stays [`CoreError::UnknownTool`].
+    #[error("Unknown tool: {name}. This server publishes its tools in compact mode: call `call_tool` with {{\"name\": \"{name}\", \"arguments\": {{...}}}} (find tools with `search_tools`)")]
+    CompactOnly {
+        /// The requested name, echoed back.
+        name: String,
+    },
     /// The prompt does not exist or is hidden from this caller (G5).
     #[error("Unknown prompt: {name}")]
     UnknownPrompt {
@@ -86,6 +94,7 @@ impl CoreError {
     pub fn cause(&self) -> Cause {
         match self {
             CoreError::UnknownTool { .. }
+            | CoreError::CompactOnly { .. }
             | CoreError::UnknownPrompt { .. }
             | CoreError::UnknownResource { .. } => Cause::UnknownTarget,
             CoreError::InvalidCursor | CoreError::InvalidParams { .. } => Cause::InvalidParams,
@@ -145,9 +154,10 @@ impl CoreError {
     }
 }
 
-/// The stable failure codes of a tool failure (`failure.code` on the wire).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
+/// The stable failure codes of a tool failure (`failure.code` on the wire): the built-in ones
+/// the library produces, and [`FailureCode::Application`] for an application's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum FailureCode {
     /// The tool is not available to this caller (compact mode: unknown inner name).
     UnavailableTool,
@@ -170,34 +180,243 @@ pub enum FailureCode {
     Cancelled,
     /// An internal failure; the private cause is never serialised.
     Internal,
+    /// A code the application defines (`not_found`, `conflict`, ...), see [`AppCode`].
+    Application(AppCode),
 }
+
+/// The wire names of the built-in codes, in declaration order; application codes may not
+/// reuse them, so a client can trust that these always mean what the library means.
+pub const BUILTIN_FAILURE_CODES: [&str; 10] = [
+    "unavailable_tool",
+    "invalid_arguments",
+    "result_too_large",
+    "interaction_limit",
+    "state_rejected",
+    "already_completed",
+    "state_unavailable",
+    "invalid_result",
+    "cancelled",
+    "internal",
+];
+
+/// Longest application failure code, in bytes: long enough for a descriptive snake_case name,
+/// short enough that codes stay identifiers rather than messages.
+pub const MAX_APP_CODE_LEN: usize = 64;
+
+/// The pattern every failure code matches (built-in and application ones), as published in
+/// the failure schema.
+pub const FAILURE_CODE_PATTERN: &str = "^[a-z][a-z0-9_]*$";
 
 impl FailureCode {
     /// The stable wire string.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
-            FailureCode::UnavailableTool => "unavailable_tool",
-            FailureCode::InvalidArguments => "invalid_arguments",
-            FailureCode::ResultTooLarge => "result_too_large",
-            FailureCode::InteractionLimit => "interaction_limit",
-            FailureCode::StateRejected => "state_rejected",
-            FailureCode::AlreadyCompleted => "already_completed",
-            FailureCode::StateUnavailable => "state_unavailable",
-            FailureCode::InvalidResult => "invalid_result",
-            FailureCode::Cancelled => "cancelled",
-            FailureCode::Internal => "internal",
+            FailureCode::UnavailableTool => BUILTIN_FAILURE_CODES[0],
+            FailureCode::InvalidArguments => BUILTIN_FAILURE_CODES[1],
+            FailureCode::ResultTooLarge => BUILTIN_FAILURE_CODES[2],
+            FailureCode::InteractionLimit => BUILTIN_FAILURE_CODES[3],
+            FailureCode::StateRejected => BUILTIN_FAILURE_CODES[4],
+            FailureCode::AlreadyCompleted => BUILTIN_FAILURE_CODES[5],
+            FailureCode::StateUnavailable => BUILTIN_FAILURE_CODES[6],
+            FailureCode::InvalidResult => BUILTIN_FAILURE_CODES[7],
+            FailureCode::Cancelled => BUILTIN_FAILURE_CODES[8],
+            FailureCode::Internal => BUILTIN_FAILURE_CODES[9],
+            FailureCode::Application(code) => code.name(),
         }
     }
 
-    /// The default `retryable` flag of this code (interfaces.md).
+    /// The built-in code with this wire name.
+    #[must_use]
+    pub fn builtin(name: &str) -> Option<FailureCode> {
+        const ALL: [FailureCode; 10] = [
+            FailureCode::UnavailableTool,
+            FailureCode::InvalidArguments,
+            FailureCode::ResultTooLarge,
+            FailureCode::InteractionLimit,
+            FailureCode::StateRejected,
+            FailureCode::AlreadyCompleted,
+            FailureCode::StateUnavailable,
+            FailureCode::InvalidResult,
+            FailureCode::Cancelled,
+            FailureCode::Internal,
+        ];
+        ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The default `retryable` flag of this code: true for `cancelled`, `internal` and
+    /// `state_unavailable`, the application's choice for its own codes, false otherwise.
     #[must_use]
     pub fn default_retryable(self) -> bool {
-        matches!(
-            self,
-            FailureCode::Cancelled | FailureCode::Internal | FailureCode::StateUnavailable
-        )
+        match self {
+            FailureCode::Application(code) => code.is_retryable(),
+            other => matches!(
+                other,
+                FailureCode::Cancelled | FailureCode::Internal | FailureCode::StateUnavailable
+            ),
+        }
     }
+}
+
+impl From<AppCode> for FailureCode {
+    fn from(code: AppCode) -> Self {
+        FailureCode::Application(code)
+    }
+}
+
+impl Serialize for FailureCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Reads the built-in codes only: an application code's name is `'static`, known to the
+/// application, so a reader that needs one compares [`FailureCode::as_str`] instead.
+impl<'de> Deserialize<'de> for FailureCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        FailureCode::builtin(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown failure code `{name}`")))
+    }
+}
+
+impl JsonSchema for FailureCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FailureCode".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": FAILURE_CODE_PATTERN,
+            "maxLength": MAX_APP_CODE_LEN,
+            "description": "Stable failure code: unavailable_tool, invalid_arguments, \
+                result_too_large, interaction_limit, state_rejected, already_completed, \
+                invalid_result, cancelled, internal, or one the server defines.",
+        })
+    }
+}
+
+/// An application's own failure code (`failure.code` on the wire), e.g. `not_found`: a
+/// snake_case name of 1 to [`MAX_APP_CODE_LEN`] bytes (`[a-z][a-z0-9_]*`) that is not one of
+/// [`BUILTIN_FAILURE_CODES`], with its default `retryable` flag (false unless set).
+///
+/// ```
+/// use strict_mcp::core::{AppCode, ToolError, ToolFailure};
+/// const NOT_FOUND: AppCode = match AppCode::new("not_found") {
+///     Ok(code) => code,
+///     Err(_) => panic!("not a valid code"), // evaluated at compile time
+/// };
+/// let busy = AppCode::new("busy").unwrap().retryable(true);
+/// let f = ToolFailure::new(NOT_FOUND, "No note has that id.");
+/// assert_eq!(f.envelope().to_string(),
+///     r#"{"failure":{"code":"not_found","message":"No note has that id.","retryable":false}}"#);
+/// assert!(ToolFailure::new(busy, "try later").retryable);
+/// assert!(AppCode::new("internal").is_err()); // built-in names are reserved
+/// let _: ToolError = f.into();
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AppCode {
+    name: &'static str,
+    retryable: bool,
+}
+
+/// Why a name is not a valid [`AppCode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppCodeError {
+    /// The name is empty.
+    #[error("a failure code must not be empty")]
+    Empty,
+    /// The name is longer than [`MAX_APP_CODE_LEN`] bytes.
+    #[error("a failure code is at most 64 bytes, this one has {len}")]
+    TooLong {
+        /// The name's length in bytes.
+        len: usize,
+    },
+    /// A byte outside `[a-z0-9_]`, or a first byte that is not `[a-z]`.
+    #[error("a failure code is snake_case ([a-z][a-z0-9_]*); byte {index} is not allowed")]
+    Character {
+        /// Byte offset of the first offending byte.
+        index: usize,
+    },
+    /// The name is one of the built-in codes.
+    #[error("failure code `{0}` is built in; choose another name")]
+    Reserved(&'static str),
+}
+
+impl AppCode {
+    /// Validates `name`; the code is not retryable unless [`AppCode::retryable`] says so.
+    /// A `const fn`, so a code can be checked at compile time in a `const` item.
+    ///
+    /// # Errors
+    /// [`AppCodeError`] when the name breaks the rules above.
+    pub const fn new(name: &'static str) -> Result<AppCode, AppCodeError> {
+        let bytes = name.as_bytes();
+        if bytes.is_empty() {
+            return Err(AppCodeError::Empty);
+        }
+        if bytes.len() > MAX_APP_CODE_LEN {
+            return Err(AppCodeError::TooLong { len: bytes.len() });
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let ok = b.is_ascii_lowercase() || (i > 0 && (b.is_ascii_digit() || b == b'_'));
+            if !ok {
+                return Err(AppCodeError::Character { index: i });
+            }
+            i += 1;
+        }
+        let mut k = 0;
+        while k < BUILTIN_FAILURE_CODES.len() {
+            if const_eq(BUILTIN_FAILURE_CODES[k].as_bytes(), bytes) {
+                return Err(AppCodeError::Reserved(BUILTIN_FAILURE_CODES[k]));
+            }
+            k += 1;
+        }
+        Ok(AppCode {
+            name,
+            retryable: false,
+        })
+    }
+
+    /// Sets the code's default `retryable` flag (a single failure can still override it).
+    #[must_use]
+    pub const fn retryable(mut self, retryable: bool) -> AppCode {
+        self.retryable = retryable;
+        self
+    }
+
+    /// The wire name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// The default `retryable` flag.
+    #[must_use]
+    pub const fn is_retryable(self) -> bool {
+        self.retryable
+    }
+}
+
+const fn const_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// One machine-readable finding attached to a failure, e.g. a schema violation.
@@ -236,9 +455,11 @@ pub struct ToolFailure {
 }
 
 impl ToolFailure {
-    /// A failure with the code's default `retryable` flag.
+    /// A failure with the code's default `retryable` flag; `code` is a [`FailureCode`] or an
+    /// application's [`AppCode`].
     #[must_use]
-    pub fn new(code: FailureCode, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<FailureCode>, message: impl Into<String>) -> Self {
+        let code = code.into();
         ToolFailure {
             code,
             message: message.into(),
@@ -264,7 +485,16 @@ impl ToolFailure {
     /// The `internal` failure; its message never carries the private cause.
     #[must_use]
     pub fn internal() -> Self {
-        ToolFailure::new(FailureCode::Internal, "The tool failed unexpectedly.")
+        ToolFailure::new(FailureCode::Internal, INTERNAL_MESSAGE)
+    }
+
+    /// The `internal` failure for `cause`, which is logged (`tracing` error event, target
+    /// `strict_mcp::tool`) and never sent: what `?` does with an I/O error, a string or a boxed
+    /// error in a handler.
+    #[must_use]
+    pub fn internal_from(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!(target: "strict_mcp::tool", cause = %cause, "tool handler failed");
+        ToolFailure::internal()
     }
 
     /// The failure envelope `{"failure": {...}}` used by the publication layer (O17).
@@ -303,6 +533,102 @@ impl From<ToolFailure> for ToolError {
 impl From<CoreError> for ToolError {
     fn from(e: CoreError) -> Self {
         ToolError::Protocol(e)
+    }
+}
+
+/// The message of every `internal` failure: the model learns that the tool failed, never why.
+pub const INTERNAL_MESSAGE: &str = "The tool failed unexpectedly.";
+
+impl ToolError {
+    /// The `internal` failure for a private `cause`, logged and never sent
+    /// ([`ToolFailure::internal_from`]).
+    #[must_use]
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        ToolError::Failure(ToolFailure::internal_from(&cause))
+    }
+}
+
+// `?` in a handler: these errors become the `internal` failure; the cause is logged, never
+// sent (it may hold paths, queries or secrets). Send a failure the model should read as a
+// `ToolFailure` with a code and a safe message instead.
+impl From<std::io::Error> for ToolError {
+    fn from(e: std::io::Error) -> Self {
+        ToolError::internal(e)
+    }
+}
+
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        ToolError::internal(e)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(cause: &str) -> Self {
+        ToolError::internal(cause)
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(cause: String) -> Self {
+        ToolError::internal(cause)
+    }
+}
+
+impl From<Box<dyn std::error::Error + Send + Sync>> for ToolError {
+    fn from(e: Box<dyn std::error::Error + Send + Sync>) -> Self {
+        ToolError::internal(e)
+    }
+}
+
+impl From<Box<dyn std::error::Error>> for ToolError {
+    fn from(e: Box<dyn std::error::Error>) -> Self {
+        ToolError::internal(e)
+    }
+}
+
+/// `?` for any other error type in a handler: `.or_internal()?` logs the cause and fails
+/// with `internal`; `.or_failure(code, message)?` fails with a code and a safe message.
+///
+/// ```
+/// use strict_mcp::core::{AppCode, ToolError, ToolResultExt};
+/// fn find(id: u32) -> Result<String, ToolError> {
+///     let n: u32 = "7".parse().or_internal()?;
+///     let found = (id == n).then(|| "note".to_owned());
+///     found.ok_or(()).or_failure(AppCode::new("not_found").unwrap(), "No note has that id.")
+/// }
+/// assert!(find(7).is_ok());
+/// assert!(matches!(find(8), Err(ToolError::Failure(f)) if f.code.as_str() == "not_found"));
+/// ```
+pub trait ToolResultExt<T> {
+    /// The error becomes the `internal` failure; its `Debug` form is logged, never sent.
+    ///
+    /// # Errors
+    /// [`ToolError::Failure`] with code `internal` when `self` is an error.
+    fn or_internal(self) -> Result<T, ToolError>;
+
+    /// The error becomes a failure with `code` and the safe `message`; the cause is dropped.
+    ///
+    /// # Errors
+    /// [`ToolError::Failure`] with `code` when `self` is an error.
+    fn or_failure(
+        self,
+        code: impl Into<FailureCode>,
+        message: impl Into<String>,
+    ) -> Result<T, ToolError>;
+}
+
+impl<T, E: std::fmt::Debug> ToolResultExt<T> for Result<T, E> {
+    fn or_internal(self) -> Result<T, ToolError> {
+        self.map_err(|e| ToolError::internal(format_args!("{e:?}")))
+    }
+
+    fn or_failure(
+        self,
+        code: impl Into<FailureCode>,
+        message: impl Into<String>,
+    ) -> Result<T, ToolError> {
+        self.map_err(|_| ToolError::Failure(ToolFailure::new(code, message)))
     }
 }
 

@@ -95,7 +95,10 @@ mod tool;
 
 pub use caller::{Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic};
 pub use cursor::{CursorKey, ListKind};
-pub use error::{BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure};
+pub use error::{
+    AppCode, AppCodeError, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure,
+    ToolResultExt, BUILTIN_FAILURE_CODES, FAILURE_CODE_PATTERN, INTERNAL_MESSAGE, MAX_APP_CODE_LEN,
+};
 pub use invocation::{
     AnswerError, ClientCapabilities, ElicitAction, ElicitMode, FormAnswer, InputRequest,
     Invocation, LogLevel, LogSink, Outcome, Presentation, ProgressSink, MCP_APP_MIME_TYPE,

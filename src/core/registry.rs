@@ -376,7 +376,10 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
                 check_named_payload(compiled.value()).map_err(|reason| {
                     BuildError::UnnamedPayload {
                         tool: name.clone(),
-                        reason,
+                        reason: match def.output_type {
+                            Some(ty) => format!("{reason} (output type `{ty}`)"),
+                            None => reason,
+                        },
                     }
                 })?;
             } else if compiled.value().get("type") == Some(&Value::String("array".to_owned())) {
@@ -750,15 +753,29 @@ impl Registry {
             None => RawValue::from_string("{}".to_owned())
                 .map_err(|_| CoreError::Internal { retryable: false })?,
         };
-        if let Err(diagnostics) = tool.input.validate_bytes(args.get()) {
-            return Ok(ToolReply::Failure(
-                ToolFailure::new(
-                    FailureCode::InvalidArguments,
-                    "The arguments do not match the tool's input schema.",
-                )
-                .with_diagnostics(diagnostics),
-            ));
-        }
+        // An explicit null on an optional property is read as absent (see validate_arguments).
+        let checked = tool
+            .input
+            .validate_arguments(args.get())
+            .map(|text| match text {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(text) => Some(text),
+            });
+        let args = match checked {
+            Ok(None) => args,
+            Ok(Some(text)) => {
+                RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: false })?
+            }
+            Err(diagnostics) => {
+                return Ok(ToolReply::Failure(
+                    ToolFailure::new(
+                        FailureCode::InvalidArguments,
+                        "The arguments do not match the tool's input schema.",
+                    )
+                    .with_diagnostics(diagnostics),
+                ))
+            }
+        };
         let outcome = match run_handler(tool, inv, args).await {
             Ok(outcome) => outcome,
             Err(reply) => return reply,

@@ -78,6 +78,9 @@ pub struct CompiledSchema {
     raw: Box<serde_json::value::RawValue>,
     value: Value,
     validator: jsonschema::Validator,
+    /// Top-level optional properties whose schema names a type and refuses `null`: an explicit
+    /// `null` there is read as "absent" by [`CompiledSchema::validate_arguments`].
+    null_as_absent: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -128,10 +131,12 @@ impl CompiledSchema {
         let validator = options
             .build(&value)
             .map_err(|e| format!("invalid schema: {e}"))?;
+        let null_as_absent = nullable_optionals(&value);
         Ok(CompiledSchema {
             raw,
             value,
             validator,
+            null_as_absent,
         })
     }
 
@@ -191,6 +196,72 @@ impl CompiledSchema {
         })?;
         self.validate_value(&value)?;
         Ok(value)
+    }
+
+    /// Validates tool arguments as [`CompiledSchema::validate_bytes`] does, after reading an
+    /// explicit `null` on an optional top-level property as "absent" when that property's
+    /// schema names a type other than `null` (`"limit": null` for an `Option<u32>`, which
+    /// models often send). The published schema stays null-free; the member is removed from
+    /// the arguments the handler receives. Everything else is kept byte for byte (numbers
+    /// stay exact); nested objects are not rewritten.
+    ///
+    /// ```
+    /// use strict_mcp::core::schema::CompiledSchema;
+    /// let s = CompiledSchema::compile(
+    ///     r#"{"type":"object","properties":{"q":{"type":"string"},"limit":{"type":"integer"}},
+    ///         "required":["q"],"additionalProperties":false}"#).unwrap();
+    /// assert_eq!(s.validate_arguments(r#"{"q":"x","limit":null}"#).unwrap(), r#"{"q":"x"}"#);
+    /// assert!(s.validate_arguments(r#"{"q":null}"#).is_err()); // required stays required
+    /// ```
+    ///
+    /// # Errors
+    /// As [`CompiledSchema::validate_bytes`].
+    pub fn validate_arguments<'a>(
+        &self,
+        bytes: &'a str,
+    ) -> Result<std::borrow::Cow<'a, str>, Vec<Diagnostic>> {
+        let rewritten = if self.null_as_absent.is_empty() || !bytes.contains("null") {
+            None
+        } else {
+            self.drop_optional_nulls(bytes)
+        };
+        match rewritten {
+            Some(text) => {
+                self.validate_bytes(&text)?;
+                Ok(std::borrow::Cow::Owned(text))
+            }
+            None => {
+                self.validate_bytes(bytes)?;
+                Ok(std::borrow::Cow::Borrowed(bytes))
+            }
+        }
+    }
+
+    /// The arguments without their `null` members listed in `null_as_absent`; `None` when
+    /// nothing is removed or the text is not an object (validation then reports it).
+    fn drop_optional_nulls(&self, bytes: &str) -> Option<String> {
+        if depth_within(bytes, MAX_INSTANCE_DEPTH).is_err() {
+            return None;
+        }
+        let members: Members<'_> = serde_json::from_str(bytes).ok()?;
+        let drop = |(k, v): &(String, &serde_json::value::RawValue)| {
+            v.get() == "null" && self.null_as_absent.contains(k)
+        };
+        if !members.0.iter().any(drop) {
+            return None;
+        }
+        let mut out = String::with_capacity(bytes.len());
+        out.push('{');
+        for member in members.0.iter().filter(|m| !drop(m)) {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(&member.0).ok()?);
+            out.push(':');
+            out.push_str(member.1.get());
+        }
+        out.push('}');
+        Some(out)
     }
 
     /// Validates a parsed instance.
@@ -863,6 +934,60 @@ fn required_nullable(schema: &Value) -> Option<String> {
         Value::Array(items) => items.iter().find_map(required_nullable),
         _ => None,
     }
+}
+
+/// The members of a JSON object in order, values as raw text.
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) =
+                    map.next_entry::<String, &'de serde_json::value::RawValue>()?
+                {
+                    members.push(entry);
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// The top-level properties that are not `required` and whose `type` excludes `null`.
+fn nullable_optionals(schema: &Value) -> BTreeSet<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return BTreeSet::new();
+    };
+    let required: BTreeSet<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    props
+        .iter()
+        .filter(|(name, prop)| {
+            let typed_non_null = match prop.get("type") {
+                Some(Value::String(t)) => t != "null",
+                Some(Value::Array(types)) => {
+                    !types.is_empty() && types.iter().all(|t| t.as_str() != Some("null"))
+                }
+                _ => false,
+            };
+            !required.contains(name.as_str()) && typed_non_null && !admits_null(prop)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 fn admits_null(prop: &Value) -> bool {

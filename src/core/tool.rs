@@ -56,6 +56,8 @@ pub struct ToolDef {
     pub(crate) input: SchemaSource,
     pub(crate) output: Option<SchemaSource>,
     pub(crate) typed: bool,
+    /// The Rust output type of a typed tool, named in registration errors about its schema.
+    pub(crate) output_type: Option<&'static str>,
     pub(crate) recovery_safe: bool,
     pub(crate) handler: ErasedHandler,
 }
@@ -229,6 +231,7 @@ impl ToolDef {
             input: SchemaSource::Derived(derive_schema::<In>(Side::Input)),
             output: Some(SchemaSource::Derived(derive_schema::<Out>(Side::Output))),
             typed: true,
+            output_type: Some(std::any::type_name::<Out>()),
             recovery_safe: false,
             handler,
         }
@@ -330,6 +333,7 @@ impl ToolDef {
             input: SchemaSource::Text(input_schema.to_owned()),
             output: output_schema.map(|s| SchemaSource::Text(s.to_owned())),
             typed: false,
+            output_type: None,
             recovery_safe: true,
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
         }

@@ -101,6 +101,24 @@ pub enum PublishMode {
     Direct,
 }
 
+impl PublishMode {
+    /// The mode's name as [`ServerOptions::mode`] reads it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublishMode::Compact => "compact",
+            PublishMode::Direct => "direct",
+        }
+    }
+}
+
+/// So [`ServerOptions::mode`] takes the typed mode as well as its name.
+impl From<PublishMode> for String {
+    fn from(mode: PublishMode) -> String {
+        mode.as_str().to_owned()
+    }
+}
+
 /// Why a server configuration was refused (O7).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -195,7 +213,14 @@ impl ServerOptions {
         self
     }
 
-    /// Publication mode: `"compact"` or `""` (the default), or `"direct"`.
+    /// Publication mode: [`PublishMode::Compact`] (the default) or [`PublishMode::Direct`];
+    /// the strings `"compact"`, `""` and `"direct"` are accepted too (command-line flags).
+    ///
+    /// ```
+    /// use strict_mcp::server::{PublishMode, ServerOptions};
+    /// let _typed = ServerOptions::new().mode(PublishMode::Direct);
+    /// let _text = ServerOptions::new().mode("direct");
+    /// ```
     #[must_use]
     pub fn mode(mut self, mode: impl Into<String>) -> Self {
         set_once(&mut self.mode, mode.into(), "mode", &mut self.repeated);

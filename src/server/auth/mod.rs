@@ -676,6 +676,20 @@ impl<S> fmt::Debug for AuthService<S> {
     }
 }
 
+impl<S> AuthService<S> {
+    /// The protected service.
+    #[must_use]
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+}
+
 /// The response body: the inner service's, or the layer's own (metadata, empty refusals).
 pub struct AuthBody<B> {
     kind: BodyKind<B>,

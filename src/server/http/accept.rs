@@ -9,14 +9,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::body::{Body, Bytes, Frame, SizeHint};
+use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::{Request, Response, StatusCode};
 
 use crate::codec::{self, EgressLimits};
 use crate::wire::errors::Cause;
 
-use super::response::plain;
-use super::service::Inner;
+use super::response::{plain, refusal};
 use super::*;
 
 // Accept loop
@@ -74,7 +73,18 @@ pub struct ServeConfig {
     /// HTTP/1.1, and closed: the client can read why, and the served connections are not
     /// slowed. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
+    /// Most requests in flight at once over all connections (HTTP/2 streams included), from
+    /// the moment the path is checked until the response body is done, so open SSE streams
+    /// count. One more is answered `503` with `Retry-After: 1` and a JSON-RPC error (`-32603`,
+    /// `"id": null`, "Server busy: too many requests in flight") without reaching the service.
+    /// Default [`DEFAULT_MAX_REQUESTS_IN_FLIGHT`].
+    pub max_requests_in_flight: usize,
 }
+
+/// Default of [`ServeConfig::max_requests_in_flight`]: a few requests per connection at the
+/// default connection limit, far more than one server's handlers usually run at once, while
+/// still bounding the memory and tasks a burst can claim.
+pub const DEFAULT_MAX_REQUESTS_IN_FLIGHT: usize = 4096;
 
 impl Default for ServeConfig {
     fn default() -> Self {
@@ -82,23 +92,129 @@ impl Default for ServeConfig {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
         }
     }
 }
 
+/// A service [`serve`] can run: an HTTP service that says which request paths it answers, so
+/// the accept loop can keep to one endpoint (D1) and answer every other path with a plain 404
+/// before the service sees it.
+///
+/// [`McpHttp`] answers its [`HttpConfig::path`] (or [`DEFAULT_PATH`]); `server::auth`'s
+/// `AuthService` answers its inner service's paths plus the Protected Resource Metadata
+/// paths. For any other middleware, wrap the stack in [`OnPaths`] and name the paths.
+pub trait Endpoint {
+    /// The exact request paths this service answers (compared byte for byte, no query).
+    fn paths(&self) -> Vec<String>;
+}
+
+impl<D: Dispatch> Endpoint for McpHttp<D> {
+    fn paths(&self) -> Vec<String> {
+        vec![self
+            .config()
+            .path
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PATH.to_owned())]
+    }
+}
+
+#[cfg(feature = "auth")]
+impl<S: Endpoint> Endpoint for crate::server::auth::AuthService<S> {
+    fn paths(&self) -> Vec<String> {
+        let mut paths = self.get_ref().paths();
+        for path in self.config().metadata_paths() {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        paths
+    }
+}
+
+/// Any HTTP service (a `tower` middleware stack around [`McpHttp`], say) with the paths
+/// [`serve`] should let through to it; every other path is answered 404 by the loop.
+///
+/// ```
+/// use strict_mcp::server::http::{Endpoint, OnPaths};
+/// let service = tower::service_fn(|_: hyper::Request<hyper::body::Incoming>| async {
+///     Ok::<_, std::convert::Infallible>(hyper::Response::new(String::new()))
+/// });
+/// let endpoint = OnPaths::new(["/mcp", "/healthz"], service);
+/// assert_eq!(endpoint.paths(), ["/mcp", "/healthz"]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct OnPaths<S> {
+    paths: Vec<String>,
+    service: S,
+}
+
+impl<S> OnPaths<S> {
+    /// `service`, answering exactly `paths`.
+    pub fn new<I, P>(paths: I, service: S) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<String>,
+    {
+        OnPaths {
+            paths: paths.into_iter().map(Into::into).collect(),
+            service,
+        }
+    }
+}
+
+impl<S> Endpoint for OnPaths<S> {
+    fn paths(&self) -> Vec<String> {
+        self.paths.clone()
+    }
+}
+
+impl<S, R> tower::Service<R> for OnPaths<S>
+where
+    S: tower::Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.service.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> S::Future {
+        self.service.call(request)
+    }
+}
+
+/// The error type a served service or its body may fail with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Serves `service` on `listener` with [`ServeConfig::default`] until `shutdown` resolves; see
 /// [`serve_with`].
 ///
-/// Bind to `127.0.0.1` unless a security design for other interfaces exists (D35, O9).
+/// `service` is [`McpHttp`] itself or any `tower::Service` in front of it that implements
+/// [`Endpoint`] (`AuthLayer`'s service does; wrap other stacks in [`OnPaths`]). A middleware
+/// that authenticates a request sets its [`Caller`] as a request extension; [`McpHttp`] runs
+/// the request as that caller (anonymous without one).
+///
+/// Bind to `127.0.0.1` unless a security design for other interfaces exists.
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use strict_mcp::core::RegistryBuilder;
+/// use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
 /// use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
 /// use strict_mcp::server::{Server, ServerOptions};
 ///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Ping {}
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Pong {}
+///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let server = Server::new(RegistryBuilder::new().build()?, ServerOptions::new())?;
+/// let registry = RegistryBuilder::new()
+///     .tool(ToolDef::typed("ping", |_: Invocation, _: Ping| async { Ok(Pong {}) }))
+///     .build()?;
+/// let server = Server::new(registry, ServerOptions::new())?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8123").await?;
 /// let service = McpHttp::new(server.clone(), HttpConfig::default()); // answers on /mcp
 /// let stop = async {
@@ -113,37 +229,56 @@ impl Default for ServeConfig {
 ///
 /// # Errors
 /// None today; the `Result` leaves room for listener failures that end the loop.
-pub async fn serve<D: Dispatch>(
+pub async fn serve<S, B>(
     listener: tokio::net::TcpListener,
-    service: McpHttp<D>,
+    service: S,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    S: Endpoint + tower::Service<Request<Incoming>, Response = Response<B>>,
+    S: Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     serve_with(listener, service, ServeConfig::default(), shutdown).await
 }
 
-/// Serves `service` on `listener` until `shutdown` resolves: one endpoint path
-/// ([`HttpConfig::path`], or [`DEFAULT_PATH`] when that is `None`; every other path gets a
-/// plain 404, D1), TCP_NODELAY on every accepted socket, HTTP/1.1 and HTTP/2, the time-outs
-/// and connection limit of `config`, then a graceful close (no new connections or requests;
-/// in-flight responses finish, so shut the protocol server down first to end listen streams).
+/// Serves `service` on `listener` until `shutdown` resolves: one endpoint
+/// ([`Endpoint::paths`]; every other path gets a plain 404, D1), TCP_NODELAY on every
+/// accepted socket, HTTP/1.1 and HTTP/2, the time-outs and connection limit of `config`, then
+/// a graceful close (no new connections or requests; in-flight responses finish, so shut the
+/// protocol server down first to end listen streams).
+///
+/// A middleware in front of [`McpHttp`] that fails (returns an error) or panics is answered
+/// `500` with one JSON-RPC `-32603` (`"id": null`); the cause is only logged.
 ///
 /// # Errors
 /// None today; the `Result` leaves room for listener failures that end the loop.
-pub async fn serve_with<D: Dispatch>(
+pub async fn serve_with<S, B>(
     listener: tokio::net::TcpListener,
-    service: McpHttp<D>,
+    service: S,
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    S: Endpoint + tower::Service<Request<Incoming>, Response = Response<B>>,
+    S: Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
     use hyper_util::server::conn::auto::Builder;
 
-    let path: Arc<str> = service
-        .config()
-        .path
-        .as_deref()
-        .unwrap_or(DEFAULT_PATH)
-        .into();
+    let paths: Arc<[String]> = service.paths().into();
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(
+        config
+            .max_requests_in_flight
+            .min(tokio::sync::Semaphore::MAX_PERMITS),
+    ));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut connections = tokio::task::JoinSet::new();
     let mut refusals = tokio::task::JoinSet::new();
@@ -177,9 +312,11 @@ pub async fn serve_with<D: Dispatch>(
         }
         let activity = Arc::new(Activity::new());
         let conn_service = ConnService {
-            inner: service.inner.clone(),
-            path: path.clone(),
+            service: service.clone(),
+            paths: paths.clone(),
             activity: activity.clone(),
+            in_flight: in_flight.clone(),
+            in_flight_max: config.max_requests_in_flight,
         };
         let mut stop = stop_rx.clone();
         let (header_read_timeout, idle_timeout) = (config.header_read_timeout, config.idle_timeout);
@@ -308,56 +445,130 @@ impl Drop for Busy {
 }
 
 /// The per-connection service of [`serve_with`]: the path check and activity tracking around
-/// the host.
-struct ConnService<D> {
-    inner: Arc<Inner<D>>,
-    path: Arc<str>,
+/// the served service.
+struct ConnService<S> {
+    service: S,
+    paths: Arc<[String]>,
     activity: Arc<Activity>,
+    in_flight: Arc<tokio::sync::Semaphore>,
+    /// [`ServeConfig::max_requests_in_flight`], for the log.
+    in_flight_max: usize,
 }
 
-/// A response body that keeps its request counted as in flight until it is done.
-struct TrackedBody {
-    body: HttpBody,
-    _busy: Busy,
+/// A response body that keeps its request counted as in flight until it is done: the loop's
+/// own answer (404, 500) or the served service's.
+struct TrackedBody<B> {
+    body: Served<B>,
+    _busy: (Busy, Option<tokio::sync::OwnedSemaphorePermit>),
 }
 
-impl Body for TrackedBody {
+enum Served<B> {
+    Own(HttpBody),
+    Inner(Pin<Box<B>>),
+}
+
+impl<B> Body for TrackedBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.get_mut().body {
+            Served::Own(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|f| f.map(|f| f.map_err(|never| match never {}))),
+            Served::Inner(body) => body.as_mut().poll_frame(cx).map_err(Into::into),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        match &self.body {
+            Served::Own(body) => body.is_end_stream(),
+            Served::Inner(body) => body.is_end_stream(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        match &self.body {
+            Served::Own(body) => body.size_hint(),
+            Served::Inner(body) => body.size_hint(),
+        }
     }
 }
 
-impl<D: Dispatch> hyper::service::Service<Request<hyper::body::Incoming>> for ConnService<D> {
-    type Response = Response<TrackedBody>;
+impl<S, B> hyper::service::Service<Request<Incoming>> for ConnService<S>
+where
+    S: tower::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<TrackedBody<B>>;
     type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<TrackedBody>, Infallible>> + Send>>;
+    type Future =
+        Pin<Box<dyn Future<Output = Result<Response<TrackedBody<B>>, Infallible>> + Send>>;
 
-    fn call(&self, request: Request<hyper::body::Incoming>) -> Self::Future {
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
         let busy = self.activity.begin();
-        if request.uri().path() != &*self.path {
-            let response = plain(StatusCode::NOT_FOUND);
-            return Box::pin(std::future::ready(Ok(
-                response.map(|body| TrackedBody { body, _busy: busy })
-            )));
+        let own = |response: Response<HttpBody>, busy| {
+            response.map(|body| TrackedBody {
+                body: Served::Own(body),
+                _busy: busy,
+            })
+        };
+        if !self.paths.iter().any(|p| p == request.uri().path()) {
+            return Box::pin(std::future::ready(Ok(own(
+                plain(StatusCode::NOT_FOUND),
+                (busy, None),
+            ))));
         }
-        let inner = self.inner.clone();
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            tracing::warn!(
+                limit = self.in_flight_max,
+                "request refused: too many requests in flight"
+            );
+            let mut response = refusal(
+                Cause::Overloaded,
+                None,
+                "Server busy: too many requests in flight",
+            );
+            response.headers_mut().insert(
+                hyper::header::RETRY_AFTER,
+                hyper::header::HeaderValue::from_static("1"),
+            );
+            return Box::pin(std::future::ready(Ok(own(response, (busy, None)))));
+        };
+        let busy = (busy, Some(permit));
+        let service = self.service.clone();
         Box::pin(async move {
-            let response = inner.handle(request).await;
-            Ok(response.map(|body| TrackedBody { body, _busy: busy }))
+            use futures_util::FutureExt as _;
+            use tower::ServiceExt as _;
+            let answer = std::panic::AssertUnwindSafe(service.oneshot(request))
+                .catch_unwind()
+                .await;
+            let response = match answer {
+                Ok(Ok(response)) => response.map(|body| TrackedBody {
+                    body: Served::Inner(Box::pin(body)),
+                    _busy: busy,
+                }),
+                Ok(Err(e)) => {
+                    let e: BoxError = e.into();
+                    tracing::error!(error = %e, "served HTTP service failed");
+                    own(refusal(Cause::Internal, None, "Internal error"), busy)
+                }
+                Err(_) => {
+                    tracing::error!("served HTTP service panicked");
+                    own(refusal(Cause::Internal, None, "Internal error"), busy)
+                }
+            };
+            Ok(response)
         })
     }
 }

@@ -100,6 +100,75 @@ fn origin_allowed(policy: &OriginPolicy, origin: &str) -> bool {
     }
 }
 
+/// Which head check refused a request with 403.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Forbidden {
+    /// No `Host` header and no authority in the request line.
+    HostMissing,
+    /// A `Host` (or authority) that [`HttpConfig::hosts`] does not allow.
+    Host,
+    /// A present `Origin` that [`HttpConfig::origins`] does not allow (or several `Origin`s).
+    Origin,
+}
+
+/// Most bytes of a refused header value written to the log, so a hostile value cannot flood it.
+pub(super) const MAX_LOGGED_HEADER_VALUE: usize = 128;
+
+impl Forbidden {
+    /// The 403 body: which check refused, nothing of the server's configuration.
+    pub(super) fn body(self) -> &'static str {
+        match self {
+            Forbidden::HostMissing => {
+                "Forbidden: the request names no host (Host header); this server answers only \
+                 the host names it is configured for.\n"
+            }
+            Forbidden::Host => {
+                "Forbidden: the Host header names a host this server is not configured to \
+                 answer (DNS rebinding protection).\n"
+            }
+            Forbidden::Origin => {
+                "Forbidden: the Origin header names a browser origin this server does not \
+                 allow.\n"
+            }
+        }
+    }
+
+    /// The log reason, a stable token.
+    fn reason(self) -> &'static str {
+        match self {
+            Forbidden::HostMissing => "host_missing",
+            Forbidden::Host => "host_not_allowed",
+            Forbidden::Origin => "origin_not_allowed",
+        }
+    }
+}
+
+/// The answer to a refused `Host` or `Origin`: 403 with a short `text/plain` body naming the
+/// check, and an `info` event (target `strict_mcp::http`) with the reason and the refused
+/// value (escaped, at most [`MAX_LOGGED_HEADER_VALUE`] bytes) for the operator.
+pub(super) fn forbidden(check: Forbidden, value: Option<&str>) -> hyper::Response<HttpBody> {
+    let value = value.map(|v| {
+        let mut end = v.len().min(MAX_LOGGED_HEADER_VALUE);
+        while !v.is_char_boundary(end) {
+            end -= 1;
+        }
+        v[..end].escape_debug().to_string()
+    });
+    tracing::info!(
+        target: "strict_mcp::http",
+        reason = check.reason(),
+        value = value.as_deref().unwrap_or(""),
+        "request refused with 403: configure HttpConfig::hosts / HttpConfig::origins to allow it"
+    );
+    let mut response = hyper::Response::new(HttpBody::full(check.body().to_owned()));
+    *response.status_mut() = hyper::StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
 /// `Accept` values that list both types with no parameters.
 const COMMON_ACCEPT: [&[u8]; 2] = [
     b"application/json, text/event-stream",

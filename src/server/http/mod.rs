@@ -6,8 +6,12 @@
 //!
 //! # What happens to one request, in order
 //!
-//! 1. `Host` / authority against the allow-list (D35, DNS rebinding) → 403, no body.
-//! 2. `Origin`, when present, against the allow-list (D34) → 403, no body. A request **without**
+//! 1. `Host` / authority against the allow-list ([`HttpConfig::hosts`], DNS rebinding) → 403
+//!    with a one-line `text/plain` body saying the host is not served (or that none was
+//!    named), and an `info` event (target `strict_mcp::http`, `reason` `host_not_allowed` or
+//!    `host_missing`, the refused value) so the operator sees which allow-list to extend.
+//! 2. `Origin`, when present, against the allow-list ([`HttpConfig::origins`]) → 403 with a
+//!    one-line body and an `info` event (`reason="origin_not_allowed"`). A request **without**
 //!    `Origin` is allowed: browsers always send it on cross-origin POSTs, so its absence means a
 //!    non-browser client, which the application's authentication must cover (D35 policy).
 //! 3. Method: anything but POST → 405 with `Allow: POST` (D37, D38). `Mcp-Session-Id` and
@@ -115,8 +119,9 @@ pub use crate::wire::headers::{
     NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_HEADER_PREFIX, PROTOCOL_VERSION_HEADER,
 };
 pub use accept::{
-    serve, serve_with, ServeConfig, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_PATH, MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
+    serve, serve_with, Endpoint, OnPaths, ServeConfig, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUESTS_IN_FLIGHT, DEFAULT_PATH,
+    MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
 };
 pub use body::{MAX_DRAIN_BYTES, MAX_DRAIN_TIME};
 pub use guards::{

@@ -269,7 +269,7 @@ impl HttpBody {
     fn empty() -> Self {
         HttpBody(BodyKind::Full(None))
     }
-    fn full(bytes: impl Into<Bytes>) -> Self {
+    pub(super) fn full(bytes: impl Into<Bytes>) -> Self {
         HttpBody(BodyKind::Full(Some(bytes.into())))
     }
 }

@@ -24,7 +24,7 @@ use crate::wire::headers::{self, Mirrored};
 use crate::wire::jsonrpc::{Message, Request as RpcRequest};
 
 use super::body::{drain, read_capped};
-use super::guards::{HyperHeaders, PROTOCOL_VERSION_NAME};
+use super::guards::{forbidden, Forbidden, HyperHeaders, PROTOCOL_VERSION_NAME};
 use super::response::{
     internal_error_line, json_response, plain, refusal, rejected, BodyKind, CancelGuard, EndGuard,
     First, Head, NoReply, Shared, SseBody,
@@ -170,10 +170,19 @@ impl<D: Dispatch> Inner<D> {
         if !host_allowed(&config.hosts, host)
             || uri_authority.is_some_and(|a| !host_allowed(&config.hosts, Some(a)))
         {
-            return Some(refusal(Cause::HostRejected, None, "host not allowed"));
+            let check = if host.is_none() {
+                Forbidden::HostMissing
+            } else {
+                Forbidden::Host
+            };
+            return Some(forbidden(check, host));
         }
-        if let Err(cause) = check_origin(&config.origins, &head.headers) {
-            return Some(refusal(cause, None, "origin not allowed"));
+        if check_origin(&config.origins, &head.headers).is_err() {
+            let origin = head
+                .headers
+                .get(header::ORIGIN)
+                .and_then(|o| o.to_str().ok());
+            return Some(forbidden(Forbidden::Origin, origin));
         }
         if head.method != Method::POST {
             return Some(refusal(

@@ -392,8 +392,15 @@ impl Publication {
                     details(registry, inv.caller(), call.arguments).map(PartsOutcome::Complete)
                 }
                 "call_tool" => compact_call(registry, inv, call.arguments).await,
-                _ => Err(CoreError::UnknownTool {
-                    name: call.name.clone(),
+                // A tool the caller may see is named in the answer as reachable through
+                // `call_tool`; an unknown or hidden one gets the plain answer (O23).
+                _ => Err(match registry.visible_tool(inv.caller(), &call.name) {
+                    Ok(_) => CoreError::CompactOnly {
+                        name: call.name.clone(),
+                    },
+                    Err(_) => CoreError::UnknownTool {
+                        name: call.name.clone(),
+                    },
                 }),
             },
         }
