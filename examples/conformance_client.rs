@@ -147,12 +147,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run(name: &str) -> Result<(), Failure> {
-    if AUTH_SCENARIOS.contains(&name) {
+    if AUTH_SCENARIOS.contains(&name) || MACHINE_AUTH_SCENARIOS.contains(&name) {
         let url = std::env::args()
             .skip(1)
             .last()
             .ok_or_else(|| Failure::Usage("no server URL argument".to_owned()))?;
-        return run_auth(&url).await;
+        let machine = MACHINE_AUTH_SCENARIOS.contains(&name);
+        return run_auth(&url, machine).await;
     }
     let scenario = Scenario::from_name(name).ok_or_else(|| {
         Failure::Usage(format!("unknown scenario {name:?} (from {SCENARIO_ENV})"))
@@ -684,6 +685,14 @@ const AUTH_SCENARIOS: [&str; 25] = [
     "auth/metadata-issuer-mismatch",
 ];
 
+/// The extension scenarios (`io.modelcontextprotocol/oauth-client-credentials`, run with
+/// `--force`) this client runs through [`run_auth`] with the client credentials grant and the
+/// scenario context's pre-registered secret.
+const MACHINE_AUTH_SCENARIOS: [&str; 2] = [
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+];
+
 /// This client's Client ID Metadata Document URL, the one the suite expects.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -714,6 +723,13 @@ fn auth_identity() -> Result<ClientIdentity, Failure> {
                 context.get("client_id").and_then(Value::as_str),
                 context.get("client_secret").and_then(Value::as_str),
             ) {
+                (Some(id), None) if context.get("private_key_pem").is_some() => {
+                    let pem = context
+                        .get("private_key_pem")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| Failure::Usage("private_key_pem is not a string".into()))?;
+                    Some(ClientCredentials::private_key_jwt(id, pem))
+                }
                 (Some(id), Some(secret)) => Some(ClientCredentials::confidential(
                     id,
                     secret,
@@ -739,14 +755,19 @@ fn auth_identity() -> Result<ClientIdentity, Failure> {
 /// One `auth/*` scenario: authorize, then list and call with the token; a refused step
 /// (401/403) is handled and the whole sequence retried, at most
 /// [`MAX_AUTHORIZATION_ATTEMPTS`] times (the library bounds the grants as well).
-async fn run_auth(url: &str) -> Result<(), Failure> {
+async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
     let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
-    let config = OAuthConfig {
-        identity: auth_identity()?,
-        grant: Grant::AuthorizationCode {
+    let grant = if machine {
+        Grant::ClientCredentials
+    } else {
+        Grant::AuthorizationCode {
             redirect_uri: REDIRECT_URI.to_owned(),
             user_step: Arc::new(HeadlessUserStep::new(Arc::clone(&fetcher))),
-        },
+        }
+    };
+    let config = OAuthConfig {
+        identity: auth_identity()?,
+        grant,
         store: Arc::new(MemoryTokenStore::default()),
     };
     let oauth = OAuthClient::new(fetcher, url, config).map_err(auth_failure)?;

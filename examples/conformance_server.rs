@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo run --example conformance_server                          # stdio (also `--stdio`)
+//! cargo run --example conformance_server --features legacy        # also the 2025 eras
 //! cargo run --example conformance_server -- --http 127.0.0.1:0    # Streamable HTTP on /mcp
 //! ```
 //!
@@ -57,6 +58,15 @@ fn transport() -> Transport {
     }
 }
 
+/// A `--features legacy` build also serves the initialise era (2025-06-18, 2025-11-25): the
+/// 2026-07-28 scenarios stay modern, their requests carry modern `_meta`.
+fn options() -> ServerOptions {
+    #[cfg(feature = "legacy")]
+    return ServerOptions::new().legacy_era(true);
+    #[cfg(not(feature = "legacy"))]
+    ServerOptions::new()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -71,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = triggers::registry(&catalogue, fixtures::builder);
     let server = Server::new(
         registry,
-        ServerOptions::new()
+        options()
             .server_info("strict-mcp-conformance", env!("CARGO_PKG_VERSION"))
             .mode("direct"),
     )?;

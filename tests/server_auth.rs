@@ -27,9 +27,11 @@ use strict_mcp::core::{
 };
 use strict_mcp::server::auth::{
     AuthBody, AuthConfig, AuthLayer, AuthService, BearerToken, BoxFuture, ClientCredentials,
-    FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionVerifier,
-    JwtVerifier, Principal, TokenVerifier, VerifyError, CALLER_SCOPE,
-    DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_JWKS_BYTES, MAX_TOKEN_BYTES,
+    FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionConfigError,
+    IntrospectionVerifier, JwtVerifier, Principal, TokenTyp, TokenVerifier, VerifyError,
+    CALLER_SCOPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
+    MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, METADATA_CORS_ALLOW_HEADERS,
+    METADATA_CORS_MAX_AGE_SECS,
 };
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
@@ -105,8 +107,16 @@ fn claims(sub: &str, scope: &str) -> Value {
     })
 }
 
+/// A JOSE header typed as an RFC 9068 access token (`typ: at+jwt`), which the verifier
+/// requires by default.
+fn at_header(alg: Algorithm) -> Header {
+    let mut header = Header::new(alg);
+    header.typ = Some("at+jwt".into());
+    header
+}
+
 fn mint(key: &Key, claims: &Value) -> String {
-    let mut header = Header::new(Algorithm::ES256);
+    let mut header = at_header(Algorithm::ES256);
     header.kid = Some(key.kid.clone());
     jsonwebtoken::encode(&header, claims, &key.encoding).unwrap()
 }
@@ -382,10 +392,15 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
         let response = send(&service, Request::get(path).body(Full::default()).unwrap()).await;
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         assert_eq!(response.headers()["content-type"], "application/json");
+        assert_eq!(response.headers()["access-control-allow-origin"], "*");
+        assert!(response
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none());
         assert!(response.headers().get("www-authenticate").is_none());
         assert_eq!(body_text(response).await, expected, "{path}");
     }
-    // GET only.
+    // GET (and the CORS preflight) only.
     for method in ["POST", "HEAD", "PUT", "DELETE"] {
         let request = Request::builder()
             .method(method)
@@ -398,7 +413,11 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
             StatusCode::METHOD_NOT_ALLOWED,
             "{method}"
         );
-        assert_eq!(response.headers()["allow"], "GET");
+        assert_eq!(response.headers()["allow"], "GET, OPTIONS");
+        assert!(response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none());
         assert_eq!(body_text(response).await, "");
     }
     // Near misses are protected like any other path.
@@ -413,6 +432,61 @@ async fn d44_protected_resource_metadata_at_both_well_known_paths_exact_bytes() 
     let config = config();
     assert_eq!(config.metadata_url(), METADATA_URL);
     assert_eq!(config.metadata_document(), expected.as_bytes());
+}
+
+/// A browser client on another origin can read the metadata: the preflight is answered
+/// without a token, exactly, and never with credentials.
+#[tokio::test]
+async fn d44_metadata_cors_preflight_and_no_credentials() {
+    let service = protect(fixed(&[]));
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let request = Request::builder()
+            .method("OPTIONS")
+            .uri(path)
+            .header("origin", "https://app.example.com")
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "mcp-protocol-version")
+            .body(Full::default())
+            .unwrap();
+        let response = send(&service, request).await;
+        assert_eq!(response.status(), StatusCode::NO_CONTENT, "{path}");
+        let mut headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        assert_eq!(
+            headers,
+            [
+                (
+                    "access-control-allow-headers".to_owned(),
+                    METADATA_CORS_ALLOW_HEADERS.to_owned()
+                ),
+                (
+                    "access-control-allow-methods".to_owned(),
+                    "GET, OPTIONS".to_owned()
+                ),
+                ("access-control-allow-origin".to_owned(), "*".to_owned()),
+                (
+                    "access-control-max-age".to_owned(),
+                    METADATA_CORS_MAX_AGE_SECS.to_string()
+                ),
+            ],
+            "{path}"
+        );
+        assert_eq!(body_text(response).await, "");
+    }
+    assert_eq!(METADATA_CORS_MAX_AGE_SECS, 86_400);
+    // The protected endpoint itself gets no CORS grant from the layer.
+    let response = send(&service, call(None, "whoami")).await;
+    assert!(response
+        .headers()
+        .get("access-control-allow-origin")
+        .is_none());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -973,14 +1047,14 @@ async fn d44_hs256_only_with_a_configured_secret_and_never_with_a_key_set_key() 
         .unwrap();
     let c = claims("alice", "");
     let good = jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
+        &at_header(Algorithm::HS256),
         &c,
         &EncodingKey::from_secret(&secret),
     )
     .unwrap();
     assert_eq!(verify(&verifier, &good).await.unwrap().subject, "alice");
     let wrong = jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
+        &at_header(Algorithm::HS256),
         &c,
         &EncodingKey::from_secret(b"another-secret-of-32-bytes-long!"),
     )
@@ -996,7 +1070,7 @@ async fn d44_hs256_only_with_a_configured_secret_and_never_with_a_key_set_key() 
     let asym = jwt_verifier(StubFetcher::serving(jwks(&[&key])), TestClock::new());
     let public = key.jwk.to_string();
     let confused = jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
+        &at_header(Algorithm::HS256),
         &c,
         &EncodingKey::from_secret(public.as_bytes()),
     )
@@ -1039,7 +1113,7 @@ async fn d44_unknown_kid_refetches_once_per_interval() {
     assert_eq!(fetcher.calls(), 2);
     // Again within the interval: no fetch at all, however many tokens try.
     for kid in ["k2", "k3", "k4"] {
-        let mut header = Header::new(Algorithm::ES256);
+        let mut header = at_header(Algorithm::ES256);
         header.kid = Some(kid.into());
         let t = jsonwebtoken::encode(&header, &claims("a", ""), &k2.encoding).unwrap();
         assert_eq!(
@@ -1463,6 +1537,227 @@ async fn d44_introspection_through_the_layer_reaches_the_tool() {
         v["result"]["structuredContent"]["value"]["principal"], "svc",
         "{v}"
     );
+}
+
+/// The nbf check is the shared claims checker's, so introspection answers get it too.
+#[tokio::test]
+async fn d44_introspection_not_yet_valid_at_the_leeway_bound_and_one_past() {
+    let clock = TestClock::new();
+    let leeway = DEFAULT_LEEWAY.as_secs();
+    let answer = |nbf: u64| json!({"active": true, "sub": "alice", "aud": RESOURCE, "iss": ISSUER, "nbf": nbf});
+    let (at_bound, _) = introspector(answer(T0 + leeway), clock.clone());
+    assert!(at_bound.verify(&BearerToken::new("t")).await.is_ok());
+    let (past, _) = introspector(answer(T0 + leeway + 1), clock);
+    assert_eq!(
+        past.verify(&BearerToken::new("t")).await.err(),
+        Some(VerifyError::NotYetValid)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// RFC 9068 `typ`
+
+fn typed(key: &Key, typ: Option<&str>) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    header.typ = typ.map(str::to_owned);
+    jsonwebtoken::encode(&header, &claims("alice", ""), &key.encoding).unwrap()
+}
+
+#[tokio::test]
+async fn rfc9068_typ_at_jwt_is_required_by_default() {
+    let key = new_key("k1");
+    let fetcher = StubFetcher::serving(jwks(&[&key]));
+    let verifier = jwt_verifier(fetcher.clone(), TestClock::new());
+    for typ in ["at+jwt", "application/at+jwt", "AT+JWT"] {
+        assert!(
+            verify(&verifier, &typed(&key, Some(typ))).await.is_ok(),
+            "{typ}"
+        );
+    }
+    let calls = fetcher.calls();
+    // `JWT` (what ID tokens and most libraries default to), a made-up type and no `typ` at
+    // all are refused, before any key is looked up.
+    for typ in [Some("JWT"), Some("id_token+jwt"), None] {
+        assert_eq!(
+            verify(&verifier, &typed(&key, typ)).await.err(),
+            Some(VerifyError::NotAnAccessToken),
+            "{typ:?}"
+        );
+    }
+    assert_eq!(fetcher.calls(), calls);
+    // Through the layer: 401 invalid_token, like every other refusal.
+    let service = protect(jwt_verifier(
+        StubFetcher::serving(jwks(&[&key])),
+        TestClock::new(),
+    ));
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    let untyped = jsonwebtoken::encode(
+        &header,
+        &claims("alice", "mcp:use tools:call"),
+        &key.encoding,
+    )
+    .unwrap();
+    let (status, value) = refusal(send(&service, call(Some(&untyped), "whoami")).await).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        value.starts_with("Bearer error=\"invalid_token\""),
+        "{value}"
+    );
+}
+
+#[tokio::test]
+async fn rfc9068_typ_absent_is_taken_only_when_configured() {
+    let key = new_key("k1");
+    let verifier = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(JWKS_URL, StubFetcher::serving(jwks(&[&key])))
+        .token_typ(TokenTyp::AtJwtOrAbsent)
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    assert!(verify(&verifier, &typed(&key, None)).await.is_ok());
+    assert!(verify(&verifier, &typed(&key, Some("at+jwt")))
+        .await
+        .is_ok());
+    assert_eq!(
+        verify(&verifier, &typed(&key, Some("JWT"))).await.err(),
+        Some(VerifyError::NotAnAccessToken)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The introspection answer cache
+
+fn caching_introspector(
+    answer: &Value,
+    ttl: Duration,
+    clock: Arc<TestClock>,
+) -> (IntrospectionVerifier, StubFetcher) {
+    let fetcher = StubFetcher::serving(Bytes::from(answer.to_string()));
+    let verifier = IntrospectionVerifier::builder(
+        RESOURCE,
+        "http://127.0.0.1:9000/introspect",
+        fetcher.clone(),
+    )
+    .issuer(ISSUER)
+    .cache_ttl(ttl)
+    .clock(clock)
+    .build()
+    .unwrap();
+    (verifier, fetcher)
+}
+
+fn active(exp: u64) -> Value {
+    json!({"active": true, "sub": "alice", "aud": RESOURCE, "iss": ISSUER, "exp": exp})
+}
+
+#[tokio::test]
+async fn d44_introspection_is_not_cached_by_default() {
+    let (verifier, fetcher) = introspector(active(T0 + 600), TestClock::new());
+    for _ in 0..3 {
+        assert!(verifier.verify(&BearerToken::new("t")).await.is_ok());
+    }
+    assert_eq!(fetcher.calls(), 3);
+}
+
+#[tokio::test]
+async fn d44_introspection_cache_holds_for_the_ttl_and_not_one_ms_more() {
+    let clock = TestClock::new();
+    let ttl = Duration::from_secs(60);
+    let (verifier, fetcher) = caching_introspector(&active(T0 + 600), ttl, clock.clone());
+    let token = BearerToken::new("t");
+    assert_eq!(verifier.verify(&token).await.unwrap().subject, "alice");
+    clock.advance(ttl - Duration::from_millis(1));
+    assert_eq!(verifier.verify(&token).await.unwrap().subject, "alice");
+    assert_eq!(fetcher.calls(), 1, "a hit inside the TTL asks nobody");
+    // Another token is its own entry.
+    assert!(verifier.verify(&BearerToken::new("u")).await.is_ok());
+    assert_eq!(fetcher.calls(), 2);
+    clock.advance(Duration::from_millis(1));
+    // The TTL is over: asked again, and the answer now says revoked.
+    fetcher.set_body(Bytes::from(json!({"active": false}).to_string()));
+    assert_eq!(
+        verifier.verify(&token).await.err(),
+        Some(VerifyError::Inactive)
+    );
+    assert_eq!(fetcher.calls(), 3);
+    // A refusal is never cached: the next answer is asked for again.
+    fetcher.set_body(Bytes::from(active(T0 + 600).to_string()));
+    assert!(verifier.verify(&token).await.is_ok());
+    assert_eq!(fetcher.calls(), 4);
+}
+
+#[tokio::test]
+async fn d44_introspection_cache_never_outlives_the_tokens_exp() {
+    let clock = TestClock::new();
+    let exp = T0 + 10;
+    let (verifier, fetcher) =
+        caching_introspector(&active(exp), Duration::from_secs(300), clock.clone());
+    let token = BearerToken::new("t");
+    assert!(verifier.verify(&token).await.is_ok());
+    clock.set_s(exp);
+    clock.0.fetch_sub(1, Ordering::SeqCst);
+    assert!(verifier.verify(&token).await.is_ok());
+    assert_eq!(fetcher.calls(), 1, "cached until 1 ms before exp");
+    clock.set_s(exp);
+    // At exp the entry is gone; the token itself is still inside its leeway, so the fresh
+    // answer is taken, but it was asked for.
+    assert!(verifier.verify(&token).await.is_ok());
+    assert_eq!(fetcher.calls(), 2);
+    // An answer that is only valid by the leeway (exp passed) is used but never cached.
+    assert!(verifier.verify(&token).await.is_ok());
+    assert_eq!(fetcher.calls(), 3);
+}
+
+#[tokio::test]
+async fn d44_introspection_cache_ttl_bound_at_and_past_the_maximum() {
+    let build = |ttl: Duration| {
+        IntrospectionVerifier::builder(RESOURCE, "http://127.0.0.1:9000/i", StubFetcher::default())
+            .cache_ttl(ttl)
+            .build()
+            .err()
+    };
+    assert_eq!(build(MAX_INTROSPECTION_CACHE_TTL), None);
+    assert_eq!(
+        build(MAX_INTROSPECTION_CACHE_TTL + Duration::from_millis(1)),
+        Some(IntrospectionConfigError::CacheTtl)
+    );
+}
+
+#[tokio::test]
+async fn d44_introspection_cache_size_bound_at_and_past_max_entries() {
+    let clock = TestClock::new();
+    // Token i lapses at T0 + 100 + i, so token 0 is the one that lapses soonest.
+    let (verifier, fetcher) =
+        caching_introspector(&active(T0 + 100), Duration::from_secs(300), clock.clone());
+    for i in 0..MAX_INTROSPECTION_CACHE_ENTRIES as u64 {
+        fetcher.set_body(Bytes::from(active(T0 + 100 + i).to_string()));
+        assert!(verifier
+            .verify(&BearerToken::new(format!("t{i}")))
+            .await
+            .is_ok());
+    }
+    let filled = fetcher.calls();
+    assert_eq!(filled, MAX_INTROSPECTION_CACHE_ENTRIES);
+    // At the bound every token is still cached.
+    for i in [0, MAX_INTROSPECTION_CACHE_ENTRIES - 1] {
+        assert!(verifier
+            .verify(&BearerToken::new(format!("t{i}")))
+            .await
+            .is_ok());
+    }
+    assert_eq!(fetcher.calls(), filled);
+    // One past: the newcomer is cached and the soonest to lapse (t0) made room.
+    fetcher.set_body(Bytes::from(active(T0 + 5000).to_string()));
+    assert!(verifier.verify(&BearerToken::new("new")).await.is_ok());
+    assert!(verifier.verify(&BearerToken::new("new")).await.is_ok());
+    assert!(verifier.verify(&BearerToken::new("t1")).await.is_ok());
+    assert_eq!(fetcher.calls(), filled + 1);
+    assert!(verifier.verify(&BearerToken::new("t0")).await.is_ok());
+    assert_eq!(fetcher.calls(), filled + 2, "t0 was evicted");
 }
 
 // ---------------------------------------------------------------------------------------------

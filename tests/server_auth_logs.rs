@@ -52,8 +52,16 @@ fn new_key(kid: &'static str) -> Key {
     }
 }
 
+/// A JOSE header typed as an RFC 9068 access token (`typ: at+jwt`), which the verifier
+/// requires by default.
+fn at_header(alg: Algorithm) -> Header {
+    let mut header = Header::new(alg);
+    header.typ = Some("at+jwt".into());
+    header
+}
+
 fn mint(key: &Key, claims: &Value) -> String {
-    let mut header = Header::new(Algorithm::ES256);
+    let mut header = at_header(Algorithm::ES256);
     header.kid = Some(key.kid.to_owned());
     jsonwebtoken::encode(&header, claims, &key.encoding).unwrap()
 }

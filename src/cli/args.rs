@@ -12,7 +12,10 @@ use crate::cli::demo::DemoMode;
 pub const AFTER_HELP: &str = "\
 Server selection (one of):
   --stdio \"CMD ARGS\"   spawn CMD (split into words, no shell); --env K=V, --cwd DIR
-  --url URL            Streamable HTTP endpoint; --header NAME:VALUE (auth headers)
+  --url URL            Streamable HTTP endpoint; --header NAME:VALUE (auth headers);
+                       --oauth --oauth-client-id ID authorizes through a loopback redirect
+                       (the URL to open is printed on stderr; tokens are kept 0600 in
+                       $XDG_CONFIG_HOME/strict-mcp/tokens.json, else ~/.config/...)
   --demo               spawn this binary's demo server (strict-mcp demo serve)
 
 --json prints one JSON record per line, in arrival order, with every answer byte-exact:
@@ -67,6 +70,13 @@ pub struct Global {
     /// printed).
     #[arg(long, global = true, value_name = "NAME:VALUE")]
     pub header: Vec<String>,
+    /// Authorize the --url server with OAuth (authorization code + PKCE, loopback redirect;
+    /// the URL to open is printed on stderr); tokens are kept in the user's config directory.
+    #[arg(long, global = true)]
+    pub oauth: bool,
+    /// The client id registered with the authorization server (a public client), for --oauth.
+    #[arg(long, global = true, value_name = "ID")]
+    pub oauth_client_id: Option<String>,
     /// Spawn the built-in demo server (this binary, `demo serve`) over stdio.
     #[arg(long, global = true)]
     pub demo: bool,

@@ -16,6 +16,10 @@ use crate::cli::exit::Exit;
 use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
 use crate::cli::output::{self, member, pretty, Records};
 use crate::cli::tap::{LogHook, Record, Tap};
+use crate::client::auth::{
+    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackFetcher, LoopbackUserStep,
+    OAuthClient, OAuthConfig,
+};
 use crate::client::digest::{digest_text, SnapshotKind};
 use crate::client::http::{Decorations, Decorator, HttpTransport};
 use crate::client::stdio::{CommandSpec, StdioTransport, STDERR_CAPTURE_BYTES};
@@ -74,6 +78,60 @@ struct Session {
 struct Opened {
     tap: Arc<Tap>,
     stdio: Option<Arc<StdioTransport>>,
+    /// With --oauth: authorized before the first request.
+    oauth: Option<Arc<OAuthClient>>,
+}
+
+/// The file --oauth keeps tokens in, below the user's config directory.
+pub const OAUTH_TOKEN_FILE: &str = "strict-mcp/tokens.json";
+
+/// `$XDG_CONFIG_HOME/strict-mcp/tokens.json`, else `$HOME/.config/strict-mcp/tokens.json`.
+fn token_file() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join(OAUTH_TOKEN_FILE))
+}
+
+/// The OAuth client for --oauth: loopback redirect, the file token store, a public client.
+fn oauth_client(global: &Global) -> Result<Option<Arc<OAuthClient>>, Failure> {
+    if !global.oauth {
+        if global.oauth_client_id.is_some() {
+            return Err(Failure::usage("--oauth-client-id applies to --oauth only"));
+        }
+        return Ok(None);
+    }
+    let Some(url) = &global.url else {
+        return Err(Failure::usage("--oauth applies to --url only"));
+    };
+    let client_id = global
+        .oauth_client_id
+        .as_deref()
+        .ok_or_else(|| Failure::usage("--oauth needs --oauth-client-id ID"))?;
+    let path = token_file().ok_or_else(|| {
+        Failure::usage("--oauth: neither XDG_CONFIG_HOME nor HOME is set for the token file")
+    })?;
+    let store = FileTokenStore::open(path).map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    let step = LoopbackUserStep::bind().map_err(|e| Failure {
+        exit: Exit::Transport,
+        message: format!("--oauth: {e}"),
+    })?;
+    let config = OAuthConfig {
+        identity: ClientIdentity::registered(ClientCredentials::public(client_id)),
+        grant: Grant::AuthorizationCode {
+            redirect_uri: step.redirect_uri(),
+            user_step: Arc::new(step),
+        },
+        store: Arc::new(store),
+    };
+    let oauth = OAuthClient::new(Arc::new(LoopbackFetcher::default()), url, config)
+        .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    Ok(Some(Arc::new(oauth)))
 }
 
 /// The raw body of the last `method` reply among `records` (the round just answered).
@@ -100,10 +158,12 @@ fn log_hook() -> LogHook {
 }
 
 fn open(global: &Global) -> Result<Opened, Failure> {
-    let (inner, stdio) = transport(global)?;
+    let oauth = oauth_client(global)?;
+    let (inner, stdio) = transport_with(global, oauth.as_ref().map(|o| o.decorator()))?;
     Ok(Opened {
         tap: Arc::new(Tap::new(inner, Some(log_hook()))),
         stdio,
+        oauth,
     })
 }
 
@@ -112,6 +172,16 @@ pub(crate) type Selected = (Arc<dyn Transport>, Option<Arc<StdioTransport>>);
 
 /// The transport `global` selects (one fresh connection or child each call).
 pub(crate) fn transport(global: &Global) -> Result<Selected, Failure> {
+    if global.oauth || global.oauth_client_id.is_some() {
+        return Err(Failure::usage(
+            "--oauth applies to the client subcommands only",
+        ));
+    }
+    transport_with(global, None)
+}
+
+/// [`transport`], with `bearer` (the --oauth decorator) run after the --header ones.
+fn transport_with(global: &Global, bearer: Option<Decorator>) -> Result<Selected, Failure> {
     let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
         .iter()
         .filter(|b| **b)
@@ -138,9 +208,12 @@ pub(crate) fn transport(global: &Global) -> Result<Selected, Failure> {
         }
         let headers = Arc::new(headers);
         // Auth headers only through the decorator (D46, O104).
-        let decorator: Decorator = Arc::new(move |_method, out: &mut Decorations| {
+        let decorator: Decorator = Arc::new(move |method, out: &mut Decorations| {
             for (name, value) in headers.iter() {
                 out.insert(name, value)?;
+            }
+            if let Some(bearer) = &bearer {
+                bearer(method, out)?;
             }
             Ok(())
         });
@@ -247,6 +320,14 @@ pub async fn run(global: &Global, command: Command) -> Exit {
             return f.exit;
         }
     };
+    if let Some(oauth) = &opened.oauth {
+        // A stored token is used as it is; a refusal (401/403) is answered by refreshing or
+        // by a new authorization through the loopback redirect.
+        if let Err(e) = oauth.authorize().await {
+            eprintln!("error: authorization failed: {e}");
+            return Exit::Transport;
+        }
+    }
     let tap = Arc::clone(&opened.tap);
     let client_options = ClientOptions {
         default_deadline: Duration::from_secs(global.timeout),

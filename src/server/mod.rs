@@ -36,6 +36,8 @@ mod encode;
 pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "legacy")]
+pub mod legacy;
 mod listen;
 pub mod log;
 mod mrtr;
@@ -162,6 +164,8 @@ pub struct ServerOptions {
     read_timeout: Option<Duration>,
     clock: Option<Arc<dyn Clock>>,
     monotonic: Option<Arc<dyn MonotonicClock>>,
+    #[cfg(feature = "legacy")]
+    legacy_era: Option<bool>,
     repeated: Option<&'static str>,
 }
 
@@ -318,6 +322,16 @@ impl ServerOptions {
         self
     }
 
+    /// Serve the initialise era too (feature `legacy`; default off): an `initialize` without
+    /// modern `_meta` starts a legacy session of revision 2025-06-18 or 2025-11-25 instead of
+    /// getting -32601 (B23). See [`legacy`].
+    #[cfg(feature = "legacy")]
+    #[must_use]
+    pub fn legacy_era(mut self, on: bool) -> Self {
+        set_once(&mut self.legacy_era, on, "legacy_era", &mut self.repeated);
+        self
+    }
+
     /// Lifetime of one issued `requestState`, in milliseconds (default 10 minutes).
     #[must_use]
     pub fn state_ttl_ms(mut self, ttl: u64) -> Self {
@@ -443,6 +457,9 @@ struct Inner {
     /// Time-out of reads and prompt gets without their own override (O33).
     read_timeout: Duration,
     stdio_started: std::sync::atomic::AtomicBool,
+    /// Whether `initialize` starts a legacy session ([`ServerOptions::legacy_era`]).
+    #[cfg(feature = "legacy")]
+    legacy_era: bool,
 }
 
 /// Locks a mutex; every critical section here is a single map or machine step, so a poisoned
@@ -526,6 +543,8 @@ impl Server {
                 budget: options.shutdown_budget.unwrap_or(DEFAULT_SHUTDOWN_BUDGET),
                 read_timeout,
                 stdio_started: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(feature = "legacy")]
+                legacy_era: options.legacy_era.unwrap_or(false),
             }),
         })
     }
@@ -842,6 +861,13 @@ impl Server {
             }
         }
         self.inner.ended.notify(usize::MAX);
+    }
+
+    /// Whether this server serves the initialise era ([`ServerOptions::legacy_era`]).
+    #[cfg(feature = "legacy")]
+    #[must_use]
+    pub fn legacy_era(&self) -> bool {
+        self.inner.legacy_era
     }
 
     /// Marks the stdio host as started; false when it already ran (O4).

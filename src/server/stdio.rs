@@ -310,7 +310,7 @@ enum Waiting {
         _permit: OwnedSemaphorePermit,
     },
     /// Every slot is taken; it waits for one (or for its cancellation).
-    ForSlot(Box<Request>),
+    ForSlot(Box<Request>, Arc<dyn Outbox>),
 }
 
 /// The protocol side of one stdio run: framing, decoding, dispatch, cancellation, bounds and
@@ -330,6 +330,9 @@ struct Session {
     tasks: JoinSet<()>,
     /// The id text of the request being polled where it was read.
     key: String,
+    /// The initialise-era session of this run, if a legacy `initialize` started one.
+    #[cfg(feature = "legacy")]
+    legacy: super::legacy::LegacyLink,
 }
 
 impl Session {
@@ -349,6 +352,8 @@ impl Session {
             unstarted: Arc::default(),
             tasks: JoinSet::new(),
             key: String::new(),
+            #[cfg(feature = "legacy")]
+            legacy: super::legacy::LegacyLink::default(),
         }
     }
 
@@ -389,6 +394,8 @@ impl Session {
         match decode(&line, &self.limits) {
             Err(rejection) => send_rejection(&self.lines, &rejection),
             Ok(Message::Notification(n)) => {
+                #[cfg(feature = "legacy")]
+                self.legacy.notification(&self.server, &n);
                 if let Some(id) = Server::cancelled_request(&n) {
                     if let Some((_, token)) = lock(&self.in_flight).get(&id) {
                         token.cancel();
@@ -401,6 +408,15 @@ impl Session {
     }
 
     async fn request(&mut self, request: Request) {
+        // B23: a legacy session's own methods are answered here; its other requests are
+        // rewritten and their replies go through the legacy outbox.
+        #[cfg(feature = "legacy")]
+        let (request, outbox) = match self.legacy.route(&self.server, request, &self.outbox) {
+            super::legacy::Route::Answered(reply) => return self.outbox.finish(reply),
+            super::legacy::Route::Serve(request, outbox) => (request, outbox),
+        };
+        #[cfg(not(feature = "legacy"))]
+        let outbox = Arc::clone(&self.outbox);
         let slot = match Arc::clone(&self.queued).try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
@@ -422,7 +438,7 @@ impl Session {
                     self.server.clone(),
                     self.caller.clone(),
                     request,
-                    Arc::clone(&self.outbox),
+                    outbox,
                     token.clone(),
                 );
                 // The first poll admits the call; most handlers also finish in it.
@@ -440,7 +456,7 @@ impl Session {
             Err(_) => {
                 self.unstarted.add();
                 let key = request.id.token().to_owned();
-                (key, Waiting::ForSlot(Box::new(request)))
+                (key, Waiting::ForSlot(Box::new(request), outbox))
             }
         };
         self.spawn(slot, token, waiting);
@@ -459,14 +475,13 @@ impl Session {
         let in_flight = Arc::clone(&self.in_flight);
         let server = self.server.clone();
         let caller = self.caller.clone();
-        let outbox = Arc::clone(&self.outbox);
         let running = Arc::clone(&self.running);
         let unstarted = Arc::clone(&self.unstarted);
         self.tasks.spawn(async move {
             let _slot = slot;
             match waiting {
                 Waiting::Started { serving, _permit } => serving.await,
-                Waiting::ForSlot(request) => {
+                Waiting::ForSlot(request, outbox) => {
                     let permit = tokio::select! {
                         p = running.acquire_owned() => p.ok(),
                         () = token.cancelled() => None,

@@ -107,6 +107,48 @@ pub enum TokenAuthMethod {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the body.
     ClientSecretPost,
+    /// A signed JWT assertion (RFC 7523 §2.2) in `client_assertion`, signed `ES256` with the
+    /// private key in [`ClientCredentials::client_secret`] (PKCS#8 PEM); nothing secret is
+    /// sent.
+    PrivateKeyJwt,
+}
+
+/// How long a private-key JWT client assertion is valid: one token request, with room for
+/// clock skew; a captured assertion is useless soon after.
+pub const CLIENT_ASSERTION_LIFETIME: Duration = Duration::from_secs(60);
+
+/// The `client_assertion_type` of a JWT assertion (RFC 7523 §2.2).
+const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// A fresh client assertion for `client_id` at the authorization server `issuer` (its
+/// audience): `iss` = `sub` = the client, `iat`, `exp` = `iat` + [`CLIENT_ASSERTION_LIFETIME`]
+/// and a random `jti`, signed `ES256` with `pem`.
+fn client_assertion(client_id: &str, issuer: &str, pem: &Secret) -> Result<String, AuthError> {
+    // The PEM armour (RFC 7468) around the PKCS#8 DER; the DER itself is parsed by the
+    // signing library.
+    let text = pem.expose().trim();
+    let body = text
+        .strip_prefix("-----BEGIN PRIVATE KEY-----")
+        .and_then(|rest| rest.strip_suffix("-----END PRIVATE KEY-----"))
+        .ok_or(AuthError::InvalidSigningKey)?;
+    let der: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let der = STANDARD
+        .decode(der)
+        .map_err(|_| AuthError::InvalidSigningKey)?;
+    let key = jsonwebtoken::EncodingKey::from_ec_der(&der);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let claims = serde_json::json!({
+        "iss": client_id,
+        "sub": client_id,
+        "aud": issuer,
+        "iat": now,
+        "exp": now + CLIENT_ASSERTION_LIFETIME.as_secs(),
+        "jti": random_token(STATE_BYTES)?,
+    });
+    let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    jsonwebtoken::encode(&header, &claims, &key).map_err(|_| AuthError::InvalidSigningKey)
 }
 
 impl TokenAuthMethod {
@@ -116,6 +158,7 @@ impl TokenAuthMethod {
             TokenAuthMethod::None => "none",
             TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
             TokenAuthMethod::ClientSecretPost => "client_secret_post",
+            TokenAuthMethod::PrivateKeyJwt => "private_key_jwt",
         }
     }
 }
@@ -125,7 +168,8 @@ impl TokenAuthMethod {
 pub struct ClientCredentials {
     /// `client_id` (pre-registered, registered, or a Client ID Metadata Document URL).
     pub client_id: String,
-    /// The secret, for the two `client_secret_*` methods.
+    /// The secret, for the two `client_secret_*` methods; for `private_key_jwt` the signing
+    /// key (PKCS#8 PEM, P-256).
     pub client_secret: Option<Secret>,
     /// How to authenticate at the token endpoint.
     pub auth_method: TokenAuthMethod,
@@ -138,6 +182,16 @@ impl ClientCredentials {
             client_id: client_id.into(),
             client_secret: None,
             auth_method: TokenAuthMethod::None,
+        }
+    }
+
+    /// A confidential client authenticating with a private-key JWT (RFC 7523) signed `ES256`
+    /// with `pem` (a PKCS#8 PEM P-256 private key).
+    pub fn private_key_jwt(client_id: impl Into<String>, pem: impl Into<String>) -> Self {
+        ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: Some(Secret::new(pem)),
+            auth_method: TokenAuthMethod::PrivateKeyJwt,
         }
     }
 
@@ -335,6 +389,13 @@ async fn token_request(
                 |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let pair = format!("{}:{}", encode(&client.client_id), encode(secret.expose()));
             basic = Some(format!("Basic {}", STANDARD.encode(pair)));
+        }
+        TokenAuthMethod::PrivateKeyJwt => {
+            let pem = client.client_secret.as_ref().ok_or(AuthError::NoSecret)?;
+            let assertion = client_assertion(&client.client_id, &metadata.issuer, pem)?;
+            body.append_pair("client_id", &client.client_id)
+                .append_pair("client_assertion_type", JWT_BEARER_ASSERTION)
+                .append_pair("client_assertion", &assertion);
         }
     }
     let mut request = FetchRequest::post_form(endpoint, body.finish(), MAX_TOKEN_RESPONSE_BYTES);
@@ -619,6 +680,65 @@ impl UserStep for HeadlessUserStep {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// RFC 7523 §3: signed ES256 by the client's key, `iss` = `sub` = the client, `aud` the
+    /// issuer, valid for [`CLIENT_ASSERTION_LIFETIME`], a fresh `jti` each time.
+    #[test]
+    fn rfc7523_private_key_jwt_assertion_names_the_client_and_the_issuer() {
+        use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+        use p256::pkcs8::EncodePrivateKey as _;
+        let secret = loop {
+            let mut bytes = [0u8; 32];
+            getrandom::getrandom(&mut bytes).unwrap();
+            if let Ok(k) = p256::SecretKey::from_slice(&bytes) {
+                break k;
+            }
+        };
+        let der = STANDARD.encode(secret.to_pkcs8_der().unwrap().as_bytes());
+        let lines: Vec<&str> = der
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            lines.join("\n")
+        );
+        let pem = Secret::new(pem);
+        let assertion = client_assertion("cid", "https://as.example.com", &pem).unwrap();
+        let point = secret.public_key().to_encoded_point(false);
+        let key = jsonwebtoken::DecodingKey::from_ec_components(
+            &URL_SAFE_NO_PAD.encode(point.x().unwrap()),
+            &URL_SAFE_NO_PAD.encode(point.y().unwrap()),
+        )
+        .unwrap();
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+        validation.set_audience(&["https://as.example.com"]);
+        validation.set_issuer(&["cid"]);
+        let claims = jsonwebtoken::decode::<serde_json::Value>(&assertion, &key, &validation)
+            .unwrap()
+            .claims;
+        assert_eq!(claims["sub"], "cid");
+        let (iat, exp) = (
+            claims["iat"].as_u64().unwrap(),
+            claims["exp"].as_u64().unwrap(),
+        );
+        assert_eq!(exp - iat, CLIENT_ASSERTION_LIFETIME.as_secs());
+        let again = client_assertion("cid", "https://as.example.com", &pem).unwrap();
+        let again = jsonwebtoken::decode::<serde_json::Value>(&again, &key, &validation)
+            .unwrap()
+            .claims;
+        assert_ne!(claims["jti"], again["jti"]);
+        assert_eq!(
+            client_assertion("cid", "https://as.example.com", &Secret::new("not a key")).err(),
+            Some(AuthError::InvalidSigningKey)
+        );
+        assert_eq!(TokenAuthMethod::PrivateKeyJwt.as_str(), "private_key_jwt");
+        assert!(
+            !format!("{:?}", ClientCredentials::private_key_jwt("c", "PEM-TEXT"))
+                .contains("PEM-TEXT")
+        );
+    }
 
     fn metadata() -> AuthorizationServerMetadata {
         serde_json::from_value(serde_json::json!({

@@ -8,6 +8,8 @@
 //!   `iss` checks, refresh with rotation, client credentials; `resource` on every request.
 //! - [`provider`]: [`OAuthClient`] ties them to a [`TokenStore`] and the HTTP transport's
 //!   request decorator, with refresh, step-up and a bounded number of attempts.
+//! - [`loopback`]: [`LoopbackUserStep`], the redirect listener for CLIs and desktop apps.
+//! - [`store`]: [`FileTokenStore`], tokens kept between runs in a `0600` file (Unix).
 //!
 //! Secrets (tokens, codes, verifiers, client secrets) never appear in an error's text or in a
 //! `Debug` output of this module.
@@ -16,7 +18,10 @@
 pub mod discovery;
 pub mod fetch;
 pub mod flow;
+pub mod loopback;
 pub mod provider;
+#[cfg(unix)]
+pub mod store;
 
 pub use discovery::{
     authorization_server_candidates, canonical_resource, check_endpoint, discover,
@@ -31,13 +36,20 @@ pub use fetch::{
 pub use flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
     register, AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, RegistrationRequest,
-    Secret, TokenAuthMethod, Tokens, UserStep, MAX_AUTHORIZE_PAGE_BYTES, MAX_ERROR_CODE_CHARS,
-    MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES, PKCE_VERIFIER_BYTES, STATE_BYTES,
+    Secret, TokenAuthMethod, Tokens, UserStep, CLIENT_ASSERTION_LIFETIME, MAX_AUTHORIZE_PAGE_BYTES,
+    MAX_ERROR_CODE_CHARS, MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES,
+    PKCE_VERIFIER_BYTES, STATE_BYTES,
+};
+pub use loopback::{
+    LoopbackUserStep, CALLBACK_PATH, CALLBACK_READ_TIMEOUT, DEFAULT_CALLBACK_WAIT,
+    MAX_CALLBACK_CONNECTIONS, MAX_CALLBACK_REQUEST_BYTES, MAX_CALLBACK_WAIT,
 };
 pub use provider::{
     ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
     MAX_AUTHORIZATION_ATTEMPTS, MAX_PROBE_BYTES,
 };
+#[cfg(unix)]
+pub use store::{FileTokenStore, TokenFileError, MAX_TOKEN_FILE_BYTES};
 
 /// Why the client could not obtain a token. No variant carries a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,4 +170,22 @@ pub enum AuthError {
     /// The registration answer is not a usable client information response.
     #[error("the registration answer is not a valid client information response")]
     InvalidRegistration,
+    /// The user step was asked to wait on a redirect URI that is not its own.
+    #[error("the redirect URI is not the one the user step listens on")]
+    RedirectUriMismatch,
+    /// The private-key JWT signing key is not a usable PKCS#8 PEM P-256 key.
+    #[error("the client assertion signing key is not a usable P-256 PKCS#8 PEM key")]
+    InvalidSigningKey,
+    /// The loopback listener could not be bound or used.
+    #[error("the loopback callback listener failed: {kind}")]
+    CallbackListener {
+        /// The system's error kind.
+        kind: std::io::ErrorKind,
+    },
+    /// No callback with the right `state` arrived in time.
+    #[error("no authorization callback arrived within {waited_ms} ms")]
+    CallbackTimeout {
+        /// How long the step waited.
+        waited_ms: u64,
+    },
 }

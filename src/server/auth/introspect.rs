@@ -3,14 +3,21 @@
 //! Each verification POSTs `token=…&token_type_hint=access_token` (form encoded) to the
 //! introspection endpoint, authenticated with the resource server's client credentials
 //! (HTTP Basic, RFC 7662 §2.1), and accepts the token only when the answer says
-//! `"active": true`, its `aud` contains this resource (RFC 8707; an answer without `aud` is
-//! refused), its `iss` (when present and issuers are configured) is trusted, its `exp` (when
-//! present) has not passed (with the leeway), and it names a `sub`. Answers are not cached:
-//! a revoked token stops working on the next request.
+//! `"active": true` and its claims pass the checker the JWT verifier shares: `aud` contains
+//! this resource (RFC 8707; an answer without `aud` is refused), `iss` (required once issuers
+//! are configured) is trusted, `exp` and `nbf` (when present) hold with the leeway, and it
+//! names a `sub`.
+//!
+//! By default answers are not cached: a revoked token stops working on the next request.
+//! [`IntrospectionBuilder::cache_ttl`] trades that for fewer round trips: an accepted answer
+//! is reused for at most the TTL (at most [`MAX_INTROSPECTION_CACHE_TTL`]) and never past the
+//! token's own `exp`, for at most [`MAX_INTROSPECTION_CACHE_ENTRIES`] tokens (when full, the
+//! answer that would lapse soonest makes room). Refusals are never cached, and the cache is
+//! keyed on the token's SHA-256, so no token is kept.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -18,14 +25,24 @@ use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::Method;
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
+use super::claims::{ClaimRules, Need};
 use super::fetch::{fetch_checked, FetchRequest, Fetcher, DEFAULT_FETCH_TIMEOUT};
-use super::jwt::{numeric_date, token_scopes, DEFAULT_LEEWAY, MAX_LEEWAY};
+use super::jwt::{DEFAULT_LEEWAY, MAX_LEEWAY};
 use super::{BearerToken, BoxFuture, FetchError, Principal, TokenVerifier, VerifyError};
 use crate::core::{Clock, SystemClock};
 
 /// Largest introspection answer read: a JSON object of a few claims.
 pub const MAX_INTROSPECTION_BYTES: usize = 64 * 1024;
+
+/// Longest time an accepted introspection answer may be reused: every second of it is a
+/// second a revoked token still works, so it stays short.
+pub const MAX_INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// Most introspection answers cached at once (each a principal of a few claims), so a stream
+/// of distinct valid tokens cannot grow the server's memory without bound.
+pub const MAX_INTROSPECTION_CACHE_ENTRIES: usize = 4096;
 
 /// The resource server's own credentials at the authorization server. The secret never
 /// appears in `Debug`.
@@ -77,6 +94,9 @@ pub enum IntrospectionConfigError {
     /// The leeway exceeds [`MAX_LEEWAY`].
     #[error("the leeway exceeds {MAX_LEEWAY:?}")]
     LeewayTooLarge,
+    /// The cache TTL exceeds [`MAX_INTROSPECTION_CACHE_TTL`].
+    #[error("the introspection cache TTL exceeds {MAX_INTROSPECTION_CACHE_TTL:?}")]
+    CacheTtl,
 }
 
 /// Builds an [`IntrospectionVerifier`]; see [`IntrospectionVerifier::builder`].
@@ -88,6 +108,7 @@ pub struct IntrospectionBuilder {
     issuers: BTreeSet<String>,
     leeway: Duration,
     timeout: Duration,
+    cache_ttl: Duration,
     clock: Arc<dyn Clock>,
 }
 
@@ -100,6 +121,7 @@ impl fmt::Debug for IntrospectionBuilder {
             .field("issuers", &self.issuers)
             .field("leeway", &self.leeway)
             .field("timeout", &self.timeout)
+            .field("cache_ttl", &self.cache_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -134,7 +156,15 @@ impl IntrospectionBuilder {
         self
     }
 
-    /// The clock `exp` is read against (default [`SystemClock`]).
+    /// Reuses an accepted answer for up to `ttl` (default zero: no cache; at most
+    /// [`MAX_INTROSPECTION_CACHE_TTL`]), never past the token's `exp`. See the module docs.
+    #[must_use]
+    pub fn cache_ttl(mut self, ttl: Duration) -> Self {
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// The clock `exp`, `nbf` and the cache are read against (default [`SystemClock`]).
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -144,7 +174,8 @@ impl IntrospectionBuilder {
     /// Checks the configuration.
     ///
     /// # Errors
-    /// [`IntrospectionConfigError`] for an empty resource or endpoint or too large a leeway.
+    /// [`IntrospectionConfigError`] for an empty resource or endpoint, too large a leeway or
+    /// too long a cache TTL.
     pub fn build(self) -> Result<IntrospectionVerifier, IntrospectionConfigError> {
         if self.resource.is_empty() {
             return Err(IntrospectionConfigError::NoResource);
@@ -155,14 +186,103 @@ impl IntrospectionBuilder {
         if self.leeway > MAX_LEEWAY {
             return Err(IntrospectionConfigError::LeewayTooLarge);
         }
-        Ok(IntrospectionVerifier { config: self })
+        if self.cache_ttl > MAX_INTROSPECTION_CACHE_TTL {
+            return Err(IntrospectionConfigError::CacheTtl);
+        }
+        Ok(IntrospectionVerifier {
+            rules: ClaimRules {
+                resource: self.resource,
+                issuers: self.issuers,
+                iss: Need::Optional,
+                exp: Need::Optional,
+                leeway_s: self.leeway.as_secs(),
+                clock: self.clock,
+            },
+            endpoint: self.endpoint,
+            fetcher: self.fetcher,
+            credentials: self.credentials,
+            timeout: self.timeout,
+            cache: AnswerCache {
+                ttl_ms: u64::try_from(self.cache_ttl.as_millis()).unwrap_or(u64::MAX),
+                entries: Mutex::new(HashMap::new()),
+            },
+        })
     }
 }
 
 /// Verifies opaque tokens by RFC 7662 introspection; see the module docs.
-#[derive(Debug)]
 pub struct IntrospectionVerifier {
-    config: IntrospectionBuilder,
+    rules: ClaimRules,
+    endpoint: String,
+    fetcher: Arc<dyn Fetcher>,
+    credentials: Option<ClientCredentials>,
+    timeout: Duration,
+    cache: AnswerCache,
+}
+
+impl fmt::Debug for IntrospectionVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntrospectionVerifier")
+            .field("resource", &self.rules.resource)
+            .field("endpoint", &self.endpoint)
+            .field("credentials", &self.credentials)
+            .field("issuers", &self.rules.issuers)
+            .field("leeway_s", &self.rules.leeway_s)
+            .field("timeout", &self.timeout)
+            .field("cache_ttl_ms", &self.cache.ttl_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Accepted answers by the token's SHA-256, each with the clock time (ms) it lapses at.
+struct AnswerCache {
+    /// Zero: nothing is cached.
+    ttl_ms: u64,
+    entries: Mutex<HashMap<[u8; 32], (Principal, u64)>>,
+}
+
+impl AnswerCache {
+    fn get(&self, key: &[u8; 32], now_ms: u64) -> Option<Principal> {
+        if self.ttl_ms == 0 {
+            return None;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match entries.get(key) {
+            Some((principal, until)) if now_ms < *until => Some(principal.clone()),
+            Some(_) => {
+                entries.remove(key);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn put(&self, key: [u8; 32], principal: &Principal, now_ms: u64) {
+        if self.ttl_ms == 0 {
+            return;
+        }
+        let mut until = now_ms.saturating_add(self.ttl_ms);
+        if let Some(exp) = principal.expires_at {
+            until = until.min(exp.saturating_mul(1000));
+        }
+        if until <= now_ms {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= MAX_INTROSPECTION_CACHE_ENTRIES && !entries.contains_key(&key) {
+            entries.retain(|_, (_, lapses)| now_ms < *lapses);
+            if entries.len() >= MAX_INTROSPECTION_CACHE_ENTRIES {
+                let soonest = entries
+                    .iter()
+                    .min_by_key(|(_, (_, lapses))| *lapses)
+                    .map(|(k, _)| *k);
+                if let Some(soonest) = soonest {
+                    entries.remove(&soonest);
+                }
+            }
+        }
+        entries.insert(key, (principal.clone(), until));
+    }
 }
 
 impl IntrospectionVerifier {
@@ -182,12 +302,22 @@ impl IntrospectionVerifier {
             issuers: BTreeSet::new(),
             leeway: DEFAULT_LEEWAY,
             timeout: DEFAULT_FETCH_TIMEOUT,
+            cache_ttl: Duration::ZERO,
             clock: Arc::new(SystemClock::new()),
         }
     }
 
     async fn check(&self, token: &str) -> Result<Principal, VerifyError> {
-        let c = &self.config;
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(principal) = self.cache.get(&key, self.rules.clock.now_ms()) {
+            return Ok(principal);
+        }
+        let principal = self.introspect(token).await?;
+        self.cache.put(key, &principal, self.rules.clock.now_ms());
+        Ok(principal)
+    }
+
+    async fn introspect(&self, token: &str) -> Result<Principal, VerifyError> {
         let mut headers = vec![
             (
                 header::CONTENT_TYPE,
@@ -195,19 +325,19 @@ impl IntrospectionVerifier {
             ),
             (header::ACCEPT, HeaderValue::from_static("application/json")),
         ];
-        if let Some(basic) = c.credentials.as_ref().and_then(ClientCredentials::basic) {
+        if let Some(basic) = self.credentials.as_ref().and_then(ClientCredentials::basic) {
             headers.push((header::AUTHORIZATION, basic));
         }
         let body = format!("token={}&token_type_hint=access_token", form_encode(token));
         let request = FetchRequest {
             method: Method::POST,
-            url: c.endpoint.clone(),
+            url: self.endpoint.clone(),
             headers,
             body: Some(Bytes::from(body)),
             max_body: MAX_INTROSPECTION_BYTES,
-            timeout: c.timeout,
+            timeout: self.timeout,
         };
-        let response = fetch_checked(c.fetcher.as_ref(), request)
+        let response = fetch_checked(self.fetcher.as_ref(), request)
             .await
             .map_err(VerifyError::Upstream)?;
         let answer: Value = serde_json::from_slice(&response.body).map_err(|_| {
@@ -223,41 +353,7 @@ impl IntrospectionVerifier {
         if object.get("active") != Some(&Value::Bool(true)) {
             return Err(VerifyError::Inactive);
         }
-        let audience_ok = match object.get("aud") {
-            Some(Value::String(aud)) => *aud == c.resource,
-            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(&c.resource)),
-            Some(_) => false,
-            None => return Err(VerifyError::MissingClaim("aud")),
-        };
-        if !audience_ok {
-            return Err(VerifyError::WrongAudience);
-        }
-        let iss = object.get("iss").and_then(Value::as_str);
-        if !c.issuers.is_empty() && !iss.is_some_and(|i| c.issuers.contains(i)) {
-            return Err(VerifyError::WrongIssuer);
-        }
-        let now = c.clock.now_ms() / 1000;
-        let exp = match object.get("exp") {
-            None => None,
-            Some(v) => Some(numeric_date(Some(v)).ok_or(VerifyError::MissingClaim("exp"))?),
-        };
-        if exp.is_some_and(|exp| now >= exp.saturating_add(c.leeway.as_secs())) {
-            return Err(VerifyError::Expired);
-        }
-        let sub = object
-            .get("sub")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or(VerifyError::MissingClaim("sub"))?;
-        let mut principal = Principal::new(sub).with_scopes(token_scopes(object));
-        if let Some(iss) = iss {
-            principal = principal.with_issuer(iss);
-        }
-        if let Some(client) = object.get("client_id").and_then(Value::as_str) {
-            principal = principal.with_client_id(client);
-        }
-        principal.expires_at = exp;
-        Ok(principal)
+        self.rules.check(object)
     }
 }
 

@@ -7,11 +7,14 @@
 //!   secret is configured, and then only with that secret, never with a key-set key); a `crit`
 //!   header is refused (no extension is understood); keys embedded in the token (`jwk`, `jku`,
 //!   `x5u`) are ignored;
-//! - `iss` must be one of the configured issuers;
-//! - `aud` (a string or an array) must contain this resource's identifier (RFC 8707);
-//! - `exp` is required: a token is expired once `now >= exp + leeway`; `nbf`, when present,
-//!   makes it not yet valid while `now + leeway < nbf`;
-//! - `sub` is required (the principal).
+//! - the header's `typ` must say this is an access token (RFC 9068 §4: `at+jwt` or
+//!   `application/at+jwt`, compared without regard to case as media types are); see
+//!   [`TokenTyp`] for whether a token without `typ` is taken (by default it is not);
+//! - the claims go through the checker the introspection verifier shares: `iss` is required
+//!   and must be one of the configured issuers; `aud` (a string or an array) must contain
+//!   this resource's identifier (RFC 8707); `exp` is required: a token is expired once
+//!   `now >= exp + leeway`; `nbf`, when present, makes it not yet valid while
+//!   `now + leeway < nbf`; `sub` is required (the principal).
 //!
 //! Keys come from a JWKS URL through a [`Fetcher`]: the document is read under
 //! [`MAX_JWKS_BYTES`] with at most [`MAX_JWKS_KEYS`] keys, cached for a TTL (at most
@@ -21,7 +24,6 @@
 //! authorization server. A fetch holds the cache lock, so concurrent verifications share one
 //! fetch (bounded by its time-out) rather than each starting their own.
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
+use super::claims::{ClaimRules, Need};
 use super::fetch::{fetch_checked, FetchError, FetchRequest, Fetcher, DEFAULT_FETCH_TIMEOUT};
 use super::{BearerToken, BoxFuture, Principal, TokenVerifier, VerifyError};
 use crate::core::{Clock, SystemClock};
@@ -74,6 +77,38 @@ const DEFAULT_ALGORITHMS: [Algorithm; 9] = [
     Algorithm::EdDSA,
 ];
 
+/// Which JOSE `typ` header values mark a token as an access token.
+///
+/// RFC 9068 §4 has the resource server refuse any JWT whose `typ` is not `at+jwt` (or
+/// `application/at+jwt`): that is what keeps an ID token, a logout token or any other JWT
+/// the same issuer signs from being replayed as an access token. The default follows it as
+/// written, so a token without `typ` is refused too. Issuers that predate RFC 9068 often
+/// omit `typ`; [`TokenTyp::AtJwtOrAbsent`] takes those, and then the audience check (which
+/// must name this resource, where an ID token names the client) is what keeps other JWTs
+/// out. A `typ` of any other value (`JWT` included) is refused under both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum TokenTyp {
+    /// `at+jwt` or `application/at+jwt` only (the default; RFC 9068 §4).
+    #[default]
+    AtJwt,
+    /// Also a token with no `typ` header at all.
+    AtJwtOrAbsent,
+}
+
+impl TokenTyp {
+    /// Whether a header's `typ` (absent: `None`) is acceptable.
+    fn accepts(self, typ: Option<&Value>) -> bool {
+        match typ {
+            None => self == TokenTyp::AtJwtOrAbsent,
+            Some(Value::String(t)) => {
+                t.eq_ignore_ascii_case("at+jwt") || t.eq_ignore_ascii_case("application/at+jwt")
+            }
+            Some(_) => false,
+        }
+    }
+}
+
 /// A JWT verifier configuration that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -112,6 +147,7 @@ pub struct JwtBuilder {
     ttl: Duration,
     refetch_interval: Duration,
     fetch_timeout: Duration,
+    typ: TokenTyp,
     clock: Arc<dyn Clock>,
 }
 
@@ -184,6 +220,13 @@ impl JwtBuilder {
         self
     }
 
+    /// Which `typ` headers are taken (default [`TokenTyp::AtJwt`]).
+    #[must_use]
+    pub fn token_typ(mut self, typ: TokenTyp) -> Self {
+        self.typ = typ;
+        self
+    }
+
     /// The clock `exp`, `nbf` and the cache read (default [`SystemClock`]; wall time, as the
     /// claims are).
     #[must_use]
@@ -229,13 +272,18 @@ impl JwtBuilder {
             state: tokio::sync::Mutex::new(KeyState::default()),
         });
         Ok(JwtVerifier {
-            resource: self.resource,
-            issuers: self.issuers.into_iter().collect(),
+            rules: ClaimRules {
+                resource: self.resource,
+                issuers: self.issuers.into_iter().collect(),
+                iss: Need::Required,
+                exp: Need::Required,
+                leeway_s: self.leeway.as_secs(),
+                clock: self.clock,
+            },
             algorithms: self.algorithms,
             secret: self.secret.map(|s| DecodingKey::from_secret(&s)),
             jwks,
-            leeway_s: self.leeway.as_secs(),
-            clock: self.clock,
+            typ: self.typ,
         })
     }
 }
@@ -246,24 +294,23 @@ fn millis(d: Duration) -> u64 {
 
 /// Verifies JWT access tokens; see the module docs for every check.
 pub struct JwtVerifier {
-    resource: String,
-    issuers: BTreeSet<String>,
+    rules: ClaimRules,
     algorithms: Vec<Algorithm>,
     secret: Option<DecodingKey>,
     jwks: Option<Jwks>,
-    leeway_s: u64,
-    clock: Arc<dyn Clock>,
+    typ: TokenTyp,
 }
 
 impl fmt::Debug for JwtVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JwtVerifier")
-            .field("resource", &self.resource)
-            .field("issuers", &self.issuers)
+            .field("resource", &self.rules.resource)
+            .field("issuers", &self.rules.issuers)
             .field("algorithms", &self.algorithms)
             .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
             .field("jwks", &self.jwks.as_ref().map(|j| &j.url))
-            .field("leeway_s", &self.leeway_s)
+            .field("leeway_s", &self.rules.leeway_s)
+            .field("typ", &self.typ)
             .finish_non_exhaustive()
     }
 }
@@ -283,6 +330,7 @@ impl JwtVerifier {
             ttl: DEFAULT_JWKS_TTL,
             refetch_interval: DEFAULT_JWKS_REFETCH_INTERVAL,
             fetch_timeout: DEFAULT_FETCH_TIMEOUT,
+            typ: TokenTyp::default(),
             clock: Arc::new(SystemClock::new()),
         }
     }
@@ -296,7 +344,8 @@ impl JwtVerifier {
                 .ok_or(VerifyError::AlgorithmNotAllowed)?,
             _ => {
                 let jwks = self.jwks.as_ref().ok_or(VerifyError::AlgorithmNotAllowed)?;
-                jwks.key(kid.as_deref(), alg, self.clock.as_ref()).await?
+                jwks.key(kid.as_deref(), alg, self.rules.clock.as_ref())
+                    .await?
             }
         };
         let mut validation = Validation::new(alg);
@@ -312,7 +361,8 @@ impl JwtVerifier {
             jsonwebtoken::errors::ErrorKind::InvalidAlgorithm => VerifyError::AlgorithmNotAllowed,
             _ => VerifyError::Malformed,
         })?;
-        self.claims(&data.claims)
+        let claims = data.claims.as_object().ok_or(VerifyError::Malformed)?;
+        self.rules.check(claims)
     }
 
     /// The allowed algorithm and `kid` of a compact JWS, read without trusting anything else.
@@ -344,95 +394,15 @@ impl JwtVerifier {
         if object.contains_key("crit") {
             return Err(VerifyError::Malformed);
         }
+        if !self.typ.accepts(object.get("typ")) {
+            return Err(VerifyError::NotAnAccessToken);
+        }
         let kid = match object.get("kid") {
             None => None,
             Some(Value::String(k)) => Some(k.clone()),
             Some(_) => return Err(VerifyError::Malformed),
         };
         Ok((alg, kid))
-    }
-
-    fn claims(&self, claims: &Value) -> Result<Principal, VerifyError> {
-        let object = claims.as_object().ok_or(VerifyError::Malformed)?;
-        let iss = object
-            .get("iss")
-            .and_then(Value::as_str)
-            .ok_or(VerifyError::MissingClaim("iss"))?;
-        if !self.issuers.contains(iss) {
-            return Err(VerifyError::WrongIssuer);
-        }
-        let audience_ok = match object.get("aud") {
-            Some(Value::String(aud)) => *aud == self.resource,
-            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(&self.resource)),
-            Some(_) => false,
-            None => return Err(VerifyError::MissingClaim("aud")),
-        };
-        if !audience_ok {
-            return Err(VerifyError::WrongAudience);
-        }
-        let now = self.clock.now_ms() / 1000;
-        let exp = numeric_date(object.get("exp")).ok_or(VerifyError::MissingClaim("exp"))?;
-        if now >= exp.saturating_add(self.leeway_s) {
-            return Err(VerifyError::Expired);
-        }
-        if let Some(nbf) = object.get("nbf") {
-            let nbf = numeric_date(Some(nbf)).ok_or(VerifyError::MissingClaim("nbf"))?;
-            if now.saturating_add(self.leeway_s) < nbf {
-                return Err(VerifyError::NotYetValid);
-            }
-        }
-        let sub = object
-            .get("sub")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .ok_or(VerifyError::MissingClaim("sub"))?;
-        let mut principal = Principal::new(sub)
-            .with_scopes(token_scopes(object))
-            .with_issuer(iss);
-        if let Some(client) = object
-            .get("client_id")
-            .or_else(|| object.get("azp"))
-            .and_then(Value::as_str)
-        {
-            principal = principal.with_client_id(client);
-        }
-        principal.expires_at = Some(exp);
-        Ok(principal)
-    }
-}
-
-/// A JWT NumericDate (seconds, possibly fractional) as whole seconds, floored; negative or
-/// non-numeric is `None`.
-pub(crate) fn numeric_date(value: Option<&Value>) -> Option<u64> {
-    let n = value?.as_number()?;
-    if let Some(u) = n.as_u64() {
-        return Some(u);
-    }
-    let f = n.as_f64()?;
-    if f.is_finite() && f >= 0.0 {
-        // Saturating float-to-int conversion; the value is non-negative and finite.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        Some(f.floor() as u64)
-    } else {
-        None
-    }
-}
-
-/// Granted scopes: the space-separated `scope` claim (RFC 9068 / RFC 8693), else an `scp`
-/// array or string (a common alternative).
-pub(crate) fn token_scopes(object: &serde_json::Map<String, Value>) -> Vec<String> {
-    match object.get("scope").or_else(|| object.get("scp")) {
-        Some(Value::String(s)) => s
-            .split(' ')
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -633,21 +603,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// RFC 9068 §4: `at+jwt` in either spelling and any case; a missing `typ` only when
+    /// configured; anything else (`JWT`, a non-string) never.
     #[test]
-    fn numeric_dates_floor_and_refuse_negatives() {
-        assert_eq!(numeric_date(Some(&json!(10))), Some(10));
-        assert_eq!(numeric_date(Some(&json!(10.9))), Some(10));
-        assert_eq!(numeric_date(Some(&json!(-1))), None);
-        assert_eq!(numeric_date(Some(&json!("10"))), None);
-        assert_eq!(numeric_date(None), None);
-    }
-
-    #[test]
-    fn scopes_come_from_scope_or_scp() {
-        let o = |v: Value| v.as_object().cloned().expect("object");
-        assert_eq!(token_scopes(&o(json!({"scope": "a  b"}))), ["a", "b"]);
-        assert_eq!(token_scopes(&o(json!({"scp": ["a", 1, "c"]}))), ["a", "c"]);
-        assert!(token_scopes(&o(json!({}))).is_empty());
+    fn rfc9068_typ_acceptance() {
+        for typ in [
+            "at+jwt",
+            "application/at+jwt",
+            "AT+JWT",
+            "Application/At+Jwt",
+        ] {
+            let typ = json!(typ);
+            assert!(TokenTyp::AtJwt.accepts(Some(&typ)), "{typ}");
+            assert!(TokenTyp::AtJwtOrAbsent.accepts(Some(&typ)), "{typ}");
+        }
+        for typ in [
+            json!("JWT"),
+            json!("at+jwt "),
+            json!("application/jwt"),
+            json!(1),
+        ] {
+            assert!(!TokenTyp::AtJwt.accepts(Some(&typ)), "{typ}");
+            assert!(!TokenTyp::AtJwtOrAbsent.accepts(Some(&typ)), "{typ}");
+        }
+        assert!(!TokenTyp::AtJwt.accepts(None));
+        assert!(TokenTyp::AtJwtOrAbsent.accepts(None));
+        assert_eq!(TokenTyp::default(), TokenTyp::AtJwt);
     }
 
     #[test]

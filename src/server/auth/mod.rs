@@ -5,8 +5,10 @@
 //!
 //! 1. serves the RFC 9728 Protected Resource Metadata document on `GET` at
 //!    `/.well-known/oauth-protected-resource` and at the same path with the resource's path
-//!    appended (RFC 9728 §3.1, e.g. `/.well-known/oauth-protected-resource/mcp`); any other
-//!    method there is 405 with `Allow: GET`;
+//!    appended (RFC 9728 §3.1, e.g. `/.well-known/oauth-protected-resource/mcp`), with
+//!    `Access-Control-Allow-Origin: *` (and no credentials) so browser clients on any origin
+//!    can read it; `OPTIONS` there is the CORS preflight (204); any other method is 405 with
+//!    `Allow: GET, OPTIONS`;
 //! 2. takes the access token from the `Authorization: Bearer` header only. A token in the query
 //!    string (`access_token=`) or two `Authorization` headers are 400 `invalid_request`; no
 //!    token is 401 with `WWW-Authenticate: Bearer resource_metadata="…"` (and `scope="…"` when
@@ -49,6 +51,7 @@
 //! refused 401 when it carries no valid token (the host's 403 only once it does): neither
 //! answer reveals more than the other.
 
+mod claims;
 mod fetch;
 mod introspect;
 mod jwt;
@@ -59,12 +62,12 @@ pub use fetch::{
 };
 pub use introspect::{
     ClientCredentials, IntrospectionBuilder, IntrospectionConfigError, IntrospectionVerifier,
-    MAX_INTROSPECTION_BYTES,
+    MAX_INTROSPECTION_BYTES, MAX_INTROSPECTION_CACHE_ENTRIES, MAX_INTROSPECTION_CACHE_TTL,
 };
 pub use jsonwebtoken::Algorithm;
 pub use jwt::{
-    JwtBuilder, JwtConfigError, JwtVerifier, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_JWKS_TTL,
-    DEFAULT_LEEWAY, MAX_JWKS_BYTES, MAX_JWKS_KEYS, MAX_JWKS_TTL, MAX_LEEWAY,
+    JwtBuilder, JwtConfigError, JwtVerifier, TokenTyp, DEFAULT_JWKS_REFETCH_INTERVAL,
+    DEFAULT_JWKS_TTL, DEFAULT_LEEWAY, MAX_JWKS_BYTES, MAX_JWKS_KEYS, MAX_JWKS_TTL, MAX_LEEWAY,
 };
 pub use metadata::{ResourceError, WELL_KNOWN_PREFIX};
 
@@ -94,6 +97,14 @@ pub const REFUSAL_DRAIN_BYTES: usize = 64 * 1024;
 
 /// Longest time spent discarding a refused request body (see [`REFUSAL_DRAIN_BYTES`]).
 pub const REFUSAL_DRAIN_TIME: Duration = Duration::from_secs(1);
+
+/// How long a browser may reuse the metadata document's CORS preflight answer, in seconds:
+/// the answer never changes while the server runs, so a day saves a round trip per client.
+pub const METADATA_CORS_MAX_AGE_SECS: u32 = 24 * 60 * 60;
+
+/// The request headers a cross-origin client may send when reading the metadata document:
+/// the MCP protocol version header some clients add to every request.
+pub const METADATA_CORS_ALLOW_HEADERS: &str = "mcp-protocol-version";
 
 /// Most scope implication steps followed when expanding a token's scopes
 /// ([`AuthConfigBuilder::scope_implies`]); a configuration deeper than this is refused when
@@ -217,6 +228,10 @@ pub enum VerifyError {
     /// The token is not a well-formed token of the kind the verifier takes.
     #[error("the token is malformed")]
     Malformed,
+    /// The JWT's `typ` header does not mark it as an access token (RFC 9068 §4; see
+    /// [`TokenTyp`]).
+    #[error("the token is not typed as an access token")]
+    NotAnAccessToken,
     /// The token's signing algorithm is not on the allow-list (including `none`).
     #[error("the token's signing algorithm is not allowed")]
     AlgorithmNotAllowed,
@@ -817,19 +832,46 @@ impl<S> AuthService<S> {
         response
     }
 
+    /// The metadata document on `GET`, a CORS preflight answer on `OPTIONS`, 405 otherwise.
+    /// Both successes carry `Access-Control-Allow-Origin: *` and never
+    /// `Access-Control-Allow-Credentials`: the document is public, and a browser-based client
+    /// on any origin must be able to read it (RFC 9728 discovery happens before it has any
+    /// credentials).
     fn metadata<B>(&self, method: &Method) -> Response<AuthBody<B>> {
-        if method != Method::GET {
-            let mut response = Response::new(AuthBody::own(None));
+        let mut response;
+        if method == Method::GET {
+            response = Response::new(AuthBody::own(Some(self.config.inner.document.clone())));
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+        } else if method == Method::OPTIONS {
+            response = Response::new(AuthBody::own(None));
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            let headers = response.headers_mut();
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("GET, OPTIONS"),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static(METADATA_CORS_ALLOW_HEADERS),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from(METADATA_CORS_MAX_AGE_SECS),
+            );
+        } else {
+            response = Response::new(AuthBody::own(None));
             *response.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
             response
                 .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET"));
+                .insert(header::ALLOW, HeaderValue::from_static("GET, OPTIONS"));
             return response;
         }
-        let mut response = Response::new(AuthBody::own(Some(self.config.inner.document.clone())));
         response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
         );
         response
     }

@@ -1,0 +1,39 @@
+//! The outbox of one rewritten legacy request: notifications pass as they are (progress,
+//! `notifications/message` and `notifications/cancelled` have the same shape in both eras);
+//! the reply is rewritten into the legacy shape ([`super::translate::to_legacy`]).
+
+use std::sync::Arc;
+
+use super::translate::{to_legacy, Original};
+use crate::machine::subscriptions::Transport;
+use crate::server::{Outbox, Reply};
+
+/// Wraps the host's outbox for one legacy request.
+pub(crate) struct LegacyOutbox {
+    inner: Arc<dyn Outbox>,
+    original: Original,
+}
+
+impl LegacyOutbox {
+    pub(crate) fn new(inner: Arc<dyn Outbox>, original: Original) -> Self {
+        LegacyOutbox { inner, original }
+    }
+}
+
+impl Outbox for LegacyOutbox {
+    fn notify(&self, line: String) -> bool {
+        self.inner.notify(line)
+    }
+
+    fn finish(&self, reply: Reply) {
+        let line = to_legacy(&self.original, &reply.line);
+        self.inner.finish(Reply {
+            line,
+            status: reply.status,
+        });
+    }
+
+    fn transport(&self) -> Transport {
+        self.inner.transport()
+    }
+}

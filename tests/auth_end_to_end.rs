@@ -1,0 +1,602 @@
+//! End to end, all on loopback: our OAuth client authorises against our `AuthLayer`-protected
+//! server through a local authorization server written here (RFC 8414 metadata, a JWKS,
+//! an authorize endpoint that approves and redirects, a token endpoint that checks PKCE and
+//! `resource` and issues a signed `at+jwt`), with the loopback-listener user step standing in
+//! for the browser's return. Then an MRTR chain runs under the token's principal, and another
+//! principal's token cannot continue it (D36, D44, I6, RFC 8252 §7.3).
+#![forbid(unsafe_code)]
+#![cfg(all(feature = "auth", feature = "client-auth"))]
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Bytes;
+use hyper::{Request, Response, StatusCode};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use p256::pkcs8::EncodePrivateKey as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use sha2::Digest as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tower::Layer as _;
+
+use strict_mcp::client::auth::{
+    ClientCredentials, ClientIdentity, Fetcher, Grant, LoopbackFetcher, LoopbackUserStep,
+    MemoryTokenStore, OAuthClient, OAuthConfig,
+};
+use strict_mcp::client::http::HttpTransport;
+use strict_mcp::client::{CallOptions, Client, ClientOptions, Round, RoundInput};
+use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, Role};
+use strict_mcp::core::{Invocation, Outcome, PromptDef, PromptReply, RegistryBuilder, ToolDef};
+use strict_mcp::server::auth::{AuthConfig, AuthLayer, HttpFetcher, JwtVerifier, CALLER_SCOPE};
+use strict_mcp::server::http::{HttpConfig, McpHttp};
+use strict_mcp::server::{Server, ServerOptions};
+
+/// Every exchange of the test is bounded by this.
+const STEP: Duration = Duration::from_secs(20);
+
+// ---------------------------------------------------------------------------------------------
+// The authorization server
+
+struct AuthServer {
+    issuer: String,
+    key: EncodingKey,
+    jwk: Value,
+    /// The subject the next approval is for (who "signed in").
+    subject: Mutex<String>,
+    /// Codes issued and not yet redeemed: code -> what the token request must match.
+    codes: Mutex<HashMap<String, Pending>>,
+    issued: AtomicUsize,
+}
+
+struct Pending {
+    challenge: String,
+    redirect_uri: String,
+    resource: String,
+    client_id: String,
+    scope: Option<String>,
+    subject: String,
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn form(text: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (k, v) in form_urlencoded::parse(text.as_bytes()) {
+        assert!(
+            out.insert(k.into_owned(), v.into_owned()).is_none(),
+            "a repeated parameter"
+        );
+    }
+    out
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    r
+}
+
+impl AuthServer {
+    fn new(issuer: String) -> Self {
+        let secret = loop {
+            let mut bytes = [0u8; 32];
+            getrandom::getrandom(&mut bytes).unwrap();
+            if let Ok(k) = p256::SecretKey::from_slice(&bytes) {
+                break k;
+            }
+        };
+        let der = secret.to_pkcs8_der().unwrap();
+        let point = p256::elliptic_curve::sec1::ToEncodedPoint::to_encoded_point(
+            &secret.public_key(),
+            false,
+        );
+        AuthServer {
+            issuer,
+            key: EncodingKey::from_ec_der(der.as_bytes()),
+            jwk: json!({"kty": "EC", "crv": "P-256", "use": "sig", "alg": "ES256", "kid": "as-1",
+                "x": b64(point.x().unwrap()), "y": b64(point.y().unwrap())}),
+            subject: Mutex::new("alice".into()),
+            codes: Mutex::new(HashMap::new()),
+            issued: AtomicUsize::new(0),
+        }
+    }
+
+    async fn handle(&self, request: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path().to_owned();
+        let query = request.uri().query().unwrap_or("").to_owned();
+        let method = request.method().clone();
+        let body = request.into_body().collect().await.unwrap().to_bytes();
+        match (method.as_str(), path.as_str()) {
+            ("GET", "/.well-known/oauth-authorization-server") => json_response(
+                StatusCode::OK,
+                &json!({
+                    "issuer": self.issuer,
+                    "authorization_endpoint": format!("{}/authorize", self.issuer),
+                    "token_endpoint": format!("{}/token", self.issuer),
+                    "jwks_uri": format!("{}/jwks", self.issuer),
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none"],
+                    "authorization_response_iss_parameter_supported": true,
+                }),
+            ),
+            ("GET", "/jwks") => json_response(StatusCode::OK, &json!({"keys": [self.jwk]})),
+            ("GET", "/authorize") => self.authorize(&form(&query)),
+            ("POST", "/token") => self.token(&form(std::str::from_utf8(&body).unwrap())),
+            _ => json_response(StatusCode::NOT_FOUND, &json!({})),
+        }
+    }
+
+    /// Approves at once (the user "signed in" as `subject`) and redirects with a code.
+    fn authorize(&self, q: &HashMap<String, String>) -> Response<Full<Bytes>> {
+        assert_eq!(q["response_type"], "code");
+        assert_eq!(q["code_challenge_method"], "S256");
+        let mut code = [0u8; 16];
+        getrandom::getrandom(&mut code).unwrap();
+        let code = b64(&code);
+        self.codes.lock().unwrap().insert(
+            code.clone(),
+            Pending {
+                challenge: q["code_challenge"].clone(),
+                redirect_uri: q["redirect_uri"].clone(),
+                resource: q["resource"].clone(),
+                client_id: q["client_id"].clone(),
+                scope: q.get("scope").cloned(),
+                subject: self.subject.lock().unwrap().clone(),
+            },
+        );
+        let mut location = form_urlencoded::Serializer::new(String::new());
+        location
+            .append_pair("code", &code)
+            .append_pair("state", &q["state"])
+            .append_pair("iss", &self.issuer);
+        let mut r = Response::new(Full::new(Bytes::new()));
+        *r.status_mut() = StatusCode::FOUND;
+        r.headers_mut().insert(
+            "location",
+            format!("{}?{}", q["redirect_uri"], location.finish())
+                .parse()
+                .unwrap(),
+        );
+        r
+    }
+
+    /// Redeems a code once: PKCE S256, the same redirect URI, client and resource (RFC 8707).
+    fn token(&self, f: &HashMap<String, String>) -> Response<Full<Bytes>> {
+        let refuse = |error: &str| json_response(StatusCode::BAD_REQUEST, &json!({"error": error}));
+        if f.get("grant_type").map(String::as_str) != Some("authorization_code") {
+            return refuse("unsupported_grant_type");
+        }
+        let Some(pending) = self.codes.lock().unwrap().remove(&f["code"]) else {
+            return refuse("invalid_grant");
+        };
+        let verifier = f.get("code_verifier").cloned().unwrap_or_default();
+        if b64(&sha2::Sha256::digest(verifier.as_bytes())) != pending.challenge
+            || f.get("redirect_uri") != Some(&pending.redirect_uri)
+            || f.get("client_id") != Some(&pending.client_id)
+            || f.get("resource") != Some(&pending.resource)
+        {
+            return refuse("invalid_grant");
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let scope = pending.scope.clone().unwrap_or_default();
+        let claims = json!({
+            "iss": self.issuer, "sub": pending.subject, "aud": pending.resource,
+            "scope": scope, "client_id": pending.client_id, "iat": now, "exp": now + 600,
+        });
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("as-1".into());
+        header.typ = Some("at+jwt".into());
+        let token = jsonwebtoken::encode(&header, &claims, &self.key).unwrap();
+        self.issued.fetch_add(1, Ordering::SeqCst);
+        json_response(
+            StatusCode::OK,
+            &json!({"access_token": token, "token_type": "Bearer", "expires_in": 600,
+                "scope": scope}),
+        )
+    }
+}
+
+/// Serves `handle` on `listener` until the test ends (each connection bounded by the test).
+fn serve<F, Fut>(listener: tokio::net::TcpListener, handle: F)
+where
+    F: Fn(Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |r| {
+                    let handle = handle.clone();
+                    async move { Ok::<_, Infallible>(handle(r).await) }
+                });
+                let _ = tokio::time::timeout(
+                    STEP,
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+                )
+                .await;
+            });
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The protected MCP server
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+#[derive(serde::Serialize, JsonSchema)]
+struct WhoAmI {
+    /// The caller's principal id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
+    /// The caller's granted scopes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+}
+
+fn mcp_server() -> Server {
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "whoami",
+            |inv: Invocation, _i: Empty| async move {
+                Ok(WhoAmI {
+                    principal: inv.caller().principal().map(str::to_owned),
+                    scope: inv.caller().attribute(CALLER_SCOPE).map(str::to_owned),
+                })
+            },
+        ))
+        .prompt(PromptDef::new(
+            "greet",
+            |inv: Invocation, _args: BTreeMap<String, String>| async move {
+                let Some(answer) = inv.input_response("name") else {
+                    let ask = inv.elicit_form(
+                        "Whom to greet?",
+                        json!({"type":"object","properties":{"name":{"type":"string"}}}),
+                    )?;
+                    return Ok(Outcome::input("name", ask));
+                };
+                // The elicitation answer, `{"action":"accept","content":{"name":…}}`.
+                let answer: Value = serde_json::from_str(answer.get()).unwrap_or_default();
+                let name = answer["content"]["name"].as_str().unwrap_or("?").to_owned();
+                Ok(Outcome::Complete(PromptReply {
+                    description: None,
+                    messages: vec![PromptMessage {
+                        role: Role::User,
+                        content: ContentBlock::text(format!(
+                            "Hello {} from {}",
+                            name,
+                            inv.caller().principal().unwrap_or("nobody")
+                        )),
+                    }],
+                }))
+            },
+        ))
+        .build()
+        .unwrap();
+    Server::new(registry, ServerOptions::new().mode("direct")).unwrap()
+}
+
+/// Both servers, listening; returns the MCP URL and the authorization server.
+async fn start() -> (String, Arc<AuthServer>) {
+    let as_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", as_listener.local_addr().unwrap());
+    let auth_server = Arc::new(AuthServer::new(issuer.clone()));
+    let handler = auth_server.clone();
+    serve(as_listener, move |r| {
+        let handler = handler.clone();
+        async move { handler.handle(r).await }
+    });
+
+    let mcp_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = mcp_listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let config = AuthConfig::builder(&resource)
+        .authorization_server(&issuer)
+        .scopes_supported(["mcp:use"])
+        .require_scopes(["mcp:use"])
+        .build()
+        .unwrap();
+    let verifier = JwtVerifier::builder(&resource)
+        .issuer(&issuer)
+        .jwks(format!("{issuer}/jwks"), HttpFetcher::new())
+        .build()
+        .unwrap();
+    let service = AuthLayer::new(config, verifier).layer(McpHttp::new(
+        mcp_server(),
+        HttpConfig {
+            path: Some("/mcp".into()),
+            ..HttpConfig::default()
+        },
+    ));
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = mcp_listener.accept().await else {
+                return;
+            };
+            let service = service.clone();
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(
+                    STEP,
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+                )
+                .await;
+            });
+        }
+    });
+    (resource, auth_server)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The browser
+
+/// One raw HTTP/1.1 GET on loopback; returns the status and the `Location` header.
+async fn browser_get(url: &str) -> (u16, Option<String>) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let request =
+        format!("GET {target} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(STEP, stream.read_to_end(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let location = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .map(str::to_owned);
+    (status, location)
+}
+
+/// A loopback user step whose "browser" follows the authorization URL to the redirect and
+/// delivers it to the listener, recording each status it saw.
+fn loopback_step(seen: Arc<Mutex<Vec<u16>>>) -> Arc<LoopbackUserStep> {
+    let step = LoopbackUserStep::bind()
+        .unwrap()
+        .wait(STEP)
+        .on_url(move |url| {
+            let url = url.to_owned();
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let (status, location) = browser_get(&url).await;
+                seen.lock().unwrap().push(status);
+                let (status, _) = browser_get(&location.expect("a redirect")).await;
+                seen.lock().unwrap().push(status);
+            });
+        });
+    Arc::new(step)
+}
+
+/// An OAuth client for `url` that authorises through a fresh loopback step.
+async fn authorised(url: &str) -> (OAuthClient, Arc<Mutex<Vec<u16>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let step = loopback_step(seen.clone());
+    let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
+    let config = OAuthConfig {
+        identity: ClientIdentity::registered(ClientCredentials::public("e2e-client")),
+        grant: Grant::AuthorizationCode {
+            redirect_uri: step.redirect_uri(),
+            user_step: step,
+        },
+        store: Arc::new(MemoryTokenStore::default()),
+    };
+    let oauth = OAuthClient::new(fetcher, url, config).unwrap();
+    tokio::time::timeout(STEP, oauth.authorize())
+        .await
+        .expect("authorised in time")
+        .expect("authorised");
+    (oauth, seen)
+}
+
+async fn connect(url: &str, oauth: &OAuthClient) -> Client {
+    let transport = HttpTransport::new(url, Some(oauth.decorator())).unwrap();
+    tokio::time::timeout(
+        STEP,
+        Client::connect(Arc::new(transport), ClientOptions::default()),
+    )
+    .await
+    .unwrap()
+    .expect("connected with the token")
+}
+
+fn elicitation() -> CallOptions {
+    CallOptions {
+        capabilities: Some(json!({"elicitation": {"form": {}}})),
+        ..CallOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d44_our_client_authorises_against_our_layer_through_the_loopback_step() {
+    let (url, auth_server) = start().await;
+    // Without a token the server refuses: the client has something to authorise for.
+    let bare = HttpTransport::new(&url, None).unwrap();
+    assert!(Client::connect(Arc::new(bare), ClientOptions::default())
+        .await
+        .is_err());
+
+    let (oauth, seen) = authorised(&url).await;
+    // The browser saw the approval redirect (302) and the listener's page (200).
+    assert_eq!(*seen.lock().unwrap(), [302, 200]);
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+    let client = connect(&url, &oauth).await;
+    let outcome = client
+        .call("whoami", Some(Map::new()), &CallOptions::default())
+        .await
+        .unwrap();
+    let text = format!("{outcome:?}");
+    assert!(
+        text.contains("alice") && text.contains("mcp:use"),
+        "the tool ran as the token's subject with its scope: {text}"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i6_an_mrtr_chain_is_bound_to_the_tokens_principal_end_to_end() {
+    let (url, auth_server) = start().await;
+    let (alice, _) = authorised(&url).await;
+    *auth_server.subject.lock().unwrap() = "bob".into();
+    let (bob, _) = authorised(&url).await;
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 2);
+    let alice_client = connect(&url, &alice).await;
+    let bob_client = connect(&url, &bob).await;
+
+    let first = alice_client
+        .get_prompt_round("greet", None, RoundInput::first(), &elicitation())
+        .await
+        .unwrap();
+    let Round::InputRequired(asked) = first else {
+        panic!("the prompt asks for input first: {first:?}");
+    };
+    let mut answer = Map::new();
+    answer.insert(
+        "name".into(),
+        json!({"action": "accept", "content": {"name": "Ada"}}),
+    );
+    let next = RoundInput::try_answer(&asked.result, answer).unwrap();
+
+    // Bob holds a valid token of his own, but Alice's continuation is not his.
+    let stolen = bob_client
+        .get_prompt_round("greet", None, next.clone(), &elicitation())
+        .await;
+    let refused = format!("{:?}", stolen.expect_err("refused for another principal"));
+    assert!(refused.contains("requestState"), "{refused}");
+
+    // Alice's own continuation completes, still as Alice.
+    let done = alice_client
+        .get_prompt_round("greet", None, next, &elicitation())
+        .await
+        .unwrap();
+    let Round::Complete(result) = done else {
+        panic!("complete after the answer: {done:?}");
+    };
+    let shown = format!("{result:?}");
+    assert!(shown.contains("Hello Ada from alice"), "{shown}");
+    alice_client.close().await;
+    bob_client.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line: `--oauth`
+
+/// A fresh directory for the command's config, removed on drop.
+struct ConfigHome(std::path::PathBuf);
+impl Drop for ConfigHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `strict-mcp tools call whoami --oauth …` with its config in `home`; when the command
+/// prints an authorization URL, plays the browser. Returns the exit code and stdout.
+async fn cli_whoami(url: &str, home: &std::path::Path) -> (Option<i32>, String, Vec<u16>) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_strict-mcp"))
+        .args(["tools", "call", "whoami", "--args", "{}", "--url", url])
+        .args([
+            "--oauth",
+            "--oauth-client-id",
+            "e2e-client",
+            "--timeout",
+            "20",
+        ])
+        .env("XDG_CONFIG_HOME", home)
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let browsed = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.starts_with("http://127.0.0.1:") {
+                let (status, location) = browser_get(&line).await;
+                seen.push(status);
+                let (status, _) = browser_get(&location.expect("a redirect")).await;
+                seen.push(status);
+            }
+        }
+        seen
+    });
+    let output = tokio::time::timeout(STEP, child.wait_with_output())
+        .await
+        .expect("the command ends in time")
+        .unwrap();
+    let seen = browsed.await.unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        seen,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_oauth_authorises_once_and_keeps_the_token_in_a_0600_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (url, auth_server) = start().await;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let home = ConfigHome(std::env::temp_dir().join(format!(
+        "strict-mcp-cli-oauth-{}-{nanos}",
+        std::process::id()
+    )));
+
+    let (code, stdout, seen) = cli_whoami(&url, &home.0).await;
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("alice"), "{stdout}");
+    assert_eq!(seen, [302, 200], "one trip through the browser");
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+    let file = home.0.join("strict-mcp/tokens.json");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let dir_mode = std::fs::metadata(home.0.join("strict-mcp"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(dir_mode, 0o700);
+
+    // The second run uses the stored token: no browser, no new token.
+    let (code, stdout, seen) = cli_whoami(&url, &home.0).await;
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("alice"), "{stdout}");
+    assert!(seen.is_empty(), "{seen:?}");
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,135 @@
+//! The initialise era against a real peer (feature `legacy`, issue #18): the official
+//! TypeScript SDK v2 client in its default version negotiation (which opens with
+//! `initialize`) drives the conformance server built with `legacy` over stdio
+//! (`interop/node/ts_legacy.mjs`): ping, tools, resources, prompts, the unknown-resource error
+//! and the `confirmation_required` failure (X22). A missing peer fails when `CI=true`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn peer(relative: &str) -> Option<PathBuf> {
+    let path = root().join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        !in_ci(),
+        "{} is missing; CI must run .ci/install-peers before the tests",
+        path.display()
+    );
+    eprintln!(
+        "skipping: {} is not installed (run .ci/install-peers)",
+        path.display()
+    );
+    None
+}
+
+/// Builds the conformance server with `legacy` (a no-op when fresh) and returns its path.
+fn legacy_server() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            "conformance_server",
+            "--features",
+            "legacy",
+        ])
+        .current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cargo runs");
+    assert!(
+        status.success(),
+        "building the legacy conformance server failed"
+    );
+    target.join("debug/examples/conformance_server")
+}
+
+fn drive(node: &Path, server: &Path) -> Vec<Value> {
+    let output = Command::new(node)
+        .arg(root().join("interop/node/ts_legacy.mjs"))
+        .arg("--")
+        .arg(server)
+        .arg("--stdio")
+        .current_dir(root())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("driver runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "ts_legacy.mjs failed ({}):\n{stdout}\n--- stderr ---\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
+    lines
+        .iter()
+        .find(|l| l["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {lines:?}"))
+}
+
+#[test]
+fn b23_typescript_sdk_default_negotiation_over_stdio() {
+    let Some(node) = peer(".interop/node/bin/node") else {
+        return;
+    };
+    let lines = drive(&node, &legacy_server());
+    let connect = step(&lines, "connect");
+    assert_eq!(connect["era"], "legacy", "{connect}");
+    assert_eq!(connect["protocolVersion"], "2025-11-25");
+    assert_eq!(
+        connect["capabilities"],
+        json!({"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{}})
+    );
+    assert_eq!(step(&lines, "ping")["result"], json!({}));
+    let tools = step(&lines, "tools/list")["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(tools.contains(&json!("test_simple_text")), "{tools:?}");
+    assert_eq!(
+        step(&lines, "tools/call")["result"],
+        json!({"content":[{"type":"text","text":"This is a simple text response for testing."}]})
+    );
+    assert_eq!(
+        step(&lines, "resources/list")["resources"],
+        json!(["test://static-binary", "test://static-text"])
+    );
+    assert_eq!(
+        step(&lines, "resources/read")["result"]["contents"][0]["text"],
+        "This is the content of the static text resource."
+    );
+    assert_eq!(
+        step(&lines, "resources/read-unknown")["message"],
+        "Resource not found"
+    );
+    assert_eq!(
+        step(&lines, "tools/call-needs-input")["result"]["isError"],
+        true
+    );
+    assert_eq!(
+        step(&lines, "prompts/get")["result"]["messages"][0]["content"]["text"],
+        "This is a simple prompt for testing."
+    );
+}
