@@ -32,6 +32,8 @@ const RULES: &[(&str, &[&str])] = &[
             "hyper",
         ],
     ),
+    // Scale-out (`crate::scale`, Redis) plugs in from above through the core's traits: the
+    // rules of the ledger and the core stay free of any backing store.
     (
         "src/machine",
         &[
@@ -39,6 +41,8 @@ const RULES: &[(&str, &[&str])] = &[
             "crate::server",
             "crate::client",
             "crate::testing",
+            "crate::scale",
+            "redis",
             "tokio",
             "hyper",
         ],
@@ -49,6 +53,8 @@ const RULES: &[(&str, &[&str])] = &[
             "crate::server",
             "crate::client",
             "crate::testing",
+            "crate::scale",
+            "redis",
             "tokio",
             "hyper",
         ],
@@ -120,6 +126,23 @@ fn the_layering_scan_sees_a_planted_violation() {
         .unwrap()
         .1;
     assert!(forbidden.iter().any(|w| planted.contains(w)));
+}
+
+/// The scale-out rule catches a planted store import in the core and the ledger machine.
+#[test]
+fn the_core_and_machine_never_name_scale_or_redis() {
+    for room in ["src/core", "src/machine"] {
+        let forbidden = RULES.iter().find(|(r, _)| *r == room).unwrap().1;
+        for planted in [
+            "use crate::scale::RedisLedgerStore;",
+            "let c = redis::Client::open(u);",
+        ] {
+            assert!(
+                forbidden.iter().any(|w| planted.contains(w)),
+                "{room}: {planted}"
+            );
+        }
+    }
 }
 
 /// The command sits on top of everything: nothing of the library (outside `src/cli/` and the

@@ -171,6 +171,9 @@ pub enum FailureCode {
     StateRejected,
     /// The operation already completed; a replay does not run it again.
     AlreadyCompleted,
+    /// The continuation state could not be checked right now (its shared store did not
+    /// answer); it was neither accepted nor rejected, and the same call may be retried.
+    StateUnavailable,
     /// The handler produced a result its output schema does not describe.
     InvalidResult,
     /// The call was cancelled.
@@ -183,13 +186,14 @@ pub enum FailureCode {
 
 /// The wire names of the built-in codes, in declaration order; application codes may not
 /// reuse them, so a client can trust that these always mean what the library means.
-pub const BUILTIN_FAILURE_CODES: [&str; 9] = [
+pub const BUILTIN_FAILURE_CODES: [&str; 10] = [
     "unavailable_tool",
     "invalid_arguments",
     "result_too_large",
     "interaction_limit",
     "state_rejected",
     "already_completed",
+    "state_unavailable",
     "invalid_result",
     "cancelled",
     "internal",
@@ -214,9 +218,10 @@ impl FailureCode {
             FailureCode::InteractionLimit => BUILTIN_FAILURE_CODES[3],
             FailureCode::StateRejected => BUILTIN_FAILURE_CODES[4],
             FailureCode::AlreadyCompleted => BUILTIN_FAILURE_CODES[5],
-            FailureCode::InvalidResult => BUILTIN_FAILURE_CODES[6],
-            FailureCode::Cancelled => BUILTIN_FAILURE_CODES[7],
-            FailureCode::Internal => BUILTIN_FAILURE_CODES[8],
+            FailureCode::StateUnavailable => BUILTIN_FAILURE_CODES[6],
+            FailureCode::InvalidResult => BUILTIN_FAILURE_CODES[7],
+            FailureCode::Cancelled => BUILTIN_FAILURE_CODES[8],
+            FailureCode::Internal => BUILTIN_FAILURE_CODES[9],
             FailureCode::Application(code) => code.name(),
         }
     }
@@ -224,13 +229,14 @@ impl FailureCode {
     /// The built-in code with this wire name.
     #[must_use]
     pub fn builtin(name: &str) -> Option<FailureCode> {
-        const ALL: [FailureCode; 9] = [
+        const ALL: [FailureCode; 10] = [
             FailureCode::UnavailableTool,
             FailureCode::InvalidArguments,
             FailureCode::ResultTooLarge,
             FailureCode::InteractionLimit,
             FailureCode::StateRejected,
             FailureCode::AlreadyCompleted,
+            FailureCode::StateUnavailable,
             FailureCode::InvalidResult,
             FailureCode::Cancelled,
             FailureCode::Internal,
@@ -238,13 +244,16 @@ impl FailureCode {
         ALL.into_iter().find(|c| c.as_str() == name)
     }
 
-    /// The default `retryable` flag of this code: true for `cancelled` and `internal`, the
-    /// application's choice for its own codes, false otherwise.
+    /// The default `retryable` flag of this code: true for `cancelled`, `internal` and
+    /// `state_unavailable`, the application's choice for its own codes, false otherwise.
     #[must_use]
     pub fn default_retryable(self) -> bool {
         match self {
             FailureCode::Application(code) => code.is_retryable(),
-            other => matches!(other, FailureCode::Cancelled | FailureCode::Internal),
+            other => matches!(
+                other,
+                FailureCode::Cancelled | FailureCode::Internal | FailureCode::StateUnavailable
+            ),
         }
     }
 }

@@ -38,8 +38,22 @@ pub enum StoreError {
     #[error("ledger store is full")]
     Full,
     /// A backing store failed (shared implementations only). The text is for logs, never clients.
+    /// The state was neither accepted nor rejected: the server answers a retryable failure.
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
+    /// A backing store did not answer within its per-operation time-out (shared
+    /// implementations only). Like [`StoreError::Unavailable`], never read as acceptance.
+    #[error("ledger store timed out after {0:?}")]
+    Timeout(std::time::Duration),
+}
+
+impl StoreError {
+    /// True for the store's own outages ([`StoreError::Unavailable`], [`StoreError::Timeout`]):
+    /// the same request may succeed once the store answers again.
+    #[must_use]
+    pub fn is_outage(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_) | StoreError::Timeout(_))
+    }
 }
 
 /// Storage for chains. See the module docs for the compare-and-swap contract.

@@ -35,8 +35,9 @@
 //!
 //! # Failures
 //! Every Redis failure is typed ([`RedisStoreError`]) and reaches the server as
-//! [`StoreError::Unavailable`], which it answers as an internal error: never as acceptance of
-//! the state, never as a dispatch.
+//! [`StoreError::Unavailable`], or [`StoreError::Timeout`] when an operation outlived
+//! [`RedisStoreConfig::op_timeout`]. The server answers either as a retryable failure
+//! (`state_unavailable`): never as acceptance of the state, never as a dispatch.
 
 use std::fmt;
 use std::sync::Arc;
@@ -54,6 +55,11 @@ use crate::machine::{Epoch, Tick};
 /// Default per-operation timeout: a ledger read or swap sits on the request path, and a store
 /// that does not answer within it is reported unavailable instead of stalling the request.
 pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Added to the per-operation timeout for the connection's own response timeout, so the
+/// operation's timeout fires first and is reported as [`RedisStoreError::Timeout`] with its
+/// limit; the connection's timeout is the backstop that also makes it reconnect.
+const RESPONSE_TIMEOUT_MARGIN: Duration = Duration::from_millis(250);
 
 /// Default timeout of one connection attempt.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -148,6 +154,7 @@ impl From<RedisStoreError> for StoreError {
     fn from(e: RedisStoreError) -> StoreError {
         match e {
             RedisStoreError::RecordTooLarge(_) => StoreError::Full,
+            RedisStoreError::Timeout(limit) => StoreError::Timeout(limit),
             other => StoreError::Unavailable(other.to_string()),
         }
     }
@@ -311,7 +318,9 @@ impl RedisLedgerStore {
         let client = redis::Client::open(info)?;
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.op_timeout))
+            .set_response_timeout(Some(
+                config.op_timeout.saturating_add(RESPONSE_TIMEOUT_MARGIN),
+            ))
             .set_number_of_retries(config.reconnect_retries)
             .set_min_delay(config.backoff_min)
             .set_max_delay(config.backoff_max);

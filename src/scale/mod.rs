@@ -5,10 +5,15 @@
 //! expiry). [`RedisLedgerStore`] keeps it in Redis so an MRTR round started on one instance
 //! resumes on another, and two instances resuming the same round concurrently dispatch at most
 //! once (compare-and-swap in a server-side script). Inject it with
-//! `ServerOptions::ledger_store`, and give every instance the same key ring.
+//! `ServerOptions::ledger_store`, and give every instance the same key ring. [`Readiness`] is the
+//! probe a balancer sends: ready while serving and the store answers.
 
 pub mod ledger;
+#[cfg(all(feature = "server", feature = "http"))]
+pub mod ready;
 pub mod record;
 
 pub use ledger::{EpochScope, RedisLedgerStore, RedisStoreConfig, RedisStoreError};
+#[cfg(all(feature = "server", feature = "http"))]
+pub use ready::{NotReady, Readiness, DEFAULT_PROBE_TIMEOUT};
 pub use record::{decode_chain, encode_chain, RecordCodecError, MAX_RECORD_BYTES};

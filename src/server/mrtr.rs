@@ -82,7 +82,10 @@ const CAS_ATTEMPTS: usize = 4;
 pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
     let as_error = match method {
         Method::ToolsCall => {
-            code == FailureCode::StateRejected && ctx.server.mode() == PublishMode::Direct
+            matches!(
+                code,
+                FailureCode::StateRejected | FailureCode::StateUnavailable
+            ) && ctx.server.mode() == PublishMode::Direct
         }
         Method::ResourcesRead | Method::PromptsGet => true,
     };
@@ -96,7 +99,7 @@ pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str
             Cause::Internal
         },
         message: message.to_owned(),
-        data: Some(json!({ "reason": code.as_str(), "retryable": false })),
+        data: Some(json!({ "reason": code.as_str(), "retryable": code.default_retryable() })),
     }
 }
 
@@ -111,6 +114,22 @@ fn rejected(ctx: &Ctx, method: Method) -> Answer {
 
 fn internal() -> Answer {
     Answer::internal_retryable()
+}
+
+/// A store failure. An outage (unavailable, timed out) neither accepts nor rejects the state:
+/// it is the retryable `state_unavailable` failure, a JSON-RPC -32603 where [`refuse`] answers
+/// errors. Any other store failure (full, conflicts exhausted) is a plain internal error.
+fn store_failed(ctx: &Ctx, method: Method, e: &StoreError) -> Answer {
+    tracing::warn!(error = %e, "ledger store failed");
+    if !e.is_outage() {
+        return internal();
+    }
+    refuse(
+        ctx,
+        method,
+        FailureCode::StateUnavailable,
+        "The request state could not be checked right now; retry the call.",
+    )
 }
 
 /// Runs a method that may ask for input. `target` and `args` are the salient parameters the
@@ -156,14 +175,14 @@ enum Written {
     Done,
     /// Someone else wrote the record first: reload and decide again.
     Conflict,
-    Failed,
+    Failed(StoreError),
 }
 
 async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
     match cas(ctx, expected, new).await {
         Ok(()) => Written::Done,
         Err(StoreError::Conflict) => Written::Conflict,
-        Err(_) => Written::Failed,
+        Err(e) => Written::Failed(e),
     }
 }
 
@@ -189,10 +208,7 @@ where
         let stored = match ctx.server.continuations().store.load(state.chain).await {
             Ok(Some(chain)) => chain,
             Ok(None) => return rejected(ctx, method),
-            Err(e) => {
-                tracing::warn!(error = %e, "ledger store load failed");
-                return internal();
-            }
+            Err(e) => return store_failed(ctx, method, &e),
         };
         let answer = match pending_answer(stored.prompt(), responses) {
             Ok(a) => a,
@@ -217,7 +233,7 @@ where
         };
         match (written, step) {
             (Written::Conflict, _) => continue,
-            (Written::Failed, _) => return internal(),
+            (Written::Failed(e), _) => return store_failed(ctx, method, &e),
             (Written::Done, ResumeStep::AskAgain { state, prompt, .. }) => {
                 return input_required(ctx, &state, &prompt)
             }
@@ -290,10 +306,11 @@ async fn finish_round(
                         chain = fresh;
                         continue;
                     }
-                    _ => return internal(),
+                    Ok(None) => return internal(),
+                    Err(e) => return unrecorded(&e, out),
                 }
             }
-            Err(_) => return internal(),
+            Err(e) => return unrecorded(&e, out),
         }
         return match (effect, out) {
             (LedgerEffect::Prompt { state, prompt, .. }, _) => input_required(ctx, &state, &prompt),
@@ -311,12 +328,30 @@ async fn finish_round(
     internal()
 }
 
+/// The round already ran when the store failed to record how it ended: that cannot be undone,
+/// so this is not the retryable `state_unavailable` (a retry would find the round in flight).
+/// A handler's own answer is still the truth and goes out; the record stays "running" until
+/// its backstop lifetime, so a replay is refused, never run again. A new prompt that could not
+/// be recorded is a non-retryable internal error.
+fn unrecorded(e: &StoreError, out: Result<HandlerOut, Answer>) -> Answer {
+    tracing::warn!(error = %e, "ledger store did not record how a dispatched round ended");
+    match out {
+        Ok(HandlerOut::Complete(answer)) | Err(answer) => answer,
+        Ok(HandlerOut::Input(_)) => Answer::Error {
+            cause: Cause::Internal,
+            message: "Internal error".to_owned(),
+            data: Some(json!({ "retryable": false })),
+        },
+    }
+}
+
 /// The first prompt of a new chain.
 async fn start_chain(
     ctx: &Ctx,
     binding: Binding,
     requests: &BTreeMap<String, InputRequest>,
 ) -> Answer {
+    let method = binding.method;
     let Ok(prompt) = serde_json::to_vec(requests) else {
         return internal();
     };
@@ -327,10 +362,7 @@ async fn start_chain(
     match chain.handle(ctx.server.wall_now(), LedgerEvent::HandlerAsked { prompt }) {
         LedgerEffect::Prompt { state, prompt, .. } => match cas(ctx, None, chain).await {
             Ok(()) => input_required(ctx, &state, &prompt),
-            Err(e) => {
-                tracing::warn!(error = %e, "ledger store refused a new chain");
-                internal()
-            }
+            Err(e) => store_failed(ctx, method, &e),
         },
         // A new chain answers its first question with a prompt; anything else is a ledger bug.
         LedgerEffect::Dispatch { .. }

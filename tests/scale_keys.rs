@@ -1,0 +1,255 @@
+//! The sealing key ring shared by every instance: a state sealed by one instance opens on every
+//! other that holds the same ring, and a key rotation rolled out instance by instance never
+//! refuses a live state, when it is done in two steps:
+//!
+//! 1. every instance gets `KeyRing::with_previous(old, new)`: it still seals with `old` and
+//!    already opens `new`;
+//! 2. every instance gets `KeyRing::with_previous(new, old)`: it seals with `new` and still
+//!    opens `old`;
+//! 3. (after the longest state lifetime) `KeyRing::new(new)` retires `old`.
+//!
+//! At every moment of the rollout, any two instances are at most one step apart, and each opens
+//! what the other seals. A one-step rotation does not have that property (tested too). The
+//! instances share one in-process `MemoryLedgerStore`, the way instances share a Redis one.
+
+#![forbid(unsafe_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use strict_mcp::core::seal::{KeyRing, SealKey};
+use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore};
+use strict_mcp::core::{Caller, Invocation, Outcome, Registry, RegistryBuilder, ToolDef};
+use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct DeleteIn {
+    /// What to delete.
+    item: String,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct DeleteOut {
+    /// What was deleted.
+    deleted: String,
+}
+
+fn confirm_schema() -> Value {
+    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
+}
+
+fn registry(deleted: &Arc<AtomicUsize>) -> Registry {
+    let deleted = Arc::clone(deleted);
+    RegistryBuilder::new()
+        .tool(ToolDef::typed_interactive(
+            "delete",
+            move |inv: Invocation, input: DeleteIn| {
+                let deleted = Arc::clone(&deleted);
+                async move {
+                    match inv.form_answer("confirm", &confirm_schema())? {
+                        None => Ok(Outcome::input(
+                            "confirm",
+                            inv.elicit_form("Really delete?", confirm_schema())?,
+                        )),
+                        Some(_) => {
+                            deleted.fetch_add(1, Ordering::SeqCst);
+                            Ok(Outcome::Complete(DeleteOut {
+                                deleted: input.item,
+                            }))
+                        }
+                    }
+                }
+            },
+        ))
+        .build()
+        .expect("registry builds")
+}
+
+#[derive(Default)]
+struct Collect {
+    replies: Mutex<Vec<Reply>>,
+}
+
+impl Outbox for Collect {
+    fn notify(&self, _line: String) -> bool {
+        true
+    }
+    fn finish(&self, reply: Reply) {
+        self.replies.lock().unwrap().push(reply);
+    }
+}
+
+/// Instances sharing one store and one side-effect counter, each with its own ring.
+struct Fleet {
+    store: Arc<MemoryLedgerStore>,
+    deleted: Arc<AtomicUsize>,
+}
+
+impl Fleet {
+    fn new() -> Fleet {
+        Fleet {
+            store: Arc::new(MemoryLedgerStore::default()),
+            deleted: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn instance(&self, ring: KeyRing) -> Server {
+        let store: Arc<dyn LedgerStore> = self.store.clone();
+        let options = ServerOptions::new()
+            .key_ring(ring)
+            .ledger_store(store)
+            .mode("direct");
+        Server::new(registry(&self.deleted), options).expect("server builds")
+    }
+
+    fn deleted(&self) -> usize {
+        self.deleted.load(Ordering::SeqCst)
+    }
+}
+
+async fn request(server: &Server, params: Value) -> Value {
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let message = strict_mcp::codec::decode(line.to_string().as_bytes(), &server.ingress_limits())
+        .expect("a valid request");
+    let outbox = Arc::new(Collect::default());
+    server
+        .serve(
+            Caller::new("alice"),
+            message,
+            outbox.clone(),
+            Default::default(),
+        )
+        .await;
+    let reply = outbox.replies.lock().unwrap().pop().expect("one reply");
+    serde_json::from_str(&reply.line).expect("JSON reply")
+}
+
+fn delete_params(extra: Value) -> Value {
+    let mut p = json!({
+        "name": "delete",
+        "arguments": {"item": "a"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        },
+    });
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            p[k] = v;
+        }
+    }
+    p
+}
+
+/// Starts a chain on `server`; its sealed state.
+async fn start(server: &Server) -> String {
+    let reply = request(server, delete_params(json!({}))).await;
+    assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
+    reply["result"]["requestState"]
+        .as_str()
+        .expect("a sealed requestState")
+        .to_owned()
+}
+
+/// Resumes `state` on `server` with an accepted confirmation.
+async fn resume(server: &Server, state: &str) -> Value {
+    request(
+        server,
+        delete_params(json!({
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": true}}},
+            "requestState": state,
+        })),
+    )
+    .await
+}
+
+fn completed(reply: &Value) -> bool {
+    reply["result"]["structuredContent"] == json!({"value": {"deleted": "a"}})
+}
+
+fn rejected() -> Value {
+    json!({"code": -32602, "message": "The requestState was rejected.",
+           "data": {"reason": "state_rejected", "retryable": false}})
+}
+
+fn old() -> SealKey {
+    SealKey::new(1, [0x11; 32])
+}
+
+fn new() -> SealKey {
+    SealKey::new(2, [0x22; 32])
+}
+
+/// Every ordered pair of `instances`: a state sealed by the first opens on the second and
+/// dispatches exactly once.
+async fn every_pair_interoperates(fleet: &Fleet, instances: &[(&str, &Server)]) {
+    for (from_name, from) in instances {
+        for (to_name, to) in instances {
+            let before = fleet.deleted();
+            let state = start(from).await;
+            let reply = resume(to, &state).await;
+            assert!(completed(&reply), "{from_name} -> {to_name}: {reply}");
+            assert_eq!(fleet.deleted(), before + 1, "{from_name} -> {to_name}");
+        }
+    }
+}
+
+/// A state sealed by one instance opens on every other with the same ring.
+#[tokio::test]
+async fn a_state_sealed_by_a_opens_on_b_and_c() {
+    let fleet = Fleet::new();
+    let (a, b, c) = (
+        fleet.instance(KeyRing::new(old())),
+        fleet.instance(KeyRing::new(old())),
+        fleet.instance(KeyRing::new(old())),
+    );
+    every_pair_interoperates(&fleet, &[("a", &a), ("b", &b), ("c", &c)]).await;
+}
+
+/// The two-step rolling rotation: at every stage of the rollout, instances one step apart open
+/// each other's states; after the old key is retired its states are refused, new ones open.
+#[tokio::test]
+async fn two_step_rolling_rotation_never_refuses_a_live_state() {
+    let fleet = Fleet::new();
+    let step0 = || KeyRing::new(old());
+    let step1 = || KeyRing::with_previous(old(), new()).expect("distinct ids");
+    let step2 = || KeyRing::with_previous(new(), old()).expect("distinct ids");
+    let step3 = || KeyRing::new(new());
+
+    // Rolling out step 1 over instances still on step 0.
+    let (s0, s1) = (fleet.instance(step0()), fleet.instance(step1()));
+    every_pair_interoperates(&fleet, &[("step0", &s0), ("step1", &s1)]).await;
+    // A state issued before the rollout and still pending when step 2 arrives.
+    let pending = start(&s0).await;
+    // Rolling out step 2 over instances on step 1.
+    let s2 = fleet.instance(step2());
+    every_pair_interoperates(&fleet, &[("step1", &s1), ("step2", &s2)]).await;
+    // Rolling out step 3 over instances on step 2.
+    let s3 = fleet.instance(step3());
+    every_pair_interoperates(&fleet, &[("step2", &s2), ("step3", &s3)]).await;
+
+    // The old key retired: a state it sealed is refused on the retired ring, not run...
+    let before = fleet.deleted();
+    assert_eq!(resume(&s3, &pending).await["error"], rejected());
+    assert_eq!(fleet.deleted(), before);
+    // ...and still opens where the old key is kept (the chain was never spent).
+    assert!(completed(&resume(&s2, &pending).await));
+    assert_eq!(fleet.deleted(), before + 1);
+}
+
+/// Why two steps: switching one instance straight to the new key makes its states unreadable
+/// to instances that have not been switched yet.
+#[tokio::test]
+async fn a_one_step_rotation_refuses_states_on_instances_not_yet_rotated() {
+    let fleet = Fleet::new();
+    let rotated = fleet.instance(KeyRing::with_previous(new(), old()).expect("distinct ids"));
+    let not_yet = fleet.instance(KeyRing::new(old()));
+    // The rotated instance still opens the old instance's states...
+    let state = start(&not_yet).await;
+    assert!(completed(&resume(&rotated, &state).await));
+    // ...but not the other way round.
+    let state = start(&rotated).await;
+    assert_eq!(resume(&not_yet, &state).await["error"], rejected());
+    assert_eq!(fleet.deleted(), 1);
+}
