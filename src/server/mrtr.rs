@@ -26,15 +26,14 @@ use serde_json::{json, Map, Value};
 use super::answer::{failure_result, members, Answer};
 use super::context::{Continuation, Ctx};
 use super::{Cause, PublishMode};
-use crate::core::continuation::{decide_resume, ResumeStep};
+use crate::core::continuation::{decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
 };
 use crate::core::store::{LedgerStore, StoreError};
 use crate::core::{FailureCode, InputRequest, Invocation};
 use crate::machine::ledger::{
-    Binding, Chain, ChainFailure, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState,
-    Resume,
+    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
 };
 use crate::machine::{Epoch, Tick};
 
@@ -186,13 +185,9 @@ where
         return rejected(ctx, method);
     };
     for _ in 0..CAS_ATTEMPTS {
-        let stored = match ctx.server.continuations().store.load(state.chain).await {
-            Ok(Some(chain)) => chain,
-            Ok(None) => return rejected(ctx, method),
-            Err(e) => {
-                tracing::warn!(error = %e, "ledger store load failed");
-                return internal();
-            }
+        let stored = match load_chain(ctx, method, state.chain).await {
+            Ok(chain) => chain,
+            Err(answer) => return answer,
         };
         let answer = match pending_answer(stored.prompt(), responses) {
             Ok(a) => a,
@@ -233,6 +228,19 @@ where
     internal()
 }
 
+/// The stored chain a resume continues: a chain the store no longer has rejects the state; a
+/// store failure is a retryable internal error.
+async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Answer> {
+    match ctx.server.continuations().store.load(id).await {
+        Ok(Some(chain)) => Ok(chain),
+        Ok(None) => Err(rejected(ctx, method)),
+        Err(e) => {
+            tracing::warn!(error = %e, "ledger store load failed");
+            Err(internal())
+        }
+    }
+}
+
 /// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
 /// answer and must complete; asking again is `already_completed`.
 async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
@@ -264,24 +272,17 @@ async fn finish_round(
     mut chain: Chain,
     out: Result<HandlerOut, Answer>,
 ) -> Answer {
-    let prompt = match &out {
+    let end = match &out {
         Ok(HandlerOut::Input(requests)) => match serde_json::to_vec(requests) {
-            Ok(bytes) => Some(bytes),
+            Ok(bytes) => RoundEnd::Asked(bytes),
             Err(_) => return internal(),
         },
-        _ => None,
+        Ok(HandlerOut::Complete(_)) => RoundEnd::Completed,
+        Err(_) => RoundEnd::Failed,
     };
     for _ in 0..CAS_ATTEMPTS {
-        let before = chain.clone();
-        let event = match (&out, &prompt) {
-            (Ok(HandlerOut::Input(_)), Some(bytes)) => LedgerEvent::HandlerAsked {
-                prompt: bytes.clone(),
-            },
-            (Ok(HandlerOut::Complete(_)), _) => LedgerEvent::HandlerCompleted,
-            _ => LedgerEvent::HandlerFailed,
-        };
-        let effect = chain.handle(ctx.server.wall_now(), event);
-        match cas(ctx, Some(before), chain.clone()).await {
+        let (next, step) = decide_finish(&chain, ctx.server.wall_now(), &end);
+        match cas(ctx, Some(chain.clone()), next).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => {
                 // Someone else wrote the record (an epoch bump): apply the event to the fresh one.
@@ -295,17 +296,17 @@ async fn finish_round(
             }
             Err(_) => return internal(),
         }
-        return match (effect, out) {
-            (LedgerEffect::Prompt { state, prompt, .. }, _) => input_required(ctx, &state, &prompt),
-            (LedgerEffect::Failed(ChainFailure::InteractionLimit), _) => refuse(
+        return match (step, out) {
+            (FinishStep::Prompt { state, prompt }, _) => input_required(ctx, &state, &prompt),
+            (FinishStep::InteractionLimit, _) => refuse(
                 ctx,
                 method,
                 FailureCode::InteractionLimit,
                 "The interaction needed more than ten answers.",
             ),
-            (LedgerEffect::Rejected(_), Ok(HandlerOut::Input(_))) => rejected(ctx, method),
-            (_, Ok(HandlerOut::Complete(answer))) | (_, Err(answer)) => answer,
-            (_, Ok(HandlerOut::Input(_))) => internal(),
+            (FinishStep::Rejected, _) => rejected(ctx, method),
+            (FinishStep::Pass { .. }, Ok(HandlerOut::Complete(answer)) | Err(answer)) => answer,
+            (FinishStep::Pass { .. } | FinishStep::Internal, _) => internal(),
         };
     }
     internal()
