@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 
-use super::answer::Answer;
-use super::mrtr::HandlerOut;
-use crate::core::{CancelToken, CoreError, Outcome};
+use crate::core::CancelToken;
 
 /// A deadline without an async runtime: one helper thread parks until the budget elapses and
 /// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
@@ -136,29 +134,6 @@ pub(crate) async fn within<F: std::future::Future>(
             Err(Expired)
         }
     }
-}
-
-/// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
-/// both families share: `work` runs within `limit` on the handler's `token`; a complete result
-/// goes through `finish` inside the time-out (its conversion and final size check count); a
-/// request for input is passed on; expiry answers `timed_out`'s error.
-pub(crate) async fn timed_round<T>(
-    limit: Duration,
-    token: &CancelToken,
-    work: impl std::future::Future<Output = Result<Outcome<T>, CoreError>>,
-    finish: impl FnOnce(T) -> Result<Answer, Answer>,
-    timed_out: impl FnOnce() -> CoreError,
-) -> Result<HandlerOut, Answer> {
-    let round = async {
-        match work.await {
-            Ok(Outcome::Complete(reply)) => finish(reply).map(HandlerOut::Complete),
-            Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-            Err(e) => Err(Answer::from_core(&e)),
-        }
-    };
-    within(limit, token, round)
-        .await
-        .unwrap_or_else(|Expired| Err(Answer::from_core(&timed_out())))
 }
 
 #[cfg(test)]

@@ -25,13 +25,14 @@ use serde_json::{json, Map, Value};
 
 use super::answer::{failure_result, members, Answer};
 use super::context::{Continuation, Ctx};
+use super::deadline::{within, Expired};
 use super::{Cause, PublishMode};
 use crate::core::continuation::{decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
 };
 use crate::core::store::{LedgerStore, StoreError};
-use crate::core::{FailureCode, InputRequest, Invocation};
+use crate::core::{CancelToken, CoreError, FailureCode, InputRequest, Invocation, Outcome};
 use crate::machine::ledger::{
     Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
 };
@@ -69,6 +70,29 @@ pub(crate) enum HandlerOut {
     Complete(Answer),
     /// The handler asks for client input.
     Input(BTreeMap<String, InputRequest>),
+}
+
+/// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
+/// both families share: `work` runs within `limit` on the handler's `token`; a complete result
+/// goes through `finish` inside the time-out (its conversion and final size check count); a
+/// request for input is passed on; expiry answers `timed_out`'s error.
+pub(crate) async fn timed_round<T>(
+    limit: std::time::Duration,
+    token: &CancelToken,
+    work: impl std::future::Future<Output = Result<Outcome<T>, CoreError>>,
+    finish: impl FnOnce(T) -> Result<Answer, Answer>,
+    timed_out: impl FnOnce() -> CoreError,
+) -> Result<HandlerOut, Answer> {
+    let round = async {
+        match work.await {
+            Ok(Outcome::Complete(reply)) => finish(reply).map(HandlerOut::Complete),
+            Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+            Err(e) => Err(Answer::from_core(&e)),
+        }
+    };
+    within(limit, token, round)
+        .await
+        .unwrap_or_else(|Expired| Err(Answer::from_core(&timed_out())))
 }
 
 /// Attempts at a compare-and-swap before giving up with an internal error.

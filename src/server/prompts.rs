@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::context::{string_param, Continuation, Ctx, Params};
-use super::deadline::timed_round;
-use super::mrtr;
+use super::mrtr::{self, timed_round};
 use super::Cause;
 use crate::core::{CoreError, PromptReply};
 use crate::machine::ledger::Method;

@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use super::answer::{encode_complete, Answer};
 use super::context::{string_param, Continuation, Ctx, Params};
-use super::deadline::timed_round;
-use super::mrtr;
+use super::mrtr::{self, timed_round};
 use crate::core::{CoreError, ReadReply};
 use crate::machine::ledger::Method;
 use crate::wire::jsonrpc::RequestId;
