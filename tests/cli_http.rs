@@ -244,7 +244,16 @@ fn o97_http_server_gone_is_a_transport_failure() {
 #[test]
 fn check_passes_on_the_demo_over_http_with_status_evidence() {
     let demo = DemoHttp::start();
-    let o = run(&["check", "--url", &demo.url, "--json"]);
+    let o = run(&[
+        "check",
+        "--url",
+        &demo.url,
+        "--json",
+        "--mrtr-tool",
+        "confirm",
+        "--mrtr-args",
+        r#"{"action":"audit"}"#,
+    ]);
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     let evidence: Vec<String> = stdout(&o)
         .lines()
@@ -268,8 +277,16 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
             "batch-rejected 400 -32600",
             "duplicate-keys-rejected 400 -32600",
             "id-over-256-bytes-rejected 400 -32600",
+            "method-over-256-bytes-rejected 400 -32600",
+            "foreign-host-refused 403 null",
             "foreign-origin-is-403 403 null",
             "method-header-mismatch-is-32020 400 -32020",
+            "pages-chain 200 null",
+            "list-cache-hints 200 null",
+            "input-schema-is-object 200 null",
+            "schema-dialect-2020-12 200 null",
+            "invalid-cursor-is-32602 200 -32602",
+            "tampered-state-refused 200 -32602",
             "missing-meta-is-32602 400 -32602",
             "initialize-is-unknown 404 -32601",
             "frame-over-2-mib-rejected 413 -32600",
@@ -277,4 +294,50 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
     );
     // --strict changes nothing when every rule holds.
     assert_eq!(code(&run(&["check", "--url", &demo.url, "--strict"])), 0);
+}
+
+#[test]
+fn bench_over_http_with_several_connections() {
+    let demo = DemoHttp::start();
+    let o = run(&[
+        "bench",
+        "--url",
+        &demo.url,
+        "--tool",
+        "upper",
+        "--args",
+        r#"{"text":"a"}"#,
+        "--connections",
+        "2",
+        "--in-flight",
+        "2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one record");
+    assert_eq!(r["kind"], "bench");
+    assert_eq!(r["connections"], 2);
+    assert_eq!(r["errors"], 0, "{r}");
+    assert!(r["requests"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert!(r["rps"].as_f64().unwrap_or_default() > 0.0, "{r}");
+    // An unknown tool: every call is a JSON-RPC error, counted.
+    let o = run(&[
+        "bench",
+        "--url",
+        &demo.url,
+        "--tool",
+        "nope",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one record");
+    assert!(r["errors"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert_eq!(r["errors"], r["requests"]);
 }

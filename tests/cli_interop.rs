@@ -111,13 +111,16 @@ fn verdicts(o: &Output) -> Vec<String> {
             let r: Value = serde_json::from_str(l).expect("record");
             let a = &r["answer"];
             format!(
-                "{} {} status={} code={} result={} none={}",
+                "{} {} status={} code={} result={} none={}{}",
                 r["rule"].as_str().unwrap_or_default(),
                 if r["pass"] == true { "pass" } else { "FAIL" },
                 a["status"],
                 a["code"],
                 a["result"],
-                a["none"]
+                a["none"],
+                a.get("note")
+                    .map(|n| format!(" note={n}"))
+                    .unwrap_or_default()
             )
         })
         .collect()
@@ -149,7 +152,16 @@ fn check_pins_the_ts_sdk_server_verdicts_over_http() {
         return;
     };
     let http = RefHttp::start(&node, &server);
-    let o = run(&["check", "--url", &http.1, "--json"]);
+    let o = run(&[
+        "check",
+        "--url",
+        &http.1,
+        "--json",
+        "--mrtr-tool",
+        "confirm_echo",
+        "--mrtr-args",
+        r#"{"text":"hi"}"#,
+    ]);
     // Foreign Origin accepted: a MUST that this peer breaks.
     assert_eq!(code(&o), 7);
     assert_eq!(
@@ -161,8 +173,20 @@ fn check_pins_the_ts_sdk_server_verdicts_over_http() {
             "batch-rejected pass status=400 code=-32600 result=false none=null",
             "duplicate-keys-rejected FAIL status=200 code=null result=true none=null",
             "id-over-256-bytes-rejected FAIL status=200 code=null result=true none=null",
+            // A 257-byte method is answered as an unknown method, not refused as too long.
+            "method-over-256-bytes-rejected FAIL status=404 code=-32601 result=false none=null",
+            "foreign-host-refused pass status=403 code=-32000 result=false none=null",
             "foreign-origin-is-403 FAIL status=200 code=null result=true none=null",
             "method-header-mismatch-is-32020 pass status=400 code=-32020 result=false none=null",
+            "pages-chain pass status=200 code=null result=true none=null",
+            "list-cache-hints pass status=200 code=null result=true none=null",
+            "input-schema-is-object pass status=200 code=null result=true none=null",
+            "schema-dialect-2020-12 pass status=200 code=null result=true none=null",
+            // An invalid cursor gets the first page (a SHOULD broken).
+            "invalid-cursor-is-32602 FAIL status=200 code=null result=true none=null note=\"not refused with -32602\"",
+            // The fixture's requestState is a fixed, unsealed string: the SDK leaves its
+            // integrity to the tool, and this tool takes any state (a MUST broken).
+            "tampered-state-refused FAIL status=200 code=null result=true none=null note=\"a tampered requestState was not refused\"",
             "missing-meta-is-32602 pass status=400 code=-32602 result=false none=null",
             "initialize-is-unknown pass status=404 code=-32601 result=false none=null",
             "frame-over-2-mib-rejected FAIL status=200 code=null result=true none=null",
@@ -176,7 +200,18 @@ fn check_pins_the_ts_sdk_server_verdicts_over_stdio() {
         return;
     };
     let stdio = format!("'{}' '{}'", node.display(), server.display());
-    let o = run(&["check", "--stdio", &stdio, "--json", "--timeout", "3"]);
+    let o = run(&[
+        "check",
+        "--stdio",
+        &stdio,
+        "--json",
+        "--timeout",
+        "3",
+        "--mrtr-tool",
+        "confirm_echo",
+        "--mrtr-args",
+        r#"{"text":"hi"}"#,
+    ]);
     assert_eq!(code(&o), 7);
     assert_eq!(
         verdicts(&o),
@@ -188,6 +223,13 @@ fn check_pins_the_ts_sdk_server_verdicts_over_stdio() {
             "batch-rejected FAIL status=null code=null result=false none=\"timed out\"",
             "duplicate-keys-rejected FAIL status=null code=null result=true none=null",
             "id-over-256-bytes-rejected FAIL status=null code=null result=true none=null",
+            "method-over-256-bytes-rejected FAIL status=null code=-32601 result=false none=null",
+            "pages-chain pass status=null code=null result=true none=null",
+            "list-cache-hints pass status=null code=null result=true none=null",
+            "input-schema-is-object pass status=null code=null result=true none=null",
+            "schema-dialect-2020-12 pass status=null code=null result=true none=null",
+            "invalid-cursor-is-32602 FAIL status=null code=null result=true none=null note=\"not refused with -32602\"",
+            "tampered-state-refused FAIL status=null code=null result=true none=null note=\"a tampered requestState was not refused\"",
             "missing-meta-is-32602 pass status=null code=-32602 result=false none=null",
             "initialize-is-unknown pass status=null code=-32601 result=false none=null",
             "frame-over-2-mib-rejected FAIL status=null code=null result=true none=null",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
 
@@ -948,7 +948,15 @@ read e
 
 #[test]
 fn check_passes_on_the_demo_over_stdio_with_evidence() {
-    let o = run(&["check", "--demo", "--json"]);
+    let o = run(&[
+        "check",
+        "--demo",
+        "--json",
+        "--mrtr-tool",
+        "confirm",
+        "--mrtr-args",
+        r#"{"action":"audit"}"#,
+    ]);
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     let recs = records(&o);
     let rules: Vec<(&str, &str, &str, bool, Option<i64>)> = recs
@@ -991,6 +999,25 @@ fn check_passes_on_the_demo_over_stdio_with_evidence() {
                 true,
                 Some(-32600)
             ),
+            (
+                "method-over-256-bytes-rejected",
+                "policy",
+                "O37",
+                true,
+                Some(-32600)
+            ),
+            ("pages-chain", "must", "E4", true, None),
+            ("list-cache-hints", "must", "H1", true, None),
+            ("input-schema-is-object", "must", "E5", true, None),
+            ("schema-dialect-2020-12", "policy", "E19", true, None),
+            (
+                "invalid-cursor-is-32602",
+                "should",
+                "E4",
+                true,
+                Some(-32602)
+            ),
+            ("tampered-state-refused", "must", "X21", true, Some(-32602)),
             ("missing-meta-is-32602", "must", "B3", true, Some(-32602)),
             ("initialize-is-unknown", "must", "A14", true, Some(-32601)),
             (
@@ -1057,4 +1084,240 @@ fn check_skipped_notification_bound_at_and_past_the_limit() {
     let r = first(&o);
     assert_eq!(r["pass"], false, "{}", stdout(&o));
     assert_eq!(r["answer"]["none"], "no response among the lines read");
+}
+
+/// A pager in `sh`: every request answered by its id; `tools/list` pages carry a fresh
+/// cursor until the page with id `last` (the audit's pages are ids 100, 101, …); an invalid
+/// cursor is -32602; anything else gets a discovery result.
+fn pager(dir: &Path, last: usize) -> String {
+    let script = format!(
+        r#"while read l; do
+  id=$(printf '%s' "$l" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p'); [ -z "$id" ] && id=null
+  case "$l" in
+    *not-a-cursor*) printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32602,"message":"bad cursor"}}}}\n' "$id";;
+    *'"tools/list"'*) next=''; [ "$id" -lt {last} ] && next=',"nextCursor":"c'$id'"'
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"resultType":"complete","ttlMs":0,"cacheScope":"public","tools":[]%s}}}}\n' "$id" "$next";;
+    *) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{{}}}}}}\n' "$id";;
+  esac
+done
+"#
+    );
+    format!("sh '{}'", write(dir, &format!("pager{last}.sh"), &script))
+}
+
+/// The record of `rule` in a check run.
+fn verdict_of(o: &Output, rule: &str) -> Value {
+    records(o)
+        .into_iter()
+        .find(|r| r["rule"] == rule)
+        .unwrap_or_else(|| panic!("no verdict {rule}: {}", stdout(o)))
+}
+
+#[test]
+fn e4_check_pages_chain_at_max_pages_and_one_past() {
+    // check::MAX_PAGES = 50: a list that ends on its 50th page passes, one of 51 pages fails.
+    let dir = temp_dir("check-pages");
+    let o = run(&["check", "--stdio", &pager(&dir, 149), "--json"]);
+    let at = verdict_of(&o, "pages-chain");
+    assert_eq!(at["pass"], true, "{at}");
+    assert_eq!(
+        at["request"],
+        "tools/list, following nextCursor (50 page(s))"
+    );
+    assert_eq!(verdict_of(&o, "list-cache-hints")["pass"], true);
+    assert_eq!(verdict_of(&o, "invalid-cursor-is-32602")["pass"], true);
+    let o = run(&["check", "--stdio", &pager(&dir, 150), "--json"]);
+    let past = verdict_of(&o, "pages-chain");
+    assert_eq!(past["pass"], false, "{past}");
+    assert_eq!(past["answer"]["note"], "no last page within 50 pages");
+    assert_eq!(code(&o), 7);
+    // A tool that does not ask for input cannot show state integrity: reported, not passed.
+    let o = run(&[
+        "check",
+        "--stdio",
+        &pager(&dir, 100),
+        "--json",
+        "--mrtr-tool",
+        "t",
+    ]);
+    let m = verdict_of(&o, "tampered-state-refused");
+    assert_eq!(m["pass"], false);
+    assert_eq!(
+        m["answer"]["note"],
+        "the tool did not answer input_required with a requestState"
+    );
+    // The demo paged one tool at a time chains its 4 pages.
+    let o = run(&["check", "--stdio", &demo_cmd("--page-size 1"), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(
+        verdict_of(&o, "pages-chain")["request"],
+        "tools/list, following nextCursor (4 page(s))"
+    );
+}
+
+#[test]
+fn h1_e5_e19_x21_check_reports_what_each_rule_found() {
+    // A server whose list breaks every list rule and whose tool takes any requestState.
+    let dir = temp_dir("check-faults");
+    let script = r#"while read l; do
+  id=$(printf '%s' "$l" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p'); [ -z "$id" ] && id=null
+  case "$l" in
+    *requestState*) printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","content":[]}}\n' "$id";;
+    *'"tools/call"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"input_required","inputRequests":{"ok":{"method":"elicitation/create","params":{}}},"requestState":"abcdef"}}\n' "$id";;
+    *'"tools/list"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","ttlMs":-1,"cacheScope":"public","nextCursor":"same","tools":[{"name":"t","inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"string"}}]}}\n' "$id";;
+    *) printf '{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{}}}\n' "$id";;
+  esac
+done
+"#;
+    let server = format!("sh '{}'", write(&dir, "faults.sh", script));
+    let o = run(&["check", "--stdio", &server, "--json", "--mrtr-tool", "t"]);
+    assert_eq!(code(&o), 7);
+    let note = |rule: &str| {
+        let v = verdict_of(&o, rule);
+        assert_eq!(v["pass"], false, "{v}");
+        v["answer"]["note"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(note("pages-chain"), "page 2 repeats an earlier cursor");
+    assert_eq!(
+        note("list-cache-hints"),
+        "page 1: ttlMs is -1, not a number >= 0"
+    );
+    assert_eq!(
+        note("input-schema-is-object"),
+        "tool t: inputSchema is not an object schema with type \"object\""
+    );
+    assert_eq!(
+        note("schema-dialect-2020-12"),
+        "tool t: inputSchema declares $schema \"http://json-schema.org/draft-07/schema#\""
+    );
+    assert_eq!(note("invalid-cursor-is-32602"), "not refused with -32602");
+    assert_eq!(
+        note("tampered-state-refused"),
+        "a tampered requestState was not refused"
+    );
+    // The classes decide the exit: only SHOULD/policy failures pass without --strict.
+    assert_eq!(verdict_of(&o, "invalid-cursor-is-32602")["class"], "should");
+    assert_eq!(verdict_of(&o, "schema-dialect-2020-12")["class"], "policy");
+}
+
+/// The keys of a bench record, in order (serde_json sorts them).
+fn bench_keys(r: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = r.as_object().expect("object").keys().cloned().collect();
+    keys.extend(
+        r["latency_ms"]
+            .as_object()
+            .expect("latency")
+            .keys()
+            .map(|k| format!("latency_ms.{k}")),
+    );
+    keys
+}
+
+#[test]
+fn bench_over_stdio_counts_requests_and_tool_errors() {
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":2,"b":3}"#,
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0.1",
+        "--in-flight",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r = &records(&o)[0];
+    assert_eq!(
+        bench_keys(r),
+        [
+            "connections",
+            "duration_s",
+            "errors",
+            "in_flight",
+            "kind",
+            "latency_ms",
+            "requests",
+            "rps",
+            "tool",
+            "warmup_s",
+            "latency_ms.max",
+            "latency_ms.p50",
+            "latency_ms.p90",
+            "latency_ms.p99"
+        ]
+    );
+    assert_eq!(
+        (&r["kind"], &r["tool"], &r["in_flight"], &r["errors"]),
+        (&json!("bench"), &json!("add"), &json!(2), &json!(0))
+    );
+    assert!(r["requests"].as_u64().unwrap_or_default() > 0, "{r}");
+    let l = &r["latency_ms"];
+    assert!(l["p50"].as_f64() <= l["p99"].as_f64() && l["p99"].as_f64() <= l["max"].as_f64());
+    // Every call fails (arguments the schema refuses): each is counted as an error.
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":"x"}"#,
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let r = &records(&o)[0];
+    assert!(r["errors"].as_u64().unwrap_or_default() > 0, "{r}");
+    assert_eq!(r["errors"], r["requests"]);
+    // The human view.
+    let o = run(&[
+        "bench",
+        "--demo",
+        "--tool",
+        "add",
+        "--args",
+        r#"{"a":1,"b":1}"#,
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+    ]);
+    assert!(stdout(&o).contains("req/s"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("p99"), "{}", stdout(&o));
+}
+
+#[test]
+fn bench_bounds_one_past_are_usage_errors() {
+    // bench::MAX_CONNECTIONS = 64, MAX_IN_FLIGHT = 256, MAX_DURATION = 600 s, MAX_WARMUP =
+    // 60 s (each accepted at the bound: the unit test `plan_bounds_at_and_one_past`).
+    for (flag, past) in [
+        ("--connections", "65"),
+        ("--in-flight", "257"),
+        ("--duration", "600.001"),
+        ("--warmup", "60.001"),
+        ("--duration", "0"),
+        ("--duration", "NaN"),
+    ] {
+        let o = run(&["bench", "--demo", "--tool", "add", flag, past]);
+        assert_eq!(code(&o), 2, "{flag} {past}: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{}", stderr(&o));
+    }
+    let o = run(&[
+        "bench",
+        "--url",
+        "http://example.invalid/mcp",
+        "--tool",
+        "add",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--allow-remote"), "{}", stderr(&o));
+    // A server that cannot start is a transport failure.
+    let o = run(&["bench", "--stdio", "/nonexistent/server", "--tool", "add"]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
 }

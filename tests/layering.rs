@@ -122,6 +122,120 @@ fn the_layering_scan_sees_a_planted_violation() {
     assert!(forbidden.iter().any(|w| planted.contains(w)));
 }
 
+/// The command sits on top of everything: nothing of the library (outside `src/cli/` and the
+/// binary in `src/bin/`) may name it, so the library builds and reads without the CLI.
+const CLI_PATHS: &[&str] = &["crate::cli", "super::cli", "strict_mcp::cli"];
+
+/// Whether `code` names one of `paths` as a whole path segment (`crate::cli`, not
+/// `crate::client`).
+fn names_cli(code: &str) -> Option<&'static str> {
+    CLI_PATHS.iter().copied().find(|path| {
+        let whole = code.match_indices(path).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + path.len()..].chars().next();
+            // `super::super::cli` reaches the command as well; `x::crate::cli` cannot exist.
+            let whole_before = match before {
+                Some(':') => code[..at].ends_with("super::"),
+                Some(c) => !is_ident(c),
+                None => true,
+            };
+            whole_before && !after.is_some_and(is_ident)
+        });
+        // The group form, `use crate::{cli::x, …}`.
+        let prefix = &path[..path.len() - "cli".len()];
+        whole || names_sibling(code, prefix, "cli")
+    })
+}
+
+/// The lines of the library's sources outside the command's rooms that name the command.
+fn cli_hits(root: &Path) -> Vec<String> {
+    let src = root.join("src");
+    let mut paths = Vec::new();
+    files(&src, &mut paths);
+    assert!(
+        paths.len() > 10,
+        "src has too few sources: the scan is broken"
+    );
+    let mut hits = Vec::new();
+    for path in paths {
+        let rel = path.strip_prefix(&src).unwrap();
+        if rel.starts_with("cli") || rel.starts_with("bin") {
+            continue;
+        }
+        let code = code_of_all(&std::fs::read_to_string(&path).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            if let Some(word) = names_cli(line) {
+                hits.push(format!(
+                    "{}:{}: `{word}` in {}",
+                    path.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    hits
+}
+
+/// Code of a file without comments, test module included (a test may not reach up either).
+fn code_of_all(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn nothing_outside_the_command_names_crate_cli() {
+    let hits = cli_hits(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(
+        hits.is_empty(),
+        "the library names the command:\n{}",
+        hits.join("\n")
+    );
+}
+
+/// The CLI scan catches what it is for: a planted import in a copy of the tree, while the
+/// client (whose path starts with the same letters) and comments pass.
+#[test]
+fn the_cli_scan_sees_a_planted_import() {
+    assert_eq!(names_cli("use crate::cli::exit::Exit;"), Some("crate::cli"));
+    assert_eq!(names_cli("use super::cli;"), Some("super::cli"));
+    assert_eq!(
+        names_cli("strict_mcp::cli::main()"),
+        Some("strict_mcp::cli")
+    );
+    assert_eq!(
+        names_cli("use crate::{wire, cli::exit};"),
+        Some("crate::cli")
+    );
+    assert_eq!(names_cli("use crate::client::Client;"), None);
+    assert_eq!(names_cli("use super::super::cli::x;"), Some("super::cli"));
+    assert_eq!(names_cli("use crate::clip::X;"), None);
+    assert_eq!(code_of_all("let a = 1; // crate::cli"), "let a = 1; ");
+    // A planted file in a copy of the tree is found, with its path and line.
+    let tmp = std::env::temp_dir().join(format!("layering-cli-{}", std::process::id()));
+    let planted = tmp.join("src/core");
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::create_dir_all(tmp.join("src/cli")).unwrap();
+    for n in 0..10 {
+        std::fs::write(planted.join(format!("m{n}.rs")), "pub fn f() {}\n").unwrap();
+    }
+    std::fs::write(planted.join("bad.rs"), "//! doc\nuse crate::cli::Exit;\n").unwrap();
+    std::fs::write(tmp.join("src/cli/ok.rs"), "use crate::cli::Exit;\n").unwrap();
+    let hits = cli_hits(&tmp);
+    std::fs::remove_dir_all(&tmp).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(
+        hits[0].ends_with("bad.rs:2: `crate::cli` in use crate::cli::Exit;"),
+        "{}",
+        hits[0]
+    );
+}
+
 /// The rooms whose child modules must not import each other in a cycle: one concept per
 /// module, each importing only the ones below it, so a newcomer can read a room bottom-up.
 const ACYCLIC_ROOMS: &[&str] = &["wire", "codec", "machine", "core", "server", "client"];

@@ -126,6 +126,9 @@ pub enum Command {
     Listen(ListenArgs),
     /// Audit a server's strictness: one hand-built request per rule, with evidence.
     Check(CheckArgs),
+    /// Load-test one tool: closed-loop calls for a while, then req/s, latency percentiles
+    /// and errors.
+    Bench(BenchArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -207,6 +210,45 @@ pub struct CheckArgs {
     /// Fail on SHOULD and policy rules too, not only on MUST rules.
     #[arg(long)]
     pub strict: bool,
+    /// Allow a --url whose host is not loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// A tool that answers its first call with input_required: the MRTR state-integrity
+    /// rule calls it once and retries with a tampered requestState (called for real: name
+    /// one that is safe to call).
+    #[arg(long, value_name = "NAME")]
+    pub mrtr_tool: Option<String>,
+    /// The arguments of --mrtr-tool (a JSON object).
+    #[arg(
+        long,
+        value_name = "JSON",
+        requires = "mrtr_tool",
+        default_value = "{}"
+    )]
+    pub mrtr_args: String,
+}
+
+/// `bench …`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The tool to call.
+    #[arg(long)]
+    pub tool: String,
+    /// Its arguments (one JSON object, sent on every call).
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub args: String,
+    /// Connections (each its own HTTP transport or stdio child), 1 to 64.
+    #[arg(long, default_value_t = 1)]
+    pub connections: usize,
+    /// Calls in flight per connection, each started when the previous one ends, 1 to 256.
+    #[arg(long, default_value_t = 1)]
+    pub in_flight: usize,
+    /// Measured seconds (up to 600).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of unmeasured calls first (up to 60).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub warmup: f64,
     /// Allow a --url whose host is not loopback.
     #[arg(long)]
     pub allow_remote: bool,

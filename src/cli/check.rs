@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::wire::limits::{MAX_ID_BYTES, MAX_REQUEST_FRAME_BYTES};
+use crate::wire::limits::{MAX_ID_BYTES, MAX_METHOD_BYTES, MAX_REQUEST_FRAME_BYTES};
 use crate::wire::PROTOCOL_REVISION;
 
 /// The most bytes of one answer the audit reads: a valid answer to any probe is small; the
@@ -50,6 +50,9 @@ pub struct Answer {
     /// No JSON-RPC answer: why (closed, timed out, unreadable).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub none: Option<String>,
+    /// What the rule found wrong in an answer that came (a rule of several requests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The parsed message (not serialised; judged by the rules).
     #[serde(skip)]
     pub message: Option<Value>,
@@ -176,6 +179,7 @@ fn probes() -> Vec<Probe> {
     let mut old = meta();
     old["io.modelcontextprotocol/protocolVersion"] = json!("1999-01-01");
     let long_id = "i".repeat(MAX_ID_BYTES + 1);
+    let long_method = format!("strict-mcp/{}", "m".repeat(MAX_METHOD_BYTES + 1 - 11));
     let mut padded = request(
         json!(9),
         "server/discover",
@@ -271,6 +275,28 @@ fn probes() -> Vec<Probe> {
             refused_frame,
             "server/discover with a 257-byte string id",
         ),
+        probe(
+            "method-over-256-bytes-rejected",
+            Class::Policy,
+            "O37",
+            request(json!(10), &long_method, json!({"_meta": meta()})),
+            &long_method,
+            refused_frame,
+            "a 257-byte method name",
+        ),
+        Probe {
+            extra: vec![("host", "evil.invalid".to_owned())],
+            http_only: true,
+            ..probe(
+                "foreign-host-refused",
+                Class::Policy,
+                "D35",
+                discover.clone(),
+                "server/discover",
+                |a| !a.result && a.status.is_some_and(|s| (400..500).contains(&s)),
+                "server/discover with Host: evil.invalid",
+            )
+        },
         Probe {
             extra: vec![("origin", "http://evil.invalid".to_owned())],
             http_only: true,
@@ -363,6 +389,44 @@ fn read_answer(bytes: &[u8]) -> Answer {
     }
 }
 
+/// Why an answer was not read: it is longer than [`MAX_ANSWER_BYTES`].
+const TOO_LARGE: &str = "answer over the audit's 4 MiB read bound";
+
+/// Reads one HTTP body of at most `limit` bytes.
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, &'static str>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match Limited::new(body, limit).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(TOO_LARGE),
+        Err(_) => Err("closed"),
+    }
+}
+
+/// Reads one line of at most `limit` bytes, its newline not counted (nor kept).
+async fn read_line<R>(reader: &mut R, limit: usize) -> Result<Vec<u8>, &'static str>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    let mut line = Vec::new();
+    let n = (&mut *reader)
+        .take(limit as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .await
+        .map_err(|_| "closed")?;
+    if n == 0 {
+        return Err("closed");
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    } else if line.len() > limit {
+        return Err(TOO_LARGE);
+    }
+    Ok(line)
+}
+
 async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answer {
     let attempt = async {
         let host = url
@@ -383,8 +447,11 @@ async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answe
             .authority()
             .map(|a| a.as_str().to_owned())
             .unwrap_or_default();
-        let mut req = hyper::Request::post(url.path())
-            .header("host", authority)
+        let mut req = hyper::Request::post(url.path());
+        if !p.extra.iter().any(|(k, _)| *k == "host") {
+            req = req.header("host", authority);
+        }
+        req = req
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", p.version_header.as_str())
@@ -397,12 +464,13 @@ async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answe
             .map_err(|e| e.to_string())?;
         let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
         let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_ANSWER_BYTES)
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let mut answer = read_answer(&body);
+        let mut answer = match read_body(resp.into_body(), MAX_ANSWER_BYTES).await {
+            Ok(body) => read_answer(&body),
+            Err(e) => Answer {
+                none: Some(e.to_owned()),
+                ..Answer::default()
+            },
+        };
         answer.status = Some(status);
         Ok::<Answer, String>(answer)
     };
@@ -458,15 +526,17 @@ impl Child {
             stdin.write_all(b"\n").await.map_err(|_| "closed")?;
             stdin.flush().await.map_err(|_| "closed")?;
             for _ in 0..MAX_SKIPPED_LINES {
-                let mut line = Vec::new();
-                let n = (&mut self.stdout)
-                    .take(MAX_ANSWER_BYTES as u64)
-                    .read_until(b'\n', &mut line)
-                    .await
-                    .map_err(|_| "closed")?;
-                if n == 0 {
-                    return Err("closed");
-                }
+                let line = match read_line(&mut self.stdout, MAX_ANSWER_BYTES).await {
+                    Ok(line) => line,
+                    Err(e) => {
+                        if e == TOO_LARGE {
+                            // The rest of the line is still in the pipe: no later answer
+                            // could be told apart from it, so the child is done with.
+                            self.stdin = None;
+                        }
+                        return Err(e);
+                    }
+                };
                 let a = read_answer(&line);
                 // A late answer to an earlier probe is skipped, never judged as this one's.
                 let id = a.message.as_ref().map(|m| &m["id"]);
@@ -500,11 +570,350 @@ impl Child {
     }
 }
 
-/// Runs every rule that applies to `target`, in order, each within `deadline`.
+/// The tool the MRTR state-integrity rule calls (`check --mrtr-tool NAME --mrtr-args JSON`):
+/// a black-box audit cannot know which tool asks for input, nor which one is safe to call.
+#[derive(Debug, Clone)]
+pub struct MrtrTool {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (a JSON object).
+    pub arguments: Value,
+}
+
+/// The most `tools/list` pages the pagination rules walk: the audit stays bounded in
+/// requests, and a pager that has not ended by then is reported as not ending.
+pub const MAX_PAGES: usize = 50;
+
+/// The 2020-12 dialect URI: the dialect every client must support (a missing `$schema`
+/// means it too).
+const DIALECT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The target as one connection, for rules that take several requests.
+enum Peer<'a> {
+    Http(&'a hyper::Uri),
+    Stdio(&'a mut Child),
+}
+
+impl Peer<'_> {
+    async fn send(&mut self, p: &Probe, deadline: Duration) -> Answer {
+        match self {
+            Peer::Http(url) => http_exchange(url, p, deadline).await,
+            Peer::Stdio(c) => c.exchange(p, deadline).await,
+        }
+    }
+}
+
+/// A well-formed request as a probe (its judge is the rule's own code).
+fn plain(body: Value, describe: String) -> Probe {
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let mut extra = Vec::new();
+    if let Some(name) = body["params"]["name"].as_str() {
+        extra.push(("mcp-name", name.to_owned()));
+    }
+    Probe {
+        rule: "",
+        class: Class::Must,
+        requirement: "",
+        body: body.to_string(),
+        method_header: method,
+        version_header: PROTOCOL_REVISION.to_owned(),
+        extra,
+        http_only: false,
+        judge: |_| false,
+        describe,
+    }
+}
+
+fn verdict(
+    rule: &'static str,
+    class: Class,
+    requirement: &'static str,
+    request: String,
+    answer: Answer,
+    finding: Option<String>,
+) -> Verdict {
+    Verdict {
+        rule,
+        class,
+        requirement,
+        pass: finding.is_none(),
+        request,
+        answer: Answer {
+            note: finding,
+            ..answer
+        },
+    }
+}
+
+fn tools_list(id: i64, cursor: Option<&str>) -> Value {
+    let mut params = json!({"_meta": meta()});
+    if let Some(c) = cursor {
+        params["cursor"] = json!(c);
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
+}
+
+/// The first fault of a page's cache hints (H1), given the scope of the first page (H3).
+fn hint_fault(result: &Value, scope: Option<&Value>) -> Option<String> {
+    let ttl = &result["ttlMs"];
+    if !ttl.as_f64().is_some_and(|t| t >= 0.0) {
+        return Some(format!("ttlMs is {ttl}, not a number >= 0"));
+    }
+    let s = &result["cacheScope"];
+    if s != "public" && s != "private" {
+        return Some(format!("cacheScope is {s}, not \"public\" or \"private\""));
+    }
+    match scope {
+        Some(first) if first != s => Some(format!(
+            "cacheScope {s} differs from the first page's {first}"
+        )),
+        _ => None,
+    }
+}
+
+/// The first tool of a page whose `inputSchema` is not an object schema (E5), and the first
+/// published schema that declares a dialect other than 2020-12 (E19).
+fn schema_faults(result: &Value) -> (Option<String>, Option<String>) {
+    let mut shape = None;
+    let mut dialect = None;
+    for tool in result["tools"].as_array().into_iter().flatten() {
+        let name = tool["name"].as_str().unwrap_or("?");
+        let input = &tool["inputSchema"];
+        if shape.is_none() && !(input.is_object() && input["type"] == "object") {
+            shape = Some(format!(
+                "tool {name}: inputSchema is not an object schema with type \"object\""
+            ));
+        }
+        for key in ["inputSchema", "outputSchema"] {
+            let declared = &tool[key]["$schema"];
+            if dialect.is_none() && !declared.is_null() && declared != DIALECT_2020_12 {
+                dialect = Some(format!("tool {name}: {key} declares $schema {declared}"));
+            }
+        }
+    }
+    (shape, dialect)
+}
+
+/// Pagination, cache hints and schemas of `tools/list` (E4, H1, H3, E5, E19), then an
+/// invalid cursor; nothing when the server offers no tools.
+async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> Vec<Verdict> {
+    let mut pages: Vec<Answer> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut chain = None;
+    let mut cursor: Option<String> = None;
+    loop {
+        let id = 100 + i64::try_from(pages.len()).unwrap_or(0);
+        let a = peer
+            .send(
+                &plain(tools_list(id, cursor.as_deref()), String::new()),
+                deadline,
+            )
+            .await;
+        if pages.is_empty() && a.code == Some(-32601) {
+            return Vec::new();
+        }
+        let result = a
+            .message
+            .as_ref()
+            .map(|m| m["result"].clone())
+            .unwrap_or_default();
+        let next = result["nextCursor"].as_str().map(str::to_owned);
+        pages.push(a);
+        if result["resultType"] != "complete" || !result["tools"].is_array() {
+            chain = Some(format!(
+                "page {} is not a complete list of tools",
+                pages.len()
+            ));
+            break;
+        }
+        let Some(next) = next else { break };
+        if seen.contains(&next) {
+            chain = Some(format!("page {} repeats an earlier cursor", pages.len()));
+            break;
+        }
+        if pages.len() == MAX_PAGES {
+            chain = Some(format!("no last page within {MAX_PAGES} pages"));
+            break;
+        }
+        seen.push(next.clone());
+        cursor = Some(next);
+    }
+    let walked = format!("tools/list, following nextCursor ({} page(s))", pages.len());
+    let mut hints = None;
+    let mut shape = None;
+    let mut dialect = None;
+    let mut scope = None;
+    for (n, page) in pages.iter().enumerate() {
+        let result = page
+            .message
+            .as_ref()
+            .map(|m| m["result"].clone())
+            .unwrap_or_default();
+        if hints.is_none() {
+            hints = hint_fault(&result, scope.as_ref()).map(|f| format!("page {}: {f}", n + 1));
+        }
+        scope.get_or_insert_with(|| result["cacheScope"].clone());
+        let (s, d) = schema_faults(&result);
+        shape = shape.or(s);
+        dialect = dialect.or(d);
+    }
+    let last = pages.last().cloned().unwrap_or_default();
+    let invalid = peer
+        .send(
+            &plain(
+                tools_list(190, Some("strict-mcp-check:not-a-cursor")),
+                String::new(),
+            ),
+            deadline,
+        )
+        .await;
+    let refused = is_error(&invalid, -32602) && !invalid.result;
+    vec![
+        verdict(
+            "pages-chain",
+            Class::Must,
+            "E4",
+            walked.clone(),
+            last.clone(),
+            chain,
+        ),
+        verdict(
+            "list-cache-hints",
+            Class::Must,
+            "H1",
+            walked.clone(),
+            last.clone(),
+            hints,
+        ),
+        verdict(
+            "input-schema-is-object",
+            Class::Must,
+            "E5",
+            walked.clone(),
+            last.clone(),
+            shape,
+        ),
+        verdict(
+            "schema-dialect-2020-12",
+            Class::Policy,
+            "E19",
+            walked,
+            last,
+            dialect,
+        ),
+        verdict(
+            "invalid-cursor-is-32602",
+            Class::Should,
+            "E4",
+            "tools/list with an invalid cursor".to_owned(),
+            invalid,
+            (!refused).then(|| "not refused with -32602".to_owned()),
+        ),
+    ]
+}
+
+/// `requestState` with one character changed (to another of the base64 alphabets).
+fn tamper(state: &str) -> String {
+    let mut chars: Vec<char> = state.chars().collect();
+    if let Some(c) = chars.get_mut(state.chars().count() / 2) {
+        *c = if *c == 'A' { 'B' } else { 'A' };
+    }
+    chars.into_iter().collect()
+}
+
+/// MRTR state integrity (I6, X21): the tool's first round asks for input; the retry with a
+/// tampered `requestState` must be refused with a JSON-RPC error.
+async fn mrtr_rule(peer: &mut Peer<'_>, tool: &MrtrTool, deadline: Duration) -> Verdict {
+    let mut m = meta();
+    m["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+    let mut params = json!({"_meta": m, "name": tool.name, "arguments": tool.arguments});
+    let call = |id: i64, params: &Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let first = peer
+        .send(&plain(call(200, &params), String::new()), deadline)
+        .await;
+    let result = first
+        .message
+        .as_ref()
+        .map(|m| m["result"].clone())
+        .unwrap_or_default();
+    let (Some(state), true) = (
+        result["requestState"].as_str(),
+        result["resultType"] == "input_required",
+    ) else {
+        return verdict(
+            "tampered-state-refused",
+            Class::Must,
+            "X21",
+            format!("tools/call {} (first round)", tool.name),
+            first,
+            Some("the tool did not answer input_required with a requestState".to_owned()),
+        );
+    };
+    let mut answers = serde_json::Map::new();
+    for key in result["inputRequests"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+    {
+        answers.insert(key.clone(), json!({"action": "decline"}));
+    }
+    params["inputResponses"] = Value::Object(answers);
+    params["requestState"] = json!(tamper(state));
+    let retry = peer
+        .send(&plain(call(201, &params), String::new()), deadline)
+        .await;
+    let refused = retry.code.is_some() && !retry.result;
+    verdict(
+        "tampered-state-refused",
+        Class::Must,
+        "X21",
+        format!(
+            "tools/call {} retried with a tampered requestState",
+            tool.name
+        ),
+        retry,
+        (!refused).then(|| "a tampered requestState was not refused".to_owned()),
+    )
+}
+
+/// One single-request probe's verdict, when it applies to the target; the first stdio probe
+/// gets [`STARTUP_GRACE`] on top of `deadline`.
+async fn single(
+    target: &Target,
+    child: Option<&mut Child>,
+    p: Probe,
+    deadline: Duration,
+    first: bool,
+) -> Option<Verdict> {
+    let answer = match (target, child) {
+        (Target::Http { url }, _) => http_exchange(url, &p, deadline).await,
+        (Target::Stdio { .. }, Some(c)) if !p.http_only => {
+            let grace = if first { STARTUP_GRACE } else { Duration::ZERO };
+            c.exchange(&p, deadline + grace).await
+        }
+        _ => return None,
+    };
+    Some(Verdict {
+        rule: p.rule,
+        class: p.class,
+        requirement: p.requirement,
+        pass: (p.judge)(&answer),
+        request: p.describe,
+        answer,
+    })
+}
+
+/// Runs every rule that applies to `target`, in order, each request within `deadline`; the
+/// MRTR rule only when `mrtr` names a tool.
 ///
 /// # Errors
 /// [`CheckError::Spawn`] when the stdio server cannot be started.
-pub async fn run(target: &Target, deadline: Duration) -> Result<Vec<Verdict>, CheckError> {
+pub async fn run(
+    target: &Target,
+    deadline: Duration,
+    mrtr: Option<&MrtrTool>,
+) -> Result<Vec<Verdict>, CheckError> {
     let mut child = match target {
         Target::Stdio { words, env, cwd } => {
             let mut cmd = tokio::process::Command::new(&words[0]);
@@ -532,25 +941,30 @@ pub async fn run(target: &Target, deadline: Duration) -> Result<Vec<Verdict>, Ch
         Target::Http { .. } => None,
     };
     let mut verdicts = Vec::new();
-    let mut first = true;
-    for p in probes() {
-        let answer = match (target, &mut child) {
-            (Target::Http { url }, _) => http_exchange(url, &p, deadline).await,
-            (Target::Stdio { .. }, Some(c)) if !p.http_only => {
-                let grace = if first { STARTUP_GRACE } else { Duration::ZERO };
-                first = false;
-                c.exchange(&p, deadline + grace).await
-            }
-            _ => continue,
-        };
-        verdicts.push(Verdict {
-            rule: p.rule,
-            class: p.class,
-            requirement: p.requirement,
-            pass: (p.judge)(&answer),
-            request: p.describe,
-            answer,
-        });
+    let mut probes = probes();
+    // The rules of several requests run before the late probes (which may switch a dual-era
+    // server's era or close the connection).
+    let at = probes
+        .iter()
+        .position(|p| p.rule == "missing-meta-is-32602")
+        .unwrap_or(probes.len());
+    let late = probes.split_off(at);
+    for p in probes {
+        verdicts.extend(single(target, child.as_mut(), p, deadline, verdicts.is_empty()).await);
+    }
+    let mut peer = match (target, child.as_mut()) {
+        (Target::Http { url }, _) => Some(Peer::Http(url)),
+        (_, Some(c)) => Some(Peer::Stdio(c)),
+        _ => None,
+    };
+    if let Some(peer) = peer.as_mut() {
+        verdicts.extend(list_rules(peer, deadline).await);
+        if let Some(tool) = mrtr {
+            verdicts.push(mrtr_rule(peer, tool, deadline).await);
+        }
+    }
+    for p in late {
+        verdicts.extend(single(target, child.as_mut(), p, deadline, false).await);
     }
     if let Some(c) = child {
         c.shut_down().await;
@@ -580,6 +994,9 @@ pub fn evidence(a: &Answer) -> String {
         parts.push("result".to_owned());
     }
     if let Some(n) = &a.none {
+        parts.push(n.clone());
+    }
+    if let Some(n) = &a.note {
         parts.push(n.clone());
     }
     parts.join(", ")
@@ -619,6 +1036,41 @@ mod tests {
             .unwrap();
         let v: Value = serde_json::from_str(&id.body).unwrap();
         assert_eq!(v["id"].as_str().unwrap().len(), MAX_ID_BYTES + 1);
+    }
+
+    /// A stdio answer line of exactly the bound is read; one byte more is refused, typed.
+    #[tokio::test]
+    async fn stdio_answer_at_max_answer_bytes_is_read_one_past_is_refused() {
+        let at = format!("{}\n", "x".repeat(MAX_ANSWER_BYTES));
+        let mut reader = at.as_bytes();
+        assert_eq!(
+            read_line(&mut reader, MAX_ANSWER_BYTES)
+                .await
+                .unwrap()
+                .len(),
+            MAX_ANSWER_BYTES
+        );
+        let past = format!("{}\n", "x".repeat(MAX_ANSWER_BYTES + 1));
+        let mut reader = past.as_bytes();
+        assert_eq!(
+            read_line(&mut reader, MAX_ANSWER_BYTES).await,
+            Err(TOO_LARGE)
+        );
+        assert!(TOO_LARGE.contains(&format!("{} MiB", MAX_ANSWER_BYTES >> 20)));
+        let mut eof: &[u8] = b"";
+        assert_eq!(read_line(&mut eof, MAX_ANSWER_BYTES).await, Err("closed"));
+    }
+
+    /// The same bound on an HTTP body.
+    #[tokio::test]
+    async fn http_answer_at_max_answer_bytes_is_read_one_past_is_refused() {
+        let at = Full::new(Bytes::from(vec![b'x'; MAX_ANSWER_BYTES]));
+        assert_eq!(
+            read_body(at, MAX_ANSWER_BYTES).await.unwrap().len(),
+            MAX_ANSWER_BYTES
+        );
+        let past = Full::new(Bytes::from(vec![b'x'; MAX_ANSWER_BYTES + 1]));
+        assert_eq!(read_body(past, MAX_ANSWER_BYTES).await, Err(TOO_LARGE));
     }
 
     #[test]

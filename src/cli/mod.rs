@@ -26,6 +26,7 @@ macro_rules! out_raw {
 }
 
 pub mod args;
+pub mod bench;
 pub mod check;
 pub mod demo;
 pub mod exit;
@@ -98,6 +99,7 @@ async fn run(cli: Cli) -> Exit {
         },
         args::Command::Completions { .. } => Exit::Success,
         args::Command::Check(args) => session::check(&cli.global, &args).await,
+        args::Command::Bench(args) => bench::run(&cli.global, &args).await,
         command => session::run(&cli.global, command).await,
     }
 }

@@ -39,9 +39,9 @@ pub const CANCEL_FLUSH: Duration = Duration::from_millis(500);
 pub const MAX_RESPONSE_ROUNDS: usize = MAX_DRIVEN_ROUNDS;
 
 /// A failure before or outside a protocol call: printed on stderr, mapped to its class.
-struct Failure {
-    exit: Exit,
-    message: String,
+pub(crate) struct Failure {
+    pub(crate) exit: Exit,
+    pub(crate) message: String,
 }
 
 impl Failure {
@@ -76,6 +76,15 @@ struct Opened {
     stdio: Option<Arc<StdioTransport>>,
 }
 
+/// The raw body of the last `method` reply among `records` (the round just answered).
+fn last_reply(records: &[Record], method: &str) -> Option<Box<RawValue>> {
+    records
+        .iter()
+        .rev()
+        .find(|r| r.method == method)
+        .and_then(|r| r.body.as_ref().ok().cloned())
+}
+
 fn log_hook() -> LogHook {
     Arc::new(|params: &RawValue| {
         let level = member(params, "level").map(|v| v.get().trim_matches('"').to_owned());
@@ -91,6 +100,18 @@ fn log_hook() -> LogHook {
 }
 
 fn open(global: &Global) -> Result<Opened, Failure> {
+    let (inner, stdio) = transport(global)?;
+    Ok(Opened {
+        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+        stdio,
+    })
+}
+
+/// A selected transport, with its stdio child when there is one.
+pub(crate) type Selected = (Arc<dyn Transport>, Option<Arc<StdioTransport>>);
+
+/// The transport `global` selects (one fresh connection or child each call).
+pub(crate) fn transport(global: &Global) -> Result<Selected, Failure> {
     let chosen = [global.stdio.is_some(), global.url.is_some(), global.demo]
         .iter()
         .filter(|b| **b)
@@ -125,11 +146,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         });
         let http = HttpTransport::new(url, Some(decorator))
             .map_err(|e| Failure::usage(format!("--url: {e}")))?;
-        let inner: Arc<dyn Transport> = Arc::new(http);
-        return Ok(Opened {
-            tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-            stdio: None,
-        });
+        return Ok((Arc::new(http), None));
     }
     let mut spec = if let Some(line) = &global.stdio {
         let words = input::split_words(line)?;
@@ -157,10 +174,7 @@ fn open(global: &Global) -> Result<Opened, Failure> {
         message: format!("cannot start the server: {e}"),
     })?);
     let inner: Arc<dyn Transport> = Arc::clone(&stdio) as Arc<dyn Transport>;
-    Ok(Opened {
-        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
-        stdio: Some(stdio),
-    })
+    Ok((inner, Some(stdio)))
 }
 
 fn call_options(global: &Global, responses: Option<&Responses>) -> Result<CallOptions, Failure> {
@@ -389,7 +403,10 @@ impl Session {
             }
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
-            Command::Completions { .. } | Command::Demo(_) | Command::Check(_) => Exit::Usage,
+            Command::Completions { .. }
+            | Command::Demo(_)
+            | Command::Check(_)
+            | Command::Bench(_) => Exit::Usage,
         }
     }
 
@@ -505,46 +522,54 @@ impl Session {
             self.tap.set_exact_arguments(a.raw.clone());
         }
         let map = arguments.map(|a| a.map);
+        let send = async |client: &Client, round, options: &CallOptions| {
+            let outcome = client.call_tool(name, map.clone(), round, options).await?;
+            Ok(match outcome {
+                ToolOutcome::InputRequired(i) => Round::InputRequired(Box::new(i)),
+                done => Round::Complete(done),
+            })
+        };
+        let (done, last) = match self.rounds("tools/call", responses, send).await {
+            Ok(done) => done,
+            Err(exit) => return exit,
+        };
+        if !self.json {
+            if let Some(raw) = &last {
+                print_tool_result(raw);
+            }
+        }
+        if matches!(done, ToolOutcome::Failed(_)) {
+            eprintln!("the tool reported an error (isError: true)");
+            return Exit::ToolError;
+        }
+        Exit::Success
+    }
+
+    /// Drives a request that may answer `input_required` (O98): each such answer is met
+    /// with the next `--responses` round until a complete result, which comes back with its
+    /// raw body; a failure or an unanswered round comes back as its exit.
+    async fn rounds<T>(
+        &mut self,
+        method: &str,
+        responses: &Responses,
+        mut send: impl AsyncFnMut(&Client, RoundInput, &CallOptions) -> Result<Round<T>, ClientError>,
+    ) -> Result<(T, Option<Box<RawValue>>), Exit> {
+        self.flush();
         let mut round = RoundInput::first();
         let mut used = 0;
         loop {
-            let outcome = self
-                .client
-                .call_tool(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "tools/call")
-                .and_then(|r| r.body.as_ref().ok().cloned());
+            let outcome = send(&self.client, round, &self.options).await;
+            let last = last_reply(&self.flush(), method);
             match outcome {
-                Ok(ToolOutcome::Success(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    return Exit::Success;
-                }
-                Ok(ToolOutcome::Failed(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_tool_result(raw);
-                        }
-                    }
-                    eprintln!("the tool reported an error (isError: true)");
-                    return Exit::ToolError;
-                }
-                Ok(ToolOutcome::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
+                Ok(Round::Complete(done)) => return Ok((done, last)),
+                Ok(Round::InputRequired(asked)) => match responses.rounds.get(used) {
+                    Some(answers) => {
                         used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
+                        round = RoundInput::answer(&asked.result, answers.clone());
                     }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                    None => return Err(self.input_required(last.as_deref(), used)),
+                },
+                Err(e) => return Err(self.fail(&e)),
             }
         }
     }
@@ -563,40 +588,20 @@ impl Session {
     }
 
     async fn read(&mut self, uri: &str, responses: &Responses) -> Exit {
-        self.flush();
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .read_resource_round(uri, round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "resources/read")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if let Some(raw) = &last {
-                        if !self.json {
-                            print_contents(raw);
-                        }
-                        self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client.read_resource_round(uri, round, options).await
+        };
+        match self.rounds("resources/read", responses, send).await {
+            Ok((_, last)) => {
+                if let Some(raw) = &last {
+                    if !self.json {
+                        print_contents(raw);
                     }
-                    return Exit::Success;
+                    self.print_digest(SnapshotKind::ResourceRead, "resources/read", raw.get());
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -606,40 +611,22 @@ impl Session {
         arguments: Option<Arguments>,
         responses: &Responses,
     ) -> Exit {
-        self.flush();
         let map = arguments.map(|a| a.map);
-        let mut round = RoundInput::first();
-        let mut used = 0;
-        loop {
-            let outcome = self
-                .client
-                .get_prompt_round(name, map.clone(), round, &self.options)
-                .await;
-            let records = self.flush();
-            let last = records
-                .iter()
-                .rev()
-                .find(|r| r.method == "prompts/get")
-                .and_then(|r| r.body.as_ref().ok().cloned());
-            match outcome {
-                Ok(Round::Complete(_)) => {
-                    if !self.json {
-                        if let Some(raw) = &last {
-                            print_prompt(raw);
-                        }
+        let send = async |client: &Client, round, options: &CallOptions| {
+            client
+                .get_prompt_round(name, map.clone(), round, options)
+                .await
+        };
+        match self.rounds("prompts/get", responses, send).await {
+            Ok((_, last)) => {
+                if !self.json {
+                    if let Some(raw) = &last {
+                        print_prompt(raw);
                     }
-                    return Exit::Success;
                 }
-                Ok(Round::InputRequired(i)) => {
-                    if let Some(answers) = responses.rounds.get(used) {
-                        used += 1;
-                        round = RoundInput::answer(&i.result, answers.clone());
-                        continue;
-                    }
-                    return self.input_required(last.as_deref(), used);
-                }
-                Err(e) => return self.fail(&e),
+                Exit::Success
             }
+            Err(exit) => exit,
         }
     }
 
@@ -1013,7 +1000,23 @@ pub async fn check(global: &Global, args: &CheckArgs) -> Exit {
             return f.exit;
         }
     };
-    let verdicts = match check::run(&target, Duration::from_secs(global.timeout)).await {
+    let mrtr = match &args.mrtr_tool {
+        Some(name) => {
+            match input::read_arguments(&ArgumentSource::Inline(args.mrtr_args.clone())) {
+                Ok(a) => Some(check::MrtrTool {
+                    name: name.clone(),
+                    arguments: Value::Object(a.map),
+                }),
+                Err(e) => {
+                    eprintln!("error: --mrtr-args: {e}");
+                    return Exit::Usage;
+                }
+            }
+        }
+        None => None,
+    };
+    let deadline = Duration::from_secs(global.timeout);
+    let verdicts = match check::run(&target, deadline, mrtr.as_ref()).await {
         Ok(v) => v,
         Err(e @ CheckError::Spawn(_)) => {
             eprintln!("error: {e}");
