@@ -15,11 +15,13 @@
 mod common;
 
 use stateright::{Checker, Model, Property};
-use strict_mcp::core::continuation::{decide_resume, ResumeStep};
+use strict_mcp::core::continuation::{
+    decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd,
+};
 use strict_mcp::machine::epoch::{CallId, EpochEffect, EpochEvent, EpochFaults, Lifecycle, Phase};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, LedgerFaults, Method,
-    Rejection, RequestState, Resume,
+    Binding, Chain, ChainId, LedgerConfig, LedgerEvent, LedgerFaults, Method, Rejection,
+    RequestState, Resume,
 };
 use strict_mcp::machine::subscriptions::{
     Change, Filter, Listen, ListenEffect, ListenEvent, ServerSupport, SubscriptionId, Transport,
@@ -238,13 +240,11 @@ impl Model for CombinedModel {
                     Chain::new(ChainId([i as u8; 16]), binding, epoch, config)
                 });
                 let round = chain.prompts_issued() + 1;
-                s.callers[i] = match chain.handle(
-                    now,
-                    LedgerEvent::HandlerAsked {
-                        prompt: vec![round],
-                    },
-                ) {
-                    LedgerEffect::Prompt { state, .. } => {
+                // The server's own decision on a round's end (`server::mrtr` carries it out).
+                let (next, step) = decide_finish(chain, now, &RoundEnd::Asked(vec![round]));
+                *chain = next;
+                s.callers[i] = match step {
+                    FinishStep::Prompt { state, .. } => {
                         s.tokens[i] = Some(state);
                         Caller::Prompted
                     }
@@ -256,7 +256,9 @@ impl Model for CombinedModel {
                 let completed = match s.chains[i].as_mut() {
                     None => true,
                     Some(chain) => {
-                        chain.handle(now, LedgerEvent::HandlerCompleted) == LedgerEffect::Completed
+                        let (next, step) = decide_finish(chain, now, &RoundEnd::Completed);
+                        *chain = next;
+                        step == FinishStep::Pass { completed: true }
                     }
                 };
                 if completed {
@@ -270,7 +272,7 @@ impl Model for CombinedModel {
             }
             Action::Fail(i) => {
                 if let Some(chain) = s.chains[i].as_mut() {
-                    let _ = chain.handle(now, LedgerEvent::HandlerFailed);
+                    *chain = decide_finish(chain, now, &RoundEnd::Failed).0;
                 }
                 s.callers[i] = Caller::Done;
                 self.end(&mut s, call_id(i, i));
@@ -303,9 +305,9 @@ impl Model for CombinedModel {
                             return Some(s);
                         }
                         // A thief's handler: let it finish at once so the model stays small.
-                        if chain.handle(now, LedgerEvent::HandlerCompleted)
-                            == LedgerEffect::Completed
-                        {
+                        let (next, step) = decide_finish(chain, now, &RoundEnd::Completed);
+                        *chain = next;
+                        if step == (FinishStep::Pass { completed: true }) {
                             s.completions[owner] += 1;
                         }
                     }

@@ -94,7 +94,8 @@ fn timed_out(uri: &str) -> Value {
         "code":-32603,"message":"Resource read timed out","data":{"uri":uri,"retryable":true}}})
 }
 
-#[tokio::test]
+// Virtual time (tokio paused): the short time-out elapses without real waiting.
+#[tokio::test(start_paused = true)]
 async fn o33_a_read_past_the_server_time_out_is_32603_with_uri_and_retryable() {
     let saw_cancel = Arc::new(AtomicBool::new(false));
     let registry = RegistryBuilder::new()
@@ -116,7 +117,8 @@ async fn o33_a_read_past_the_server_time_out_is_32603_with_uri_and_retryable() {
     assert_eq!(server.status().active_calls, 0);
 }
 
-#[tokio::test]
+// Virtual time (tokio paused): the short time-out elapses without real waiting.
+#[tokio::test(start_paused = true)]
 async fn o33_per_resource_and_template_overrides_beat_the_server_default() {
     let registry = RegistryBuilder::new()
         .resource(stuck("mem://stuck", Arc::default()).timeout(SHORT))
@@ -155,7 +157,8 @@ async fn o33_per_resource_and_template_overrides_beat_the_server_default() {
     );
 }
 
-#[tokio::test]
+// Virtual time (tokio paused): the short time-out elapses without real waiting.
+#[tokio::test(start_paused = true)]
 async fn g5_a_prompt_past_its_time_out_is_32603_with_name_and_retryable() {
     let saw_cancel = Arc::new(AtomicBool::new(false));
     let seen = Arc::clone(&saw_cancel);
@@ -329,4 +332,50 @@ async fn o39_a_prompt_over_the_response_bound_is_32603_with_retryable_false() {
             "code":-32603,"message":"The result is too large.","data":{"retryable":false}}})
     );
     assert_eq!(status, 500);
+}
+
+/// A read whose handler takes `took` of virtual time.
+fn sleeper(uri: &str, took: Duration) -> ResourceDef {
+    ResourceDef::new(
+        uri,
+        "sleeper",
+        move |_i: Invocation, uri: String| async move {
+            tokio::time::sleep(took).await;
+            Ok(ReadReply::new(vec![ResourceContents::text(uri, "late")]))
+        },
+    )
+}
+
+/// O33 at the bound, on virtual time (no sleeping): a handler done one millisecond before the
+/// time-out is answered; one done exactly at it has expired (the deadline is not extended for
+/// work that finishes on the tick).
+#[tokio::test(start_paused = true)]
+async fn o33_the_read_time_out_at_the_bound_and_one_past_on_virtual_time() {
+    const LIMIT: Duration = Duration::from_secs(5);
+    let registry = RegistryBuilder::new()
+        .resource(sleeper("mem://in-time", LIMIT - Duration::from_millis(1)))
+        .resource(sleeper("mem://on-the-tick", LIMIT))
+        .build()
+        .unwrap();
+    let server = Server::new(registry, ServerOptions::new().read_timeout(LIMIT)).unwrap();
+    let started = tokio::time::Instant::now();
+    let out = serve(
+        &server,
+        &request("resources/read", r#""uri":"mem://in-time""#),
+    )
+    .await;
+    let (reply, status) = out.only_reply();
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"]["contents"],
+        json!([{"uri":"mem://in-time","text":"late"}])
+    );
+    let out = serve(
+        &server,
+        &request("resources/read", r#""uri":"mem://on-the-tick""#),
+    )
+    .await;
+    assert_eq!(out.only_reply().0, timed_out("mem://on-the-tick"));
+    // Both ran on the virtual clock: exactly the two handlers' time passed.
+    assert_eq!(started.elapsed(), LIMIT * 2 - Duration::from_millis(1));
 }

@@ -1,6 +1,26 @@
 //! Descriptor structs that serialise to exactly the 2026-07-28 wire shapes.
 //!
-//! They live in one module so they can later be replaced by the generated wire types.
+//! Where the generated schema type (`crate::wire`, typify output of the pinned schema) has the
+//! same bytes, it is used directly: [`Role`] and [`CacheScope`] are the generated enums. The
+//! structs stay hand-written, for three reasons that each hold for every one of them:
+//!
+//! - **Member order.** typify emits members in `schema.json`'s order, which is alphabetical;
+//!   these write the schema.ts order (`{"type":"text","text":…}`), which the pinned test bytes,
+//!   the conformance fixtures and existing peers' snapshots rely on. Re-serialising through
+//!   the generated structs would reorder every result.
+//! - **Exact bytes and ranges.** `Tool` keeps its schemas and `CallToolResult` its structured
+//!   content as the registered raw JSON text; the generated `ToolInputSchema` and
+//!   `structuredContent` re-parse into maps (keys re-sorted, numbers through serde_json).
+//!   `size` is `u64` here, `i64` there.
+//! - **Ergonomics the public API promises.** `PartialEq`, `Default` on the optional-only
+//!   structs, and struct variants on `ContentBlock`; the generated structs carry a flattened
+//!   `extra` map and derive neither.
+//!
+//! That these are the schema's shapes, member for member, is checked rather than assumed:
+//! `tests/core_descriptor_generated.rs` decodes each fully populated descriptor into its
+//! generated type (the type the client decodes into) with no member left in `extra`, and
+//! decodes a full schema example of each into the descriptor with no member lost.
+//!
 //! Optional members are omitted when `None`; an explicit `Some(false)` or `Some(0)` stays on
 //! the wire (O19, O22). Schemas and structured results are kept as raw JSON text so their
 //! bytes (and numbers) never pass through a float.
@@ -92,15 +112,8 @@ pub struct Tool {
     pub meta: Option<Meta>,
 }
 
-/// Audience role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The human user.
-    User,
-    /// The model.
-    Assistant,
-}
+/// Audience role: the generated `Role` (`"user"` or `"assistant"`, same bytes).
+pub use crate::wire::Role;
 
 /// Content annotations (`Annotations`); `priority: 0` survives.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -402,15 +415,8 @@ pub struct PromptMessage {
     pub content: ContentBlock,
 }
 
-/// `cacheScope` of a cacheable result (H1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheScope {
-    /// Shareable across authorisation contexts.
-    Public,
-    /// Only for the same authorisation context.
-    Private,
-}
+/// `cacheScope` of a cacheable result (H1): the generated enum (`"public"` or `"private"`).
+pub use crate::wire::CacheableResultCacheScope as CacheScope;
 
 /// Cache hints `ttlMs` and `cacheScope` (H-section).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

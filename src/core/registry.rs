@@ -68,6 +68,187 @@ struct Inner {
     digest: [u8; 32],
 }
 
+/// Compiles the tools (schemas included), refusing a repeated name; hashes each by name and
+/// schema bytes, in name order.
+fn build_tools(
+    defs: Vec<ToolDef>,
+    hasher: &mut Sha256,
+) -> Result<BTreeMap<String, CompiledTool>, BuildError> {
+    let mut tools = BTreeMap::new();
+    for def in defs {
+        let compiled = compile_tool(def)?;
+        if tools.contains_key(&compiled.def.name) {
+            return Err(BuildError::Duplicate {
+                kind: "tool",
+                name: compiled.def.name.clone(),
+            });
+        }
+        tools.insert(compiled.def.name.clone(), compiled);
+    }
+    for (name, t) in &tools {
+        hasher.update(b"tool\0");
+        hasher.update(name.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(t.input.raw().get().as_bytes());
+        if let Some(o) = &t.output {
+            hasher.update(o.raw().get().as_bytes());
+        }
+    }
+    Ok(tools)
+}
+
+/// Checks each static resource's URI and time-out, refusing a repeated URI; hashes the URIs
+/// in registration order.
+fn build_resources(
+    defs: Vec<ResourceDef>,
+    hasher: &mut Sha256,
+) -> Result<BTreeMap<String, ResourceDef>, BuildError> {
+    let mut resources = BTreeMap::new();
+    for def in defs {
+        check_uri(def.uri())?;
+        check_timeout(def.timeout, "resource", def.uri())?;
+        if resources.contains_key(def.uri()) {
+            return Err(BuildError::Duplicate {
+                kind: "resource",
+                name: def.uri().to_owned(),
+            });
+        }
+        hasher.update(b"resource\0");
+        hasher.update(def.uri().as_bytes());
+        resources.insert(def.uri().to_owned(), def);
+    }
+    Ok(resources)
+}
+
+/// Parses each template, checks its time-out and that every completer names one of its
+/// variables, refusing a repeated template; hashes in registration order, then sorts by
+/// template text (the order reads try them in).
+fn build_templates(
+    defs: Vec<TemplateDef>,
+    hasher: &mut Sha256,
+) -> Result<Vec<CompiledTemplate>, BuildError> {
+    let mut templates: Vec<CompiledTemplate> = Vec::new();
+    for def in defs {
+        let parts = parse_template(&def.descriptor.uri_template)?;
+        check_timeout(
+            def.timeout,
+            "resource template",
+            &def.descriptor.uri_template,
+        )?;
+        check_completers(&def, &parts)?;
+        if templates
+            .iter()
+            .any(|t| t.def.descriptor.uri_template == def.descriptor.uri_template)
+        {
+            return Err(BuildError::Duplicate {
+                kind: "resource template",
+                name: def.descriptor.uri_template.clone(),
+            });
+        }
+        hasher.update(b"template\0");
+        hasher.update(def.descriptor.uri_template.as_bytes());
+        templates.push(CompiledTemplate { def, parts });
+    }
+    templates.sort_by(|a, b| {
+        a.def
+            .descriptor
+            .uri_template
+            .cmp(&b.def.descriptor.uri_template)
+    });
+    Ok(templates)
+}
+
+/// A completer for a variable the template does not have is a build error.
+fn check_completers(def: &TemplateDef, parts: &[Part]) -> Result<(), BuildError> {
+    let vars: Vec<&str> = parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Var(v) => Some(v.as_str()),
+            Part::Literal(_) => None,
+        })
+        .collect();
+    match def.completers.keys().find(|k| !vars.contains(&k.as_str())) {
+        Some(unknown) => Err(BuildError::Resource {
+            uri: def.descriptor.uri_template.clone(),
+            reason: format!("completer for unknown variable `{unknown}`"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks each prompt, refusing a repeated name; hashes the names in registration order.
+fn build_prompts(
+    defs: Vec<PromptDef>,
+    hasher: &mut Sha256,
+) -> Result<BTreeMap<String, PromptDef>, BuildError> {
+    let mut prompts = BTreeMap::new();
+    for def in defs {
+        def.check()?;
+        if prompts.contains_key(def.name()) {
+            return Err(BuildError::Duplicate {
+                kind: "prompt",
+                name: def.name().to_owned(),
+            });
+        }
+        hasher.update(b"prompt\0");
+        hasher.update(def.name().as_bytes());
+        prompts.insert(def.name().to_owned(), def);
+    }
+    Ok(prompts)
+}
+
+/// A fresh cursor key from the operating system's randomness.
+fn random_cursor_key() -> Result<CursorKey, BuildError> {
+    CursorKey::random().map_err(|_| BuildError::Schema {
+        kind: "registry",
+        name: "cursor key".to_owned(),
+        reason: "no operating-system randomness for the cursor key".to_owned(),
+    })
+}
+
+/// Runs one resource handler, a panic (while building its future or while polling it) being
+/// a retryable internal error; the handler's own errors become the core's.
+async fn call_read_handler(
+    handler: &ReadHandler,
+    inv: Invocation,
+    uri: &str,
+    vars: BTreeMap<String, String>,
+) -> Result<Outcome<ReadReply>, CoreError> {
+    let Ok(future) =
+        std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
+    else {
+        tracing::error!(uri, "resource handler panicked");
+        return Err(CoreError::Internal { retryable: true });
+    };
+    match AssertUnwindSafe(future).catch_unwind().await {
+        Err(_) => {
+            tracing::error!(uri, "resource handler panicked");
+            Err(CoreError::Internal { retryable: true })
+        }
+        Ok(Err(ResourceError::NotFound)) => Err(CoreError::UnknownResource {
+            uri: uri.to_owned(),
+        }),
+        Ok(Err(ResourceError::Internal { retryable })) => Err(CoreError::Internal { retryable }),
+        Ok(Err(ResourceError::Protocol(e))) => Err(e),
+        Ok(Ok(outcome)) => Ok(outcome),
+    }
+}
+
+/// One read's route, found once per request (template matching is not free): the handler,
+/// the template variables it is called with, and the item's time-out override.
+pub(crate) struct ReadRoute<'r> {
+    handler: &'r ReadHandler,
+    vars: BTreeMap<String, String>,
+    timeout: Option<std::time::Duration>,
+}
+
+impl ReadRoute<'_> {
+    /// The time-out override of the routed resource or template; `None` means the server's.
+    pub(crate) fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
+    }
+}
+
 /// Collects tools, resources, templates and prompts, then builds an immutable [`Registry`].
 pub struct RegistryBuilder {
     tools: Vec<ToolDef>,
@@ -200,101 +381,15 @@ impl RegistryBuilder {
         {
             return Err(BuildError::Empty);
         }
+        // The digest covers the catalogue in this order: tools, resources, templates, prompts.
         let mut hasher = Sha256::new();
-        let mut tools = BTreeMap::new();
-        for def in self.tools {
-            let compiled = compile_tool(def)?;
-            if tools.contains_key(&compiled.def.name) {
-                return Err(BuildError::Duplicate {
-                    kind: "tool",
-                    name: compiled.def.name.clone(),
-                });
-            }
-            tools.insert(compiled.def.name.clone(), compiled);
-        }
-        for (name, t) in &tools {
-            hasher.update(b"tool\0");
-            hasher.update(name.as_bytes());
-            hasher.update(b"\0");
-            hasher.update(t.input.raw().get().as_bytes());
-            if let Some(o) = &t.output {
-                hasher.update(o.raw().get().as_bytes());
-            }
-        }
-        let mut resources = BTreeMap::new();
-        for def in self.resources {
-            check_uri(def.uri())?;
-            check_timeout(def.timeout, "resource", def.uri())?;
-            if resources.contains_key(def.uri()) {
-                return Err(BuildError::Duplicate {
-                    kind: "resource",
-                    name: def.uri().to_owned(),
-                });
-            }
-            hasher.update(b"resource\0");
-            hasher.update(def.uri().as_bytes());
-            resources.insert(def.uri().to_owned(), def);
-        }
-        let mut templates: Vec<CompiledTemplate> = Vec::new();
-        for def in self.templates {
-            let parts = parse_template(&def.descriptor.uri_template)?;
-            check_timeout(
-                def.timeout,
-                "resource template",
-                &def.descriptor.uri_template,
-            )?;
-            let vars: Vec<&str> = parts
-                .iter()
-                .filter_map(|p| match p {
-                    Part::Var(v) => Some(v.as_str()),
-                    Part::Literal(_) => None,
-                })
-                .collect();
-            if let Some(unknown) = def.completers.keys().find(|k| !vars.contains(&k.as_str())) {
-                return Err(BuildError::Resource {
-                    uri: def.descriptor.uri_template.clone(),
-                    reason: format!("completer for unknown variable `{unknown}`"),
-                });
-            }
-            if templates
-                .iter()
-                .any(|t| t.def.descriptor.uri_template == def.descriptor.uri_template)
-            {
-                return Err(BuildError::Duplicate {
-                    kind: "resource template",
-                    name: def.descriptor.uri_template.clone(),
-                });
-            }
-            hasher.update(b"template\0");
-            hasher.update(def.descriptor.uri_template.as_bytes());
-            templates.push(CompiledTemplate { def, parts });
-        }
-        templates.sort_by(|a, b| {
-            a.def
-                .descriptor
-                .uri_template
-                .cmp(&b.def.descriptor.uri_template)
-        });
-        let mut prompts = BTreeMap::new();
-        for def in self.prompts {
-            def.check()?;
-            if prompts.contains_key(def.name()) {
-                return Err(BuildError::Duplicate {
-                    kind: "prompt",
-                    name: def.name().to_owned(),
-                });
-            }
-            hasher.update(b"prompt\0");
-            hasher.update(def.name().as_bytes());
-            prompts.insert(def.name().to_owned(), def);
-        }
+        let tools = build_tools(self.tools, &mut hasher)?;
+        let resources = build_resources(self.resources, &mut hasher)?;
+        let templates = build_templates(self.templates, &mut hasher)?;
+        let prompts = build_prompts(self.prompts, &mut hasher)?;
         let cursor_key = match self.cursor_key {
             Some(k) => k,
-            None => CursorKey::random().map_err(|_| BuildError::Schema {
-                kind: "registry",
-                name: "cursor key".to_owned(),
-                reason: "no operating-system randomness for the cursor key".to_owned(),
-            })?,
+            None => random_cursor_key()?,
         };
         Ok(Registry {
             inner: Arc::new(Inner {
@@ -846,10 +941,23 @@ impl Registry {
         inv: Invocation,
         uri: &str,
     ) -> Result<Outcome<ReadReply>, CoreError> {
+        self.read_routed(inv, uri, self.route_read(uri).as_ref())
+            .await
+    }
+
+    /// [`Registry::read_resource`] with the route already found: the server routes a read
+    /// once and takes both the time-out and the handler from that one route.
+    pub(crate) async fn read_routed(
+        &self,
+        inv: Invocation,
+        uri: &str,
+        route: Option<&ReadRoute<'_>>,
+    ) -> Result<Outcome<ReadReply>, CoreError> {
         let not_found = || CoreError::UnknownResource {
             uri: uri.to_owned(),
         };
-        let (handler, vars, _) = self.route_read(uri).ok_or_else(not_found)?;
+        let route = route.ok_or_else(not_found)?;
+        let (handler, vars) = (route.handler, route.vars.clone());
         match self.inner.policy.resource(inv.caller(), uri) {
             Access::Hidden => return Err(not_found()),
             Access::ListOnly => {
@@ -862,27 +970,9 @@ impl Registry {
         if inv.is_cancelled() {
             return Err(CoreError::Cancelled);
         }
-        let Ok(future) =
-            std::panic::catch_unwind(AssertUnwindSafe(|| handler(inv, uri.to_owned(), vars)))
-        else {
-            tracing::error!(uri, "resource handler panicked");
-            return Err(CoreError::Internal { retryable: true });
-        };
-        let result = AssertUnwindSafe(future).catch_unwind().await;
-        let reply = match result {
-            Err(_) => {
-                tracing::error!(uri, "resource handler panicked");
-                return Err(CoreError::Internal { retryable: true });
-            }
-            Ok(Err(ResourceError::NotFound)) => return Err(not_found()),
-            Ok(Err(ResourceError::Internal { retryable })) => {
-                return Err(CoreError::Internal { retryable })
-            }
-            Ok(Err(ResourceError::Protocol(e))) => return Err(e),
-            Ok(Ok(Outcome::InputRequired { requests })) => {
-                return Ok(Outcome::InputRequired { requests })
-            }
-            Ok(Ok(Outcome::Complete(reply))) => reply,
+        let reply = match call_read_handler(handler, inv, uri, vars).await? {
+            Outcome::InputRequired { requests } => return Ok(Outcome::InputRequired { requests }),
+            Outcome::Complete(reply) => reply,
         };
         if reply.contents.is_empty() {
             return Err(not_found());
@@ -901,21 +991,22 @@ impl Registry {
         }))
     }
 
-    /// The handler, template variables and time-out override a read of `uri` dispatches to:
-    /// the static resource, else the first template (by template text) that matches.
-    fn route_read(
-        &self,
-        uri: &str,
-    ) -> Option<(
-        &ReadHandler,
-        BTreeMap<String, String>,
-        Option<std::time::Duration>,
-    )> {
+    /// Where a read of `uri` goes: the static resource, else the first template (by template
+    /// text) that matches. Policy is not consulted here; [`Registry::read_routed`] does.
+    pub(crate) fn route_read(&self, uri: &str) -> Option<ReadRoute<'_>> {
         if let Some(r) = self.inner.resources.get(uri) {
-            return Some((&r.handler, BTreeMap::new(), r.timeout));
+            return Some(ReadRoute {
+                handler: &r.handler,
+                vars: BTreeMap::new(),
+                timeout: r.timeout,
+            });
         }
         self.inner.templates.iter().find_map(|t| {
-            match_template(&t.parts, uri).map(|vars| (&t.def.handler, vars, t.def.timeout))
+            match_template(&t.parts, uri).map(|vars| ReadRoute {
+                handler: &t.def.handler,
+                vars,
+                timeout: t.def.timeout,
+            })
         })
     }
 
@@ -936,7 +1027,7 @@ impl Registry {
     /// ```
     #[must_use]
     pub fn read_timeout(&self, uri: &str) -> Option<std::time::Duration> {
-        self.route_read(uri).and_then(|(_, _, timeout)| timeout)
+        self.route_read(uri).and_then(|route| route.timeout)
     }
 
     /// The time-out override of the prompt `name` ([`PromptDef::timeout`]); `None` means the

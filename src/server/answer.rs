@@ -20,7 +20,7 @@ use crate::wire::meta;
 pub(crate) enum Answer {
     /// A result body (an object without `resultType`/`serverInfo`; both are added here).
     Result {
-        body: Members,
+        body: ResultMembers,
         result_type: &'static str,
     },
     /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
@@ -108,19 +108,20 @@ pub(crate) fn failure_result(
         })
 }
 
-/// A result object as its members, each kept as exact JSON text (O29: numbers and strings
+/// A result object as its members, sorted by name (unlike the wire-ordered
+/// `publication::envelope::OrderedMembers`), each kept as exact JSON text (O29: numbers and strings
 /// of tool results are never re-serialised through a float).
-pub(crate) type Members = BTreeMap<String, Box<RawValue>>;
+pub(crate) type ResultMembers = BTreeMap<String, Box<RawValue>>;
 
-/// Members of a `serde_json` object.
-pub(crate) fn members(body: Map<String, Value>) -> Members {
+/// The members of a `serde_json` object.
+pub(crate) fn members(body: Map<String, Value>) -> ResultMembers {
     body.into_iter()
         .filter_map(|(k, v)| serde_json::value::to_raw_value(&v).ok().map(|raw| (k, raw)))
         .collect()
 }
 
-/// Members of an object given as exact JSON text.
-pub(crate) fn members_text(text: &str) -> Option<Members> {
+/// The members of an object given as exact JSON text.
+pub(crate) fn members_text(text: &str) -> Option<ResultMembers> {
     serde_json::from_str(text).ok()
 }
 
@@ -130,7 +131,7 @@ fn raw(text: String) -> Box<RawValue> {
 }
 
 /// An object written from borrowed members in the given order (exact value texts), the way
-/// `serde_json` writes a `Members` map.
+/// `serde_json` writes a `ResultMembers` map.
 struct Object<'a>(Vec<(&'a str, &'a RawValue)>);
 
 impl serde::Serialize for Object<'_> {
@@ -152,13 +153,13 @@ fn object_raw(object: &Object<'_>) -> Box<RawValue> {
 /// The result text: `body` with `resultType` and `_meta.serverInfo` set (A5, B6). Members are
 /// written once, in key order, without copying or re-checking their texts; only a body that
 /// brings its own `_meta` has that member read to merge `serverInfo` into it.
-fn with_identity(body: Members, result_type: &str, info: &RawValue) -> Box<RawValue> {
+fn with_identity(body: ResultMembers, result_type: &str, info: &RawValue) -> Box<RawValue> {
     let result_type = serde_json::value::to_raw_value(result_type)
         .unwrap_or_else(|_| raw("\"complete\"".to_owned()));
     let meta_text = match body.get("_meta") {
         None => object_raw(&Object(vec![(meta::SERVER_INFO, info)])),
         Some(existing) => {
-            let mut meta: Members = serde_json::from_str(existing.get()).unwrap_or_default();
+            let mut meta: ResultMembers = serde_json::from_str(existing.get()).unwrap_or_default();
             meta.insert(meta::SERVER_INFO.to_owned(), info.to_owned());
             serde_json::value::to_raw_value(&meta).unwrap_or_else(|_| raw("{}".to_owned()))
         }
@@ -198,7 +199,7 @@ pub(crate) fn to_reply(
     answer: Answer,
 ) -> Option<Reply> {
     super::fault::point(super::fault::points::REPLY);
-    let encoded = |body: Members, result_type: &str| {
+    let encoded = |body: ResultMembers, result_type: &str| {
         encode_result_raw(id, &with_identity(body, result_type, info))
     };
     // Tool results are written once from their pieces (no member map, no re-parse).
@@ -253,12 +254,16 @@ mod tests {
     use super::*;
 
     /// The former `with_identity`: insert into the map and serialise it whole.
-    fn with_identity_reference(mut body: Members, result_type: &str, info: &RawValue) -> String {
+    fn with_identity_reference(
+        mut body: ResultMembers,
+        result_type: &str,
+        info: &RawValue,
+    ) -> String {
         body.insert(
             "resultType".to_owned(),
             raw(Value::String(result_type.to_owned()).to_string()),
         );
-        let mut meta: Members = body
+        let mut meta: ResultMembers = body
             .get("_meta")
             .and_then(|m| serde_json::from_str(m.get()).ok())
             .unwrap_or_default();

@@ -25,16 +25,16 @@ use serde_json::{json, Map, Value};
 
 use super::answer::{failure_result, members, Answer};
 use super::context::{Continuation, Ctx};
+use super::deadline::{within, Expired};
 use super::{Cause, PublishMode};
-use crate::core::continuation::{decide_resume, ResumeStep};
+use crate::core::continuation::{decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd};
 use crate::core::seal::{
     open, principal_digest, random_chain_id, random_nonce, request_digest, seal, KeyRing,
 };
 use crate::core::store::{LedgerStore, StoreError};
-use crate::core::{FailureCode, InputRequest, Invocation};
+use crate::core::{CancelToken, CoreError, FailureCode, InputRequest, Invocation, Outcome};
 use crate::machine::ledger::{
-    Binding, Chain, ChainFailure, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState,
-    Resume,
+    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
 };
 use crate::machine::{Epoch, Tick};
 
@@ -70,6 +70,29 @@ pub(crate) enum HandlerOut {
     Complete(Answer),
     /// The handler asks for client input.
     Input(BTreeMap<String, InputRequest>),
+}
+
+/// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
+/// both families share: `work` runs within `limit` on the handler's `token`; a complete result
+/// goes through `finish` inside the time-out (its conversion and final size check count); a
+/// request for input is passed on; expiry answers `timed_out`'s error.
+pub(crate) async fn timed_round<T>(
+    limit: std::time::Duration,
+    token: &CancelToken,
+    work: impl std::future::Future<Output = Result<Outcome<T>, CoreError>>,
+    finish: impl FnOnce(T) -> Result<Answer, Answer>,
+    timed_out: impl FnOnce() -> CoreError,
+) -> Result<HandlerOut, Answer> {
+    let round = async {
+        match work.await {
+            Ok(Outcome::Complete(reply)) => finish(reply).map(HandlerOut::Complete),
+            Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
+            Err(e) => Err(Answer::from_core(&e)),
+        }
+    };
+    within(limit, token, round)
+        .await
+        .unwrap_or_else(|Expired| Err(Answer::from_core(&timed_out())))
 }
 
 /// Attempts at a compare-and-swap before giving up with an internal error.
@@ -205,10 +228,9 @@ where
         return rejected(ctx, method);
     };
     for _ in 0..CAS_ATTEMPTS {
-        let stored = match ctx.server.continuations().store.load(state.chain).await {
-            Ok(Some(chain)) => chain,
-            Ok(None) => return rejected(ctx, method),
-            Err(e) => return store_failed(ctx, method, &e),
+        let stored = match load_chain(ctx, method, state.chain).await {
+            Ok(chain) => chain,
+            Err(answer) => return answer,
         };
         let answer = match pending_answer(stored.prompt(), responses) {
             Ok(a) => a,
@@ -249,6 +271,16 @@ where
     internal()
 }
 
+/// The stored chain a resume continues: a chain the store no longer has rejects the state; a
+/// store failure answers as [`store_failed`] does (retryable on an outage).
+async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Answer> {
+    match ctx.server.continuations().store.load(id).await {
+        Ok(Some(chain)) => Ok(chain),
+        Ok(None) => Err(rejected(ctx, method)),
+        Err(e) => Err(store_failed(ctx, method, &e)),
+    }
+}
+
 /// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
 /// answer and must complete; asking again is `already_completed`.
 async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
@@ -280,24 +312,17 @@ async fn finish_round(
     mut chain: Chain,
     out: Result<HandlerOut, Answer>,
 ) -> Answer {
-    let prompt = match &out {
+    let end = match &out {
         Ok(HandlerOut::Input(requests)) => match serde_json::to_vec(requests) {
-            Ok(bytes) => Some(bytes),
+            Ok(bytes) => RoundEnd::Asked(bytes),
             Err(_) => return internal(),
         },
-        _ => None,
+        Ok(HandlerOut::Complete(_)) => RoundEnd::Completed,
+        Err(_) => RoundEnd::Failed,
     };
     for _ in 0..CAS_ATTEMPTS {
-        let before = chain.clone();
-        let event = match (&out, &prompt) {
-            (Ok(HandlerOut::Input(_)), Some(bytes)) => LedgerEvent::HandlerAsked {
-                prompt: bytes.clone(),
-            },
-            (Ok(HandlerOut::Complete(_)), _) => LedgerEvent::HandlerCompleted,
-            _ => LedgerEvent::HandlerFailed,
-        };
-        let effect = chain.handle(ctx.server.wall_now(), event);
-        match cas(ctx, Some(before), chain.clone()).await {
+        let (next, step) = decide_finish(&chain, ctx.server.wall_now(), &end);
+        match cas(ctx, Some(chain.clone()), next).await {
             Ok(()) => {}
             Err(StoreError::Conflict) => {
                 // Someone else wrote the record (an epoch bump): apply the event to the fresh one.
@@ -312,17 +337,17 @@ async fn finish_round(
             }
             Err(e) => return unrecorded(&e, out),
         }
-        return match (effect, out) {
-            (LedgerEffect::Prompt { state, prompt, .. }, _) => input_required(ctx, &state, &prompt),
-            (LedgerEffect::Failed(ChainFailure::InteractionLimit), _) => refuse(
+        return match (step, out) {
+            (FinishStep::Prompt { state, prompt }, _) => input_required(ctx, &state, &prompt),
+            (FinishStep::InteractionLimit, _) => refuse(
                 ctx,
                 method,
                 FailureCode::InteractionLimit,
                 "The interaction needed more than ten answers.",
             ),
-            (LedgerEffect::Rejected(_), Ok(HandlerOut::Input(_))) => rejected(ctx, method),
-            (_, Ok(HandlerOut::Complete(answer))) | (_, Err(answer)) => answer,
-            (_, Ok(HandlerOut::Input(_))) => internal(),
+            (FinishStep::Rejected, _) => rejected(ctx, method),
+            (FinishStep::Pass { .. }, Ok(HandlerOut::Complete(answer)) | Err(answer)) => answer,
+            (FinishStep::Pass { .. } | FinishStep::Internal, _) => internal(),
         };
     }
     internal()

@@ -8,10 +8,9 @@ use serde_json::Value;
 
 use super::answer::Answer;
 use super::context::{string_param, Continuation, Ctx, Params};
-use super::deadline::{within, Expired};
-use super::mrtr::{self, HandlerOut};
+use super::mrtr::{self, timed_round};
 use super::Cause;
-use crate::core::{CoreError, Outcome};
+use crate::core::{CoreError, PromptReply};
 use crate::machine::ledger::Method;
 
 /// `prompts/get` with continuations, bounded like a read (the same default time-out, or the
@@ -56,25 +55,23 @@ async fn get_named(
             let arguments = arguments.clone();
             async move {
                 let token = inv.cancel_token().clone();
-                let get = async {
-                    match ctx.registry.get_prompt(inv, name, arguments).await {
-                        Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                            Ok(Value::Object(body)) => {
-                                Ok(HandlerOut::Complete(Answer::complete(body)))
-                            }
-                            _ => Err(Answer::error(Cause::Internal, "Internal error")),
-                        },
-                        Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                        Err(e) => Err(Answer::from_core(&e)),
-                    }
-                };
-                within(limit, &token, get).await.unwrap_or_else(|Expired| {
-                    Err(Answer::from_core(&CoreError::PromptTimedOut {
+                let work = ctx.registry.get_prompt(inv, name, arguments);
+                timed_round(limit, &token, work, encode_prompt, || {
+                    CoreError::PromptTimedOut {
                         name: name.to_owned(),
-                    }))
+                    }
                 })
+                .await
             }
         },
     )
     .await
+}
+
+/// A `prompts/get` result as the answer's body.
+fn encode_prompt(reply: PromptReply) -> Result<Answer, Answer> {
+    match serde_json::to_value(&reply) {
+        Ok(Value::Object(body)) => Ok(Answer::complete(body)),
+        _ => Err(Answer::error(Cause::Internal, "Internal error")),
+    }
 }

@@ -7,29 +7,31 @@ use serde_json::Value;
 
 use super::answer::{encode_complete, Answer};
 use super::context::{string_param, Continuation, Ctx, Params};
-use super::deadline::{within, Expired};
-use super::mrtr::{self, HandlerOut};
-use crate::core::{CoreError, Outcome};
+use super::mrtr::{self, timed_round};
+use crate::core::{CoreError, ReadReply};
 use crate::machine::ledger::Method;
 use crate::wire::jsonrpc::RequestId;
 
-/// `resources/read` with continuations. Each handler invocation runs within the read's
-/// time-out, which also covers converting and encoding the result (the final size check, O33);
-/// a time-out feeds the ledger like any other handler failure.
+/// `resources/read` with continuations. The URI is routed once: the route gives both the
+/// time-out and the handler. Each handler invocation runs within the read's time-out, which
+/// also covers converting and encoding the result (the final size check, O33); a time-out
+/// feeds the ledger like any other handler failure.
 pub(crate) async fn read(ctx: &Ctx, params: &Params<'_>, id: &RequestId) -> Result<Answer, Answer> {
     let uri = string_param(params, "uri")?;
     Ok(read_uri(ctx, params, &uri, id).await)
 }
 
 async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> Answer {
-    let limit = ctx
-        .registry
-        .read_timeout(uri)
+    let route = ctx.registry.route_read(uri);
+    let limit = route
+        .as_ref()
+        .and_then(|route| route.timeout())
         .unwrap_or(ctx.server.read_timeout());
     let continuation = match Continuation::read(params) {
         Ok(c) => c,
         Err(answer) => return answer,
     };
+    let route = route.as_ref();
     mrtr::run(
         ctx,
         Method::ResourcesRead,
@@ -38,34 +40,33 @@ async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> 
         continuation,
         |inv, _| async move {
             let token = inv.cancel_token().clone();
-            let read = async {
-                match ctx.registry.read_resource(inv, uri).await {
-                    Ok(Outcome::Complete(reply)) => match serde_json::to_value(&reply) {
-                        // The final size check is the encoding of the whole response (O33); a
-                        // read over it fails like one over the contents limit (O32).
-                        Ok(Value::Object(body)) => {
-                            match encode_complete(ctx.server.info(), id, body) {
-                                Ok(reply) => Ok(HandlerOut::Complete(Answer::Encoded(reply))),
-                                Err(e) if e.is_too_large() => {
-                                    Err(Answer::from_core(&CoreError::ResourceTooLarge {
-                                        uri: uri.to_owned(),
-                                    }))
-                                }
-                                Err(_) => Err(Answer::internal_retryable()),
-                            }
-                        }
-                        _ => Err(Answer::internal_retryable()),
-                    },
-                    Ok(Outcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                    Err(e) => Err(Answer::from_core(&e)),
-                }
-            };
-            within(limit, &token, read).await.unwrap_or_else(|Expired| {
-                Err(Answer::from_core(&CoreError::ReadTimedOut {
+            let work = ctx.registry.read_routed(inv, uri, route);
+            timed_round(
+                limit,
+                &token,
+                work,
+                |reply| encode_read(ctx, id, uri, &reply),
+                || CoreError::ReadTimedOut {
                     uri: uri.to_owned(),
-                }))
-            })
+                },
+            )
+            .await
         },
     )
     .await
+}
+
+/// The whole `resources/read` response, encoded once: that encoding is the final size check
+/// (O33), and a read over it fails like one over the contents limit (O32).
+fn encode_read(ctx: &Ctx, id: &RequestId, uri: &str, reply: &ReadReply) -> Result<Answer, Answer> {
+    let Ok(Value::Object(body)) = serde_json::to_value(reply) else {
+        return Err(Answer::internal_retryable());
+    };
+    match encode_complete(ctx.server.info(), id, body) {
+        Ok(reply) => Ok(Answer::Encoded(reply)),
+        Err(e) if e.is_too_large() => Err(Answer::from_core(&CoreError::ResourceTooLarge {
+            uri: uri.to_owned(),
+        })),
+        Err(_) => Err(Answer::internal_retryable()),
+    }
 }

@@ -20,13 +20,13 @@ use crate::core::descriptor::ContentBlock;
 use crate::core::{CoreError, ToolFailure};
 
 /// The members of one JSON object, in wire order, each kept as its exact text.
-pub(crate) struct Members<'a>(pub(crate) Vec<(String, &'a RawValue)>);
+pub(crate) struct OrderedMembers<'a>(pub(crate) Vec<(String, &'a RawValue)>);
 
-impl<'a> Members<'a> {
+impl<'a> OrderedMembers<'a> {
     /// Reads `raw` as an object. Anything else, or a repeated member name, is -32602.
     pub(crate) fn parse(raw: &'a RawValue, what: &str) -> Result<Self, CoreError> {
         let mut de = serde_json::Deserializer::from_str(raw.get());
-        de.deserialize_map(MembersVisitor)
+        de.deserialize_map(OrderedMembersVisitor)
             .map_err(|e| invalid(format!("{what} must be a JSON object: {e}")))
     }
 
@@ -44,10 +44,10 @@ impl<'a> Members<'a> {
     }
 }
 
-struct MembersVisitor;
+struct OrderedMembersVisitor;
 
-impl<'de> Visitor<'de> for MembersVisitor {
-    type Value = Members<'de>;
+impl<'de> Visitor<'de> for OrderedMembersVisitor {
+    type Value = OrderedMembers<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
@@ -63,7 +63,7 @@ impl<'de> Visitor<'de> for MembersVisitor {
             }
             members.push((key, value));
         }
-        Ok(Members(members))
+        Ok(OrderedMembers(members))
     }
 }
 
@@ -96,7 +96,7 @@ impl<'a> CallParams<'a> {
     /// Reads `{"name", "arguments"?, "_meta", "inputResponses"?, "requestState"?}`. The
     /// dispatcher owns the rest of the request shape (E10); publication checks what it reads.
     pub(crate) fn parse(params: &'a RawValue) -> Result<Self, CoreError> {
-        let members = Members::parse(params, "params")?;
+        let members = OrderedMembers::parse(params, "params")?;
         Self::from_members(|key| members.get(key))
     }
 

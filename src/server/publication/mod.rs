@@ -82,7 +82,7 @@ pub(crate) use envelope::{CallParams, ResultParts};
 
 use envelope::{
     failure_envelope, failure_parts, failure_text, invalid, is_object, result_parts, string_member,
-    success_parts, to_map, Members,
+    success_parts, to_map, OrderedMembers,
 };
 
 /// How tools are published. Fixed per [`Publication`]; searching never changes it (O12, O24).
@@ -512,11 +512,11 @@ fn compact_arguments<'a>(
     arguments: Option<&'a RawValue>,
     tool: &str,
     allowed: &[&str],
-) -> Result<Members<'a>, CoreError> {
+) -> Result<OrderedMembers<'a>, CoreError> {
     let what = format!("`{tool}` arguments");
     let members = match arguments {
-        Some(raw) => Members::parse(raw, &what)?,
-        None => Members(Vec::new()),
+        Some(raw) => OrderedMembers::parse(raw, &what)?,
+        None => OrderedMembers(Vec::new()),
     };
     members.only(allowed, &what)?;
     Ok(members)

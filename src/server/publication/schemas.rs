@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::core::schema::DRAFT_2020_12;
 use crate::core::{failure_envelope_schema, CoreError};
 
-use super::envelope::{invalid, Members};
+use super::envelope::{invalid, OrderedMembers};
 
 /// The failure envelope schema as JSON text: the core's schema derived from `ToolFailure`
 /// (one source of truth for codes and diagnostics), without `$schema` so that it can be
@@ -93,7 +93,7 @@ struct Dialect {
     id: &'static str,
 }
 
-fn dialect_of(app: &Members<'_>) -> Result<Dialect, CoreError> {
+fn dialect_of(app: &OrderedMembers<'_>) -> Result<Dialect, CoreError> {
     let uri = match app.get("$schema") {
         None => DRAFT_2020_12.to_owned(),
         Some(raw) => serde_json::from_str::<String>(raw.get())
@@ -138,7 +138,7 @@ pub(crate) fn wrap_output_schema(tool: &str, app: &RawValue) -> Result<String, C
             text.to_owned(),
         )
     } else {
-        let members = Members::parse(app, "output schema")?;
+        let members = OrderedMembers::parse(app, "output schema")?;
         let dialect = dialect_of(&members)?;
         let id = serde_json::to_string(&format!("urn:strict-mcp:output:{tool}"))
             .map_err(|_| CoreError::Internal { retryable: false })?;

@@ -1,0 +1,327 @@
+//! The hand-written descriptors are the generated schema types, member for member (O87, O19).
+//!
+//! `core::descriptor` keeps its structs for member order and exact bytes (its module doc says
+//! why). These tests are what keeps that honest: every fully populated descriptor decodes into
+//! the generated type the client decodes into with nothing left in a flattened `extra` map
+//! (no misspelt or invented member), and a schema example carrying every member decodes into
+//! the descriptor and re-encodes to the same value (no member missing).
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Number, Value};
+
+type Extra = Map<String, Value>;
+use strict_mcp::core::descriptor::{
+    Annotations, CacheHints, CacheScope, CallToolResult, ContentBlock, Icon, Prompt,
+    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    ToolAnnotations,
+};
+use strict_mcp::wire;
+
+fn meta() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("k".into(), json!(1));
+    m
+}
+
+fn icon() -> Icon {
+    Icon {
+        src: "https://example.com/i.png".into(),
+        mime_type: Some("image/png".into()),
+        sizes: Some(vec!["48x48".into()]),
+        theme: Some("dark".into()),
+    }
+}
+
+fn annotations() -> Annotations {
+    Annotations {
+        audience: Some(vec![Role::User, Role::Assistant]),
+        priority: Some(Number::from(0)),
+        last_modified: Some("2026-01-12T15:00:58Z".into()),
+    }
+}
+
+fn resource() -> Resource {
+    Resource {
+        uri: "file:///a.txt".into(),
+        name: "a".into(),
+        title: Some("A".into()),
+        description: Some("d".into()),
+        mime_type: Some("text/plain".into()),
+        size: Some(0),
+        icons: Some(vec![icon()]),
+        annotations: Some(annotations()),
+        meta: Some(meta()),
+    }
+}
+
+fn blocks() -> Vec<ContentBlock> {
+    vec![
+        ContentBlock::Text {
+            text: "t".into(),
+            annotations: Some(annotations()),
+            meta: Some(meta()),
+        },
+        ContentBlock::Image {
+            data: "AAA=".into(),
+            mime_type: "image/png".into(),
+            annotations: Some(annotations()),
+            meta: Some(meta()),
+        },
+        ContentBlock::Audio {
+            data: "AAA=".into(),
+            mime_type: "audio/wav".into(),
+            annotations: Some(annotations()),
+            meta: Some(meta()),
+        },
+        ContentBlock::ResourceLink(Box::new(resource())),
+        ContentBlock::Resource {
+            resource: ResourceContents::Text {
+                uri: "mem://t".into(),
+                mime_type: Some("text/plain".into()),
+                text: String::new(),
+                meta: Some(meta()),
+            },
+            annotations: Some(annotations()),
+            meta: Some(meta()),
+        },
+        ContentBlock::Resource {
+            resource: ResourceContents::Blob {
+                uri: "mem://b".into(),
+                mime_type: Some("application/octet-stream".into()),
+                blob: String::new(),
+                meta: Some(meta()),
+            },
+            annotations: None,
+            meta: None,
+        },
+    ]
+}
+
+/// Decodes `hand`'s bytes (plus `add`, members the descriptor leaves to its envelope) into
+/// the generated `G`, which must re-encode to the same value.
+fn decode<G: Serialize + DeserializeOwned>(hand: &impl Serialize, add: Value) -> G {
+    let mut value = serde_json::to_value(hand).unwrap();
+    if let (Value::Object(m), Value::Object(add)) = (&mut value, add) {
+        m.extend(add);
+    }
+    let generated: G = serde_json::from_value(value.clone())
+        .unwrap_or_else(|e| panic!("not the generated shape: {e}\n{value}"));
+    assert_eq!(serde_json::to_value(&generated).unwrap(), value);
+    generated
+}
+
+/// A member the generated struct does not name lands in its flattened `extra` map and
+/// re-encodes unchanged, so equality alone proves nothing: every `extra` must be empty.
+fn no_extra(what: &str, extra: &Extra) {
+    assert!(
+        extra.is_empty(),
+        "{what}: members not in the schema: {extra:?}"
+    );
+}
+
+fn annotations_ok(a: &Option<wire::Annotations>) {
+    if let Some(a) = a {
+        no_extra("Annotations", &a.extra);
+    }
+}
+
+fn icons_ok<'a>(icons: impl IntoIterator<Item = &'a wire::Icon>) {
+    for i in icons {
+        no_extra("Icon", &i.extra);
+    }
+}
+
+fn block_ok(b: &wire::ContentBlock) {
+    match b {
+        wire::ContentBlock::TextContent(t) => {
+            no_extra("TextContent", &t.extra);
+            annotations_ok(&t.annotations);
+        }
+        wire::ContentBlock::ImageContent(t) => {
+            no_extra("ImageContent", &t.extra);
+            annotations_ok(&t.annotations);
+        }
+        wire::ContentBlock::AudioContent(t) => {
+            no_extra("AudioContent", &t.extra);
+            annotations_ok(&t.annotations);
+        }
+        wire::ContentBlock::ResourceLink(t) => {
+            no_extra("ResourceLink", &t.extra);
+            annotations_ok(&t.annotations);
+            icons_ok(t.icons.iter().flat_map(|i| i.iter()));
+        }
+        wire::ContentBlock::EmbeddedResource(t) => {
+            no_extra("EmbeddedResource", &t.extra);
+            annotations_ok(&t.annotations);
+            match &t.resource {
+                wire::EmbeddedResourceResource::TextResourceContents(c) => {
+                    no_extra("TextResourceContents", &c.extra);
+                }
+                wire::EmbeddedResourceResource::BlobResourceContents(c) => {
+                    no_extra("BlobResourceContents", &c.extra);
+                }
+            }
+        }
+    }
+}
+
+/// Re-encodes `example` (a schema-valid member set) through the descriptor `H`: a member the
+/// descriptor does not know would be dropped silently.
+fn lossless<H: Serialize + DeserializeOwned>(example: Value) {
+    let hand: H = serde_json::from_value(example.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&hand).unwrap(), example);
+}
+
+#[test]
+fn o87_content_blocks_are_the_generated_content_blocks() {
+    let mut seen = Vec::new();
+    for block in blocks() {
+        let g: wire::ContentBlock = decode(&block, json!({}));
+        block_ok(&g);
+        seen.push(std::mem::discriminant(&g));
+        lossless::<ContentBlock>(serde_json::to_value(&block).unwrap());
+    }
+    // Each variant decoded as its own generated variant (untagged unions can misclassify).
+    let kinds: Vec<&str> = blocks()
+        .iter()
+        .map(|b| match decode::<wire::ContentBlock>(b, json!({})) {
+            wire::ContentBlock::TextContent(_) => "text",
+            wire::ContentBlock::ImageContent(_) => "image",
+            wire::ContentBlock::AudioContent(_) => "audio",
+            wire::ContentBlock::ResourceLink(_) => "resource_link",
+            wire::ContentBlock::EmbeddedResource(_) => "resource",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "text",
+            "image",
+            "audio",
+            "resource_link",
+            "resource",
+            "resource"
+        ]
+    );
+}
+
+#[test]
+fn o87_resource_template_and_prompt_are_the_generated_shapes() {
+    let r: wire::Resource = decode(&resource(), json!({}));
+    no_extra("Resource", &r.extra);
+    annotations_ok(&r.annotations);
+    icons_ok(r.icons.iter().flat_map(|i| i.iter()));
+    lossless::<Resource>(serde_json::to_value(resource()).unwrap());
+
+    let template = ResourceTemplate {
+        uri_template: "file:///{path}".into(),
+        name: "files".into(),
+        title: Some("Files".into()),
+        description: Some("d".into()),
+        mime_type: Some("text/plain".into()),
+        icons: Some(vec![icon()]),
+        annotations: Some(annotations()),
+        meta: Some(meta()),
+    };
+    let t: wire::ResourceTemplate = decode(&template, json!({}));
+    no_extra("ResourceTemplate", &t.extra);
+    annotations_ok(&t.annotations);
+    icons_ok(t.icons.iter().flat_map(|i| i.iter()));
+    lossless::<ResourceTemplate>(serde_json::to_value(&template).unwrap());
+
+    let prompt = Prompt {
+        name: "greet".into(),
+        title: Some("Greet".into()),
+        description: Some("d".into()),
+        icons: Some(vec![icon()]),
+        arguments: Some(vec![PromptArgument {
+            name: "who".into(),
+            title: Some("Who".into()),
+            description: Some("d".into()),
+            required: Some(false),
+        }]),
+        meta: Some(meta()),
+    };
+    let p: wire::Prompt = decode(&prompt, json!({}));
+    no_extra("Prompt", &p.extra);
+    icons_ok(p.icons.iter().flat_map(|i| i.iter()));
+    for a in p.arguments.iter().flat_map(|a| a.iter()) {
+        no_extra("PromptArgument", &a.extra);
+    }
+    lossless::<Prompt>(serde_json::to_value(&prompt).unwrap());
+
+    for block in blocks() {
+        let message = PromptMessage {
+            role: Role::Assistant,
+            content: block,
+        };
+        let m: wire::PromptMessage = decode(&message, json!({}));
+        no_extra("PromptMessage", &m.extra);
+        block_ok(&m.content);
+        lossless::<PromptMessage>(serde_json::to_value(&message).unwrap());
+    }
+}
+
+#[test]
+fn o87_tool_and_call_result_are_the_generated_shapes() {
+    let tool = Tool {
+        name: "echo".into(),
+        title: Some("Echo".into()),
+        description: Some("d".into()),
+        icons: Some(vec![icon()]),
+        input_schema: RawValue::from_string(r#"{"type":"object"}"#.into()).unwrap(),
+        output_schema: Some(RawValue::from_string(r#"{"type":"object"}"#.into()).unwrap()),
+        annotations: Some(ToolAnnotations {
+            title: Some("Echo".into()),
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+        }),
+        meta: Some(meta()),
+    };
+    let t: wire::Tool = decode(&tool, json!({}));
+    no_extra("Tool", &t.extra);
+    icons_ok(t.icons.iter().flat_map(|i| i.iter()));
+    no_extra(
+        "ToolAnnotations",
+        &t.annotations.as_ref().expect("annotations decoded").extra,
+    );
+    // ToolAnnotations round-trips on its own too (it is also Deserialize).
+    lossless::<ToolAnnotations>(serde_json::to_value(tool.annotations.as_ref()).unwrap());
+
+    let result = CallToolResult {
+        content: blocks(),
+        structured_content: Some(RawValue::from_string(r#"{"n":1}"#.into()).unwrap()),
+        is_error: Some(false),
+    };
+    // `resultType` is written by the envelope, not the descriptor.
+    let r: wire::CallToolResult = decode(&result, json!({"resultType": "complete"}));
+    no_extra("CallToolResult", &r.extra);
+    r.content.iter().for_each(block_ok);
+}
+
+#[test]
+fn o87_generated_enums_keep_the_bytes() {
+    assert_eq!(
+        serde_json::to_string(&[Role::User, Role::Assistant]).unwrap(),
+        r#"["user","assistant"]"#
+    );
+    assert_eq!(
+        serde_json::to_string(&CacheHints::PRIVATE_NO_STORE).unwrap(),
+        r#"{"ttlMs":0,"cacheScope":"private"}"#
+    );
+    let public = CacheHints {
+        ttl_ms: 5,
+        cache_scope: CacheScope::Public,
+    };
+    assert_eq!(
+        serde_json::to_string(&public).unwrap(),
+        r#"{"ttlMs":5,"cacheScope":"public"}"#
+    );
+    // Wrong tags are refused, as before.
+    assert!(serde_json::from_str::<Role>(r#""User""#).is_err());
+    assert!(serde_json::from_str::<CacheScope>(r#""shared""#).is_err());
+}
