@@ -202,7 +202,9 @@ impl Transport for RecordingTransport {
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
         Box::pin(async move {
             let got = self.inner.recv().await;
-            if let Ok(Inbound::Message(message)) = &got {
+            // Wherever it arrived: over HTTP a listen stream's acknowledgement comes on the
+            // request's own stream (`Inbound::OnStream`).
+            if let Some(message) = got.as_ref().ok().and_then(Inbound::message) {
                 match message {
                     Message::Response(Response::Success(r)) => {
                         self.answered(r.id.token(), Outcome::Result);
