@@ -677,9 +677,16 @@ fn o115_fault_cited_test_left_no_record_or_failed() {
 /// The id extraction reads the bold ids of REQUIREMENTS.md and nothing else.
 #[test]
 fn o115_requirement_ids_are_the_bold_ids() {
-    let ids = requirement_ids("- **A1** MUST x\n- **O115** MUST **not** y **B**\n");
-    assert_eq!(ids, ["A1".to_owned(), "O115".to_owned()].into());
+    let ids = requirement_ids(
+        "- **A1** MUST x\n- **O115** MUST **not** y **B**\n- **X6 — error code.**\n\
+         - **Y8 x — z**\n",
+    );
+    assert_eq!(
+        ids,
+        ["A1".to_owned(), "O115".to_owned(), "X6".to_owned()].into()
+    );
     let real = requirements();
     assert!(real.contains("O115") && real.contains("A1") && real.contains("O127"));
+    assert!(real.contains("X6") && real.contains("X22") && !real.contains("X99"));
     assert!(!real.contains("O128"));
 }

@@ -360,13 +360,13 @@ pub fn load_records(dir: &Path) -> BTreeMap<String, TestRecord> {
     parse_records(&all)
 }
 
-/// The requirement ids REQUIREMENTS.md defines: `**ID**` at the start of a list item or
-/// table row, or a heading-free `ID.` definition; anything shaped `[A-Z]\d+` that appears in
-/// bold.
+/// The requirement ids REQUIREMENTS.md defines: anything shaped `[A-Z]\d+` that appears in
+/// bold (`**O115**`), or that opens a bold title before an em dash (the disagreements of
+/// section X: `**X6 — error code -32002.**`).
 pub fn requirement_ids(text: &str) -> BTreeSet<String> {
     let mut ids = BTreeSet::new();
     for piece in text.split("**").skip(1).step_by(2) {
-        let piece = piece.trim();
+        let piece = piece.split_once(" — ").map_or(piece, |(id, _)| id).trim();
         let mut chars = piece.chars();
         if chars.next().is_some_and(|c| c.is_ascii_uppercase())
             && piece.len() > 1
