@@ -95,16 +95,27 @@ fn o116_readme_compatibility_matches_the_contract() {
             "README compatibility lacks {needle}"
         );
     }
+    let compat = c["protocol"]["compatibility"]
+        .as_str()
+        .expect("compatibility");
     for t in c["transports"].as_array().expect("transports") {
         let id = t["id"].as_str().expect("id");
         assert!(
             section.contains(&format!("`{id}`")),
             "README lacks transport {id}"
         );
+        // An opt-in transport: both statements say which feature turns it on.
+        if let Some(feature) = t["feature"].as_str() {
+            assert!(
+                section.contains(&format!("feature `{feature}`")),
+                "README does not say {id} needs feature {feature}"
+            );
+            assert!(
+                compat.contains(&format!("feature {feature}")) && compat.contains(id),
+                "contract compatibility does not name {id} and its feature {feature}"
+            );
+        }
     }
-    let compat = c["protocol"]["compatibility"]
-        .as_str()
-        .expect("compatibility");
     for needle in ["-32022", "-32602", "server/discover", revision] {
         assert!(
             compat.contains(needle),
@@ -191,7 +202,166 @@ fn wanted(cli_methods: &BTreeSet<&str>) -> BTreeSet<(String, String)> {
     for endpoint in http_endpoints() {
         want.insert(("http-server".to_owned(), endpoint));
     }
+    for m in legacy_routes() {
+        want.insert((LEGACY_TRANSPORT.to_owned(), m));
+    }
     want
+}
+
+/// The legacy-era stdio server (feature `legacy`): the stdio server with
+/// `ServerOptions::legacy_era(true)`, serving both eras on one connection.
+const LEGACY_TRANSPORT: &str = "legacy-stdio-server";
+
+/// The methods the legacy-era transport serves. With `legacy` they are probed from the code
+/// ([`legacy::probe`]); without the feature the code has no legacy route to probe, so the
+/// contract's own legacy operations stand in (the `--features legacy` run of `.ci/run`'s
+/// contract step checks them).
+fn legacy_routes() -> BTreeSet<String> {
+    #[cfg(feature = "legacy")]
+    {
+        legacy::probe()
+    }
+    #[cfg(not(feature = "legacy"))]
+    {
+        exposures(&contract())
+            .into_iter()
+            .filter(|(t, _)| t == LEGACY_TRANSPORT)
+            .map(|(_, m)| m)
+            .collect()
+    }
+}
+
+/// The legacy route set, read from the code (feature `legacy`).
+#[cfg(feature = "legacy")]
+mod legacy {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use strict_mcp::codec::{decode, IngressLimits};
+    use strict_mcp::server::legacy::{LegacyLink, Route};
+    use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
+    use strict_mcp::wire::jsonrpc::{Message, Notification, Request};
+    use strict_mcp::wire::methods;
+
+    /// What a client of the initialise-era revisions may send: the request methods of the
+    /// 2025-06-18 and 2025-11-25 schemas' `ClientRequest` (2025-11-25 adds the `tasks/*`
+    /// ones). A method outside this list cannot reach the legacy route from a legacy client.
+    pub const CLIENT_REQUESTS: [&str; 17] = [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "completion/complete",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tools/list",
+        "tools/call",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    ];
+
+    /// The notification methods of the same schemas' `ClientNotification`.
+    pub const CLIENT_NOTIFICATIONS: [&str; 5] = [
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/roots/list_changed",
+        "notifications/tasks/status",
+    ];
+
+    /// Replies of the probe go nowhere: only the routing decision is read.
+    struct Discard;
+
+    impl Outbox for Discard {
+        fn notify(&self, _line: String) -> bool {
+            true
+        }
+        fn finish(&self, _reply: Reply) {}
+    }
+
+    fn request(id: u64, method: &str, params: &str) -> Request {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+        match decode(line.as_bytes(), &IngressLimits::SERVER) {
+            Ok(Message::Request(r)) => r,
+            other => panic!("{line} is a request: {other:?}"),
+        }
+    }
+
+    /// Routing does not depend on the catalogue; the demo's serves every capability.
+    fn server() -> Server {
+        let registry = strict_mcp::cli::demo::registry(strict_mcp::cli::demo::DEFAULT_PAGE_SIZE)
+            .expect("the demo registry");
+        Server::new(registry, ServerOptions::new().legacy_era(true)).expect("server")
+    }
+
+    /// A link with a live legacy session (2025-11-25).
+    fn session(server: &Server, outbox: &Arc<dyn Outbox>) -> LegacyLink {
+        let mut link = LegacyLink::default();
+        let init = request(
+            1,
+            "initialize",
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"0"}}"#,
+        );
+        match link.route(server, init, outbox) {
+            Route::Answered(reply) => assert!(reply.line.contains(r#""result""#), "{reply:?}"),
+            Route::Serve(..) => panic!("initialize was not answered by the legacy lifecycle"),
+        }
+        assert!(link.session().is_some());
+        link
+    }
+
+    /// Whether a request of `method`, sent in a live legacy session, is served: answered by
+    /// the lifecycle with anything but -32601, or handed to the dispatcher for a method its
+    /// route table has.
+    pub fn session_serves(method: &str) -> bool {
+        let server = server();
+        let outbox: Arc<dyn Outbox> = Arc::new(Discard);
+        let mut link = session(&server, &outbox);
+        match link.route(&server, request(2, method, "{}"), &outbox) {
+            Route::Answered(reply) => !reply.line.contains(r#""code":-32601"#),
+            Route::Serve(r, _) => methods::needs(&r.method).is_some(),
+        }
+    }
+
+    /// Whether notification `method` changes a live legacy session (completes its
+    /// handshake); cancellation is the stdio host's, the same in both eras.
+    pub fn session_takes(method: &str) -> bool {
+        let server = server();
+        let outbox: Arc<dyn Outbox> = Arc::new(Discard);
+        let mut link = session(&server, &outbox);
+        let n = Notification {
+            method: method.to_owned(),
+            params: None,
+        };
+        link.notification(&server, &n);
+        link.session().is_some_and(|s| s.initialized())
+    }
+
+    /// Every method the legacy-era stdio server serves on one connection: the legacy
+    /// session's requests and notifications (probed through `LegacyLink`, the route the
+    /// stdio loop takes), and every 2026-07-28 request of the route table (a request
+    /// carrying modern `_meta` stays modern).
+    pub fn probe() -> BTreeSet<String> {
+        let mut served: BTreeSet<String> = CLIENT_REQUESTS
+            .iter()
+            .filter(|m| session_serves(m))
+            .chain(CLIENT_NOTIFICATIONS.iter().filter(|m| session_takes(m)))
+            .map(|m| (*m).to_owned())
+            .collect();
+        served.extend(
+            methods::REQUESTS
+                .iter()
+                .filter(|m| methods::needs(m).is_some())
+                .map(|m| (*m).to_owned()),
+        );
+        served
+    }
 }
 
 /// What the inventory lacks or has too much, one line per `(transport, method)`, worded so
@@ -304,7 +474,7 @@ fn o114_inventory_matches_the_code() {
     let declared: BTreeSet<&str> = SERVER_TRANSPORTS
         .iter()
         .chain(CLIENT_TRANSPORTS.iter())
-        .chain([CLI_TRANSPORT].iter())
+        .chain([CLI_TRANSPORT, LEGACY_TRANSPORT].iter())
         .copied()
         .collect();
     assert_eq!(transports, declared);
@@ -362,6 +532,69 @@ fn o115_fault_http_endpoint_without_operation() {
         faults[0].starts_with(
             "(http-server, GET /.well-known/oauth-protected-resource): the code exposes"
         ),
+        "{}",
+        faults[0]
+    );
+}
+
+/// B23, O114: the probe reads the legacy route set from the code: the lifecycle's methods,
+/// the translated ones the dispatcher routes, the handshake notification and the
+/// 2026-07-28 requests; not the 2025 methods served by neither era (`resources/subscribe`,
+/// the `tasks/*` ones) nor `notifications/initialized` sent as a request.
+#[cfg(feature = "legacy")]
+#[test]
+fn o114_legacy_probe_reads_the_route_set() {
+    let served = legacy::probe();
+    let want: BTreeSet<String> = [
+        "initialize",
+        "notifications/initialized",
+        "ping",
+        "logging/setLevel",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "server/discover",
+        "subscriptions/listen",
+    ]
+    .iter()
+    .map(|m| (*m).to_owned())
+    .collect();
+    assert_eq!(served, want);
+    assert!(!legacy::session_serves("resources/subscribe"));
+    assert!(!legacy::session_serves("tasks/get"));
+    assert!(!legacy::session_serves("notifications/initialized"));
+    assert!(!legacy::session_serves("server/discover"));
+    assert!(legacy::session_serves("logging/setLevel"));
+    assert!(!legacy::session_takes("notifications/cancelled"));
+}
+
+/// O114: a legacy method without an operation fails the inventory, naming the pair; so does
+/// a method the legacy route starts to serve (here `resources/subscribe`).
+#[cfg(feature = "legacy")]
+#[test]
+fn o115_fault_legacy_method_without_operation() {
+    let c = contract();
+    let mut have = exposures(&c);
+    assert!(have.remove(&(LEGACY_TRANSPORT.to_owned(), "ping".to_owned())));
+    let want = wanted(&cli_methods(CLI_SUBCOMMANDS));
+    let faults = inventory_faults(&have, &want);
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert!(
+        faults[0].starts_with("(legacy-stdio-server, ping): the code exposes ping on"),
+        "{}",
+        faults[0]
+    );
+    let mut want = want;
+    want.insert((LEGACY_TRANSPORT.to_owned(), "resources/subscribe".to_owned()));
+    let faults = inventory_faults(&exposures(&c), &want);
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert!(
+        faults[0].starts_with("(legacy-stdio-server, resources/subscribe): the code exposes"),
         "{}",
         faults[0]
     );
@@ -437,6 +670,12 @@ fn contract_check() {
         eprintln!("contract_check: CONTRACT_CHECK unset, run after the evidence tests");
         return;
     }
+    assert!(
+        cfg!(feature = "legacy"),
+        "CONTRACT_CHECK=1 needs --features legacy: the {LEGACY_TRANSPORT} records come from \
+         tests/evidence_legacy.rs, tests/legacy_stdio.rs and tests/legacy_interop.rs, and \
+         its inventory is probed from the legacy route"
+    );
     let records = support::evidence::load_records(&support::evidence::evidence_dir());
     let faults = check(&contract(), &requirements(), Some(&records));
     assert!(faults.is_empty(), "{faults:#?}");

@@ -9,6 +9,10 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+mod support;
+
+use support::evidence::{Outcome, Recorder};
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -17,7 +21,7 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-fn peer(relative: &str) -> Option<PathBuf> {
+fn peer(rec: &Recorder, relative: &str) -> Option<PathBuf> {
     let path = root().join(relative);
     if path.exists() {
         return Some(path);
@@ -31,7 +35,34 @@ fn peer(relative: &str) -> Option<PathBuf> {
         "skipping: {} is not installed (run .ci/install-peers)",
         path.display()
     );
+    rec.skip(&format!("{relative} is not installed"));
     None
+}
+
+/// The driver's steps that are one request each, with the method the SDK sent for it and
+/// how its answer ended when the step succeeded (`connect` is the `initialize` exchange;
+/// the unknown-resource step succeeds only on the server's error).
+const STEPS: [(&str, &str, Outcome); 10] = [
+    ("connect", "initialize", Outcome::Result),
+    ("ping", "ping", Outcome::Result),
+    ("tools/list", "tools/list", Outcome::Result),
+    ("tools/call", "tools/call", Outcome::Result),
+    ("resources/list", "resources/list", Outcome::Result),
+    ("resources/read", "resources/read", Outcome::Result),
+    ("resources/read-unknown", "resources/read", Outcome::Error),
+    ("tools/call-needs-input", "tools/call", Outcome::Result),
+    ("prompts/list", "prompts/list", Outcome::Result),
+    ("prompts/get", "prompts/get", Outcome::Result),
+];
+
+/// Contract evidence (transport `legacy-stdio-server`): each step the SDK client reported
+/// done, as the exchange it stands for.
+fn observe(rec: &Recorder, lines: &[Value]) {
+    for line in lines.iter().filter(|l| l["ok"] == true) {
+        if let Some((_, method, outcome)) = STEPS.iter().find(|(s, _, _)| line["step"] == *s) {
+            rec.observed("legacy-stdio-server", method, *outcome);
+        }
+    }
 }
 
 /// Builds the conformance server with `legacy` (a no-op when fresh) and returns its path.
@@ -91,10 +122,12 @@ fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
 
 #[test]
 fn b23_typescript_sdk_default_negotiation_over_stdio() {
-    let Some(node) = peer(".interop/node/bin/node") else {
+    let rec = support::evidence::recorder!();
+    let Some(node) = peer(&rec, ".interop/node/bin/node") else {
         return;
     };
     let lines = drive(&node, &legacy_server());
+    observe(&rec, &lines);
     let connect = step(&lines, "connect");
     assert_eq!(connect["era"], "legacy", "{connect}");
     assert_eq!(connect["protocolVersion"], "2025-11-25");

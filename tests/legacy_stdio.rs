@@ -14,6 +14,11 @@ use strict_mcp::core::{
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
+mod support;
+
+use std::sync::Arc;
+use support::evidence::{Outcome as Seen, Recorder};
+
 const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 const INFO: &str = r#"{"name":"legacy-test","version":"1.0.0"}"#;
 
@@ -90,6 +95,9 @@ fn registry() -> Registry {
 struct Peer {
     writer: DuplexStream,
     lines: Lines<BufReader<DuplexStream>>,
+    /// Contract evidence (transport `legacy-stdio-server`): [`Peer::exchange`] records a
+    /// request whose reply was the next line.
+    rec: Option<Arc<Recorder>>,
 }
 
 fn start(options: ServerOptions) -> Peer {
@@ -105,6 +113,7 @@ fn start(options: ServerOptions) -> Peer {
     Peer {
         writer: client_w,
         lines: BufReader::new(client_r).lines(),
+        rec: None,
     }
 }
 
@@ -126,10 +135,34 @@ impl Peer {
             .expect("not EOF")
     }
 
-    /// Sends one line and returns the next line written.
+    /// Records this peer's exchanges on `rec`.
+    fn recorded(mut self, rec: &Arc<Recorder>) -> Peer {
+        self.rec = Some(Arc::clone(rec));
+        self
+    }
+
+    /// Sends one line and returns the next line written. With a recorder, a request is
+    /// recorded when that line is its reply (the same id, a result or an error).
     async fn exchange(&mut self, line: &str) -> String {
         self.send(line).await;
-        self.recv().await
+        let reply = self.recv().await;
+        if let Some(rec) = &self.rec {
+            let sent: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let got: serde_json::Value = serde_json::from_str(&reply).expect("a JSON reply");
+            let outcome = if got.get("result").is_some() {
+                Some(Seen::Result)
+            } else if got.get("error").is_some() {
+                Some(Seen::Error)
+            } else {
+                None
+            };
+            if let (Some(method), Some(outcome)) = (sent["method"].as_str(), outcome) {
+                if sent.get("id").is_some() && got["id"] == sent["id"] {
+                    rec.observed("legacy-stdio-server", method, outcome);
+                }
+            }
+        }
+        reply
     }
 
     async fn initialize(&mut self, version: &str) -> String {
@@ -148,8 +181,9 @@ fn init_result(version: &str) -> String {
 
 #[tokio::test]
 async fn b23_initialize_starts_a_legacy_session_at_each_served_version() {
+    let rec = support::evidence::recorder!();
     for version in ["2025-06-18", "2025-11-25"] {
-        let mut p = legacy();
+        let mut p = legacy().recorded(&rec);
         assert_eq!(p.initialize(version).await, init_result(version));
         p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await;
@@ -202,7 +236,8 @@ async fn b23_an_initialize_with_modern_meta_stays_modern_even_with_the_switch() 
 
 #[tokio::test]
 async fn b23_initialize_params_are_checked_and_a_second_initialize_is_refused() {
-    let mut p = legacy();
+    let rec = support::evidence::recorder!();
+    let mut p = legacy().recorded(&rec);
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{},"clientInfo":{}}}"#).await,
         r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"protocolVersion must be a string"}}"#
@@ -220,7 +255,8 @@ async fn b23_initialize_params_are_checked_and_a_second_initialize_is_refused() 
 
 #[tokio::test]
 async fn o28_tools_list_and_call_come_from_the_same_registry_and_policy() {
-    let mut p = start(ServerOptions::new().legacy_era(true).mode("direct"));
+    let rec = support::evidence::recorder!();
+    let mut p = start(ServerOptions::new().legacy_era(true).mode("direct")).recorded(&rec);
     assert_eq!(p.initialize("2025-11-25").await, init_result("2025-11-25"));
     let listed = p
         .exchange(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
@@ -253,7 +289,8 @@ async fn o28_tools_list_and_call_come_from_the_same_registry_and_policy() {
 
 #[tokio::test]
 async fn l_set_level_and_progress_reach_a_legacy_call_in_the_legacy_shapes() {
-    let mut p = start(ServerOptions::new().legacy_era(true).mode("direct"));
+    let rec = support::evidence::recorder!();
+    let mut p = start(ServerOptions::new().legacy_era(true).mode("direct")).recorded(&rec);
     p.initialize("2025-06-18").await;
     assert_eq!(
         p.exchange(
@@ -287,7 +324,8 @@ async fn l_set_level_and_progress_reach_a_legacy_call_in_the_legacy_shapes() {
 
 #[tokio::test]
 async fn o34_x6_unknown_resource_is_32002_on_the_legacy_path_and_32602_on_the_modern() {
-    let mut p = legacy();
+    let rec = support::evidence::recorder!();
+    let mut p = legacy().recorded(&rec);
     p.initialize("2025-11-25").await;
     assert_eq!(
         p.exchange(
@@ -317,7 +355,8 @@ async fn o34_x6_unknown_resource_is_32002_on_the_legacy_path_and_32602_on_the_mo
 
 #[tokio::test]
 async fn o28_resources_prompts_and_completion_list_in_the_legacy_shape() {
-    let mut p = legacy();
+    let rec = support::evidence::recorder!();
+    let mut p = legacy().recorded(&rec);
     p.initialize("2025-11-25").await;
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{}}"#)
@@ -340,7 +379,8 @@ async fn o28_resources_prompts_and_completion_list_in_the_legacy_shape() {
 
 #[tokio::test]
 async fn o127_modern_only_methods_and_continuation_members_are_refused_to_a_legacy_session() {
-    let mut p = legacy();
+    let rec = support::evidence::recorder!();
+    let mut p = legacy().recorded(&rec);
     p.initialize("2025-11-25").await;
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#)

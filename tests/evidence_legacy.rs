@@ -1,0 +1,424 @@
+//! Contract evidence for the legacy-era stdio server (feature `legacy`, transport
+//! `legacy-stdio-server`; B23, O115, O127, X6, X22): the conformance fixtures served by the
+//! stdio loop (`Server::run_stdio_on`, the loop `Server::run_stdio` runs on the process's
+//! stdin and stdout) with `ServerOptions::legacy_era(true)`, driven with raw lines. Every
+//! method a legacy session has is answered with a result (positive) and refused with its
+//! exact error code (negative), and so are the two 2026-07-28-only methods, which the same
+//! connection serves to a request carrying modern `_meta` and refuses -32601 to the session.
+//!
+//! Each exchange is recorded by the helper that wrote the line and read its reply
+//! ([`Peer::request`]); a notification has no reply, so [`Peer::notify`] records it as
+//! accepted only when the next line the server writes is the answer to the `ping` sent right
+//! after it (nothing was written for the notification itself).
+
+#![forbid(unsafe_code)]
+
+#[path = "../examples/conformance/fixtures.rs"]
+mod fixtures;
+mod support;
+
+use serde_json::{json, Value};
+use strict_mcp::core::Caller;
+use strict_mcp::server::{Server, ServerOptions};
+use support::evidence::{Outcome, Recorder};
+use support::peers::{answers, meta, EXCHANGE_TIMEOUT};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// The contract transport id.
+const LEGACY: &str = "legacy-stdio-server";
+
+/// The room each direction of the in-process pipe has: far more than one exchange writes.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// The conformance fixtures (direct mode) with the initialise era switched on, as the
+/// conformance example serves them when built with `--features legacy`.
+fn legacy_fixture_server() -> Server {
+    Server::new(
+        fixtures::registry(),
+        ServerOptions::new()
+            .legacy_era(true)
+            .server_info("strict-mcp-conformance", "0.0.0")
+            .mode("direct"),
+    )
+    .expect("server")
+}
+
+/// One stdio connection to the legacy-era server.
+struct Peer {
+    writer: DuplexStream,
+    lines: Lines<BufReader<DuplexStream>>,
+    next_id: u64,
+}
+
+impl Peer {
+    fn start() -> Peer {
+        let server = legacy_fixture_server();
+        let (client_w, server_r) = tokio::io::duplex(PIPE_BYTES);
+        let (server_w, client_r) = tokio::io::duplex(PIPE_BYTES);
+        tokio::spawn(async move {
+            server
+                .run_stdio_on(Caller::new("local-user"), server_r, server_w)
+                .await
+        });
+        Peer {
+            writer: client_w,
+            lines: BufReader::new(client_r).lines(),
+            next_id: 0,
+        }
+    }
+
+    async fn write(&mut self, message: &Value) {
+        let line = format!("{message}\n");
+        self.writer.write_all(line.as_bytes()).await.expect("write");
+        self.writer.flush().await.expect("flush");
+    }
+
+    async fn read(&mut self) -> Value {
+        let line = tokio::time::timeout(EXCHANGE_TIMEOUT, self.lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no line in {EXCHANGE_TIMEOUT:?}"))
+            .expect("readable")
+            .expect("not EOF");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Sends request `method` (`params` absent when `None`), reads until its reply (its
+    /// response, or a listen stream's acknowledgement), records what was seen.
+    async fn request(&mut self, rec: &Recorder, method: &str, params: Option<Value>) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.write(&message).await;
+        loop {
+            let got = self.read().await;
+            if let Some(outcome) = answers(&got, id) {
+                rec.observed(LEGACY, method, outcome);
+                return got;
+            }
+            // Only notifications (progress, log messages) may come first.
+            assert!(got.get("id").is_none(), "{method}: a reply to another id: {got}");
+        }
+    }
+
+    /// Sends notification `method`, then a `ping`: the notification was accepted when the
+    /// first line written afterwards is the ping's result (the server wrote nothing for it).
+    async fn notify(&mut self, rec: &Recorder, method: &str) {
+        self.write(&json!({"jsonrpc": "2.0", "method": method}))
+            .await;
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .await;
+        let got = self.read().await;
+        assert_eq!(got, json!({"jsonrpc": "2.0", "id": id, "result": {}}), "{method}");
+        rec.observed(LEGACY, method, Outcome::Result);
+        rec.observed(LEGACY, "ping", Outcome::Result);
+    }
+
+    async fn initialize(&mut self, rec: &Recorder, version: &str) -> Value {
+        self.request(
+            rec,
+            "initialize",
+            Some(json!({"protocolVersion": version, "capabilities": {},
+                        "clientInfo": {"name": "evidence", "version": "1"}})),
+        )
+        .await
+    }
+}
+
+/// The `InitializeResult` the fixtures get at `version`.
+fn init_result(id: u64, version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {
+        "protocolVersion": version,
+        "capabilities": {"completions": {}, "logging": {}, "prompts": {}, "resources": {},
+                         "tools": {}},
+        "serverInfo": {"name": "strict-mcp-conformance", "version": "0.0.0"},
+    }})
+}
+
+/// A legacy-shaped result: a result with none of the 2026-07-28-only members (O127, X6).
+fn assert_legacy_result(method: &str, reply: &Value) -> Value {
+    let result = reply
+        .get("result")
+        .unwrap_or_else(|| panic!("{method}: expected a result, got {reply}"));
+    for member in ["resultType", "cacheScope", "ttlMs"] {
+        assert!(result.get(member).is_none(), "{method}: {member} in {reply}");
+    }
+    assert!(result["_meta"].get("serverInfo").is_none(), "{method}: {reply}");
+    result.clone()
+}
+
+fn code(reply: &Value) -> i64 {
+    reply["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error, got {reply}"))
+}
+
+/// B23, O115: at each served legacy version, every method a legacy session has answers with
+/// a legacy-shaped result; on the same connection `server/discover` and
+/// `subscriptions/listen` with modern `_meta` are served statelessly.
+#[tokio::test]
+async fn o115_legacy_stdio_server_answers_every_method() {
+    let rec = support::evidence::recorder!();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut p = Peer::start();
+        assert_eq!(p.initialize(&rec, version).await, init_result(1, version));
+        p.notify(&rec, "notifications/initialized").await;
+        let ping = p.request(&rec, "ping", None).await;
+        assert_eq!(ping["result"], json!({}));
+        let level = p
+            .request(&rec, "logging/setLevel", Some(json!({"level": "info"})))
+            .await;
+        assert_eq!(level["result"], json!({}));
+        let tools = assert_legacy_result("tools/list", &p.request(&rec, "tools/list", None).await);
+        assert!(
+            tools["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "test_simple_text")),
+            "{tools}"
+        );
+        let call = p
+            .request(
+                &rec,
+                "tools/call",
+                Some(json!({"name": "test_simple_text", "arguments": {}})),
+            )
+            .await;
+        assert_eq!(
+            assert_legacy_result("tools/call", &call),
+            json!({"content": [{"type": "text",
+                                "text": "This is a simple text response for testing."}]})
+        );
+        // X22: a handler that needs an elicitation the legacy client cannot answer ends in
+        // the `confirmation_required` tool failure, a result.
+        let needs = p
+            .request(
+                &rec,
+                "tools/call",
+                Some(json!({"name": "test_input_required_result_elicitation",
+                            "arguments": {}})),
+            )
+            .await;
+        let needs = assert_legacy_result("tools/call", &needs);
+        assert_eq!(needs["isError"], true, "{needs}");
+        assert!(
+            needs["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("\"confirmation_required\"")),
+            "{needs}"
+        );
+        let resources = p
+            .request(&rec, "resources/list", Some(json!({})))
+            .await;
+        assert!(
+            assert_legacy_result("resources/list", &resources)["resources"].is_array(),
+            "{resources}"
+        );
+        let templates = p
+            .request(&rec, "resources/templates/list", Some(json!({})))
+            .await;
+        assert!(
+            assert_legacy_result("resources/templates/list", &templates)["resourceTemplates"]
+                .is_array(),
+            "{templates}"
+        );
+        let read = p
+            .request(
+                &rec,
+                "resources/read",
+                Some(json!({"uri": "test://static-text"})),
+            )
+            .await;
+        assert_eq!(
+            assert_legacy_result("resources/read", &read)["contents"][0]["text"],
+            "This is the content of the static text resource."
+        );
+        let prompts = p.request(&rec, "prompts/list", None).await;
+        assert!(
+            assert_legacy_result("prompts/list", &prompts)["prompts"].is_array(),
+            "{prompts}"
+        );
+        let prompt = p
+            .request(
+                &rec,
+                "prompts/get",
+                Some(json!({"name": "test_simple_prompt"})),
+            )
+            .await;
+        assert_eq!(
+            assert_legacy_result("prompts/get", &prompt)["messages"][0]["content"]["text"],
+            "This is a simple prompt for testing."
+        );
+        let complete = p
+            .request(
+                &rec,
+                "completion/complete",
+                Some(json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                            "argument": {"name": "arg1", "value": ""}})),
+            )
+            .await;
+        assert!(
+            assert_legacy_result("completion/complete", &complete)["completion"]["values"]
+                .is_array(),
+            "{complete}"
+        );
+        // B23: a request carrying modern `_meta` stays modern inside the legacy session.
+        let discover = p
+            .request(&rec, "server/discover", Some(json!({"_meta": meta()})))
+            .await;
+        assert_eq!(
+            discover["result"]["supportedVersions"],
+            json!(["2026-07-28"]),
+            "{discover}"
+        );
+        let listen = p
+            .request(
+                &rec,
+                "subscriptions/listen",
+                Some(json!({"_meta": meta(), "notifications": {"toolsListChanged": true}})),
+            )
+            .await;
+        assert_eq!(
+            listen["method"],
+            strict_mcp::wire::listen::ACKNOWLEDGED,
+            "{listen}"
+        );
+    }
+}
+
+/// B22, B23, O34, O115, O127, X6: every method refuses bad input with its exact code: the
+/// lifecycle's own checks, the dispatcher's through the translation, -32002 for an unknown
+/// resource on the legacy path only, and -32601 for the 2026-07-28-only methods and for a
+/// method neither era serves here.
+#[tokio::test]
+async fn o115_legacy_stdio_server_refuses_bad_input_for_every_method() {
+    let rec = support::evidence::recorder!();
+    let mut p = Peer::start();
+    // Before `initialize` a request without modern `_meta` is refused as without the era.
+    let early = p.request(&rec, "tools/list", None).await;
+    assert_eq!(code(&early), -32602, "{early}");
+    let bad = p
+        .request(
+            &rec,
+            "initialize",
+            Some(json!({"protocolVersion": "2025-11-25", "clientInfo": {}})),
+        )
+        .await;
+    assert_eq!(
+        bad,
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32602,
+               "message": "capabilities must be an object"}})
+    );
+    // An `initialize` carrying modern `_meta` is a modern request: 2026-07-28 has none.
+    let modern = p
+        .request(
+            &rec,
+            "initialize",
+            Some(json!({"_meta": meta(), "protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "x", "version": "1"}})),
+        )
+        .await;
+    assert_eq!(code(&modern), -32601, "{modern}");
+    assert_eq!(modern["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(
+        p.initialize(&rec, "2025-11-25").await,
+        init_result(4, "2025-11-25")
+    );
+    let again = p.initialize(&rec, "2025-11-25").await;
+    assert_eq!(
+        again,
+        json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32600,
+               "message": "The session is already initialized."}})
+    );
+    // The handshake notification sent as a request (with an id) is no method.
+    let as_request = p.request(&rec, "notifications/initialized", None).await;
+    assert_eq!(code(&as_request), -32601, "{as_request}");
+    // `ping` with modern `_meta` is a 2026-07-28 request, where ping was removed.
+    let ping = p
+        .request(&rec, "ping", Some(json!({"_meta": meta()})))
+        .await;
+    assert_eq!(code(&ping), -32601, "{ping}");
+    let level = p
+        .request(&rec, "logging/setLevel", Some(json!({"level": "loud"})))
+        .await;
+    assert_eq!(
+        level["error"],
+        json!({"code": -32602, "message": "level must be one of debug, info, notice, warning, \
+                                            error, critical, alert, emergency"})
+    );
+    for method in [
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    ] {
+        let reply = p
+            .request(&rec, method, Some(json!({"cursor": "not-a-cursor"})))
+            .await;
+        assert_eq!(code(&reply), -32602, "{method}: {reply}");
+    }
+    let unknown_tool = p
+        .request(
+            &rec,
+            "tools/call",
+            Some(json!({"name": "no_such_tool", "arguments": {}})),
+        )
+        .await;
+    assert_eq!(code(&unknown_tool), -32602, "{unknown_tool}");
+    // O127: a legacy client cannot submit the modern continuation members.
+    let state = p
+        .request(
+            &rec,
+            "tools/call",
+            Some(json!({"name": "test_simple_text", "arguments": {}, "requestState": "x"})),
+        )
+        .await;
+    assert_eq!(
+        state["error"],
+        json!({"code": -32602, "message": "requestState and inputResponses are not part of \
+                                            this protocol revision"})
+    );
+    // X6, O34: -32002 on the legacy path.
+    let read = p
+        .request(&rec, "resources/read", Some(json!({"uri": "test://no-such"})))
+        .await;
+    assert_eq!(
+        read["error"],
+        json!({"code": -32002, "message": "Resource not found",
+               "data": {"uri": "test://no-such"}})
+    );
+    let prompt = p
+        .request(&rec, "prompts/get", Some(json!({"name": "no_such_prompt"})))
+        .await;
+    assert_eq!(code(&prompt), -32602, "{prompt}");
+    let complete = p
+        .request(
+            &rec,
+            "completion/complete",
+            Some(json!({"ref": {"type": "ref/prompt", "name": "no_such_prompt"},
+                        "argument": {"name": "arg1", "value": ""}})),
+        )
+        .await;
+    assert_eq!(code(&complete), -32602, "{complete}");
+    // The 2026-07-28-only methods do not exist for the session (O127).
+    for method in ["server/discover", "subscriptions/listen"] {
+        let reply = p.request(&rec, method, Some(json!({}))).await;
+        assert_eq!(
+            reply["error"],
+            json!({"code": -32601, "message": "Method not found"}),
+            "{method}"
+        );
+    }
+    // A 2025 method served by neither era here: the registry advertises no `subscribe`.
+    let subscribe = p
+        .request(
+            &rec,
+            "resources/subscribe",
+            Some(json!({"uri": "test://static-text"})),
+        )
+        .await;
+    assert_eq!(code(&subscribe), -32601, "{subscribe}");
+}
