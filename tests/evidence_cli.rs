@@ -21,12 +21,18 @@ mod fixtures;
 mod support;
 
 use std::collections::BTreeSet;
+use std::convert::Infallible;
 use std::path::PathBuf;
 use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
 use serde_json::Value;
+use strict_mcp::server::http::{serve, HttpConfig, McpHttp, OnPaths};
 use strict_mcp::server::{Server, ServerOptions};
+use strict_mcp::wire::methods;
 use support::evidence::{Outcome, Recorder, CLI_SUBCOMMANDS};
 use support::peers::Http;
 
@@ -446,4 +452,258 @@ async fn o115_cli_every_method_refused() {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `check` and `bench`: what they send, seen by a spy in front of the server
+
+/// The most bytes of one request body or one answer the spy reads: the server's own frame
+/// bound is 2 MiB, and `check` sends one probe of 2 MiB + 1 byte to test it.
+const SPY_MAX_BYTES: usize = 4 * 1024 * 1024;
+
+/// What the spy saw: each request's method and how its answer ended.
+type Seen = Arc<Mutex<Vec<(String, Outcome)>>>;
+
+/// The demo server (direct mode), as `strict-mcp demo serve` runs it: it has the `confirm`
+/// tool `check --mrtr-tool` needs and the `upper` tool `bench` calls.
+fn demo_server() -> Server {
+    Server::new(
+        strict_mcp::cli::demo::registry(strict_mcp::cli::demo::DEFAULT_PAGE_SIZE)
+            .expect("demo registry"),
+        ServerOptions::new()
+            .server_info("strict-mcp-demo", "0.0.0")
+            .mode("direct"),
+    )
+    .expect("server")
+}
+
+/// The answer in `body` (one JSON message, or SSE events) to the request with `id`.
+fn answer_to(body: &[u8], id: &Value) -> Option<Outcome> {
+    let text = String::from_utf8_lossy(body);
+    let messages: Vec<Value> = match serde_json::from_str::<Value>(&text) {
+        Ok(m) => vec![m],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect(),
+    };
+    messages.iter().find_map(|m| {
+        if m.get("id") != Some(id) || m.get("method").is_some() {
+            None
+        } else if m.get("result").is_some() {
+            Some(Outcome::Result)
+        } else if m.get("error").is_some() {
+            Some(Outcome::Error)
+        } else {
+            None
+        }
+    })
+}
+
+/// Serves `server` on 127.0.0.1 at `/mcp` behind a spy: each POST body is read, passed on to
+/// `McpHttp` unchanged, and its answer read back and passed on unchanged; a body that is one
+/// request (an object with an id and a method) answered under that id is recorded on `rec`
+/// as a `cli` exchange and pushed to the returned list. Batches, unreadable bodies and
+/// refusals that carry no JSON-RPC answer to the id are passed on and not recorded.
+async fn spied(server: Server, rec: &Arc<Recorder>) -> (String, Seen) {
+    let mcp = McpHttp::new(
+        server,
+        HttpConfig {
+            path: Some("/mcp".into()),
+            ..HttpConfig::default()
+        },
+    );
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let service = tower::service_fn({
+        let rec = Arc::clone(rec);
+        let seen = Arc::clone(&seen);
+        move |req: hyper::Request<Incoming>| {
+            let (mcp, rec, seen) = (mcp.clone(), Arc::clone(&rec), Arc::clone(&seen));
+            async move {
+                let (parts, body) = req.into_parts();
+                let sent = Limited::new(body, SPY_MAX_BYTES)
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let request = serde_json::from_slice::<Value>(&sent).ok().and_then(|v| {
+                    Some((v.get("id")?.clone(), v.get("method")?.as_str()?.to_owned()))
+                });
+                let res = tower::ServiceExt::oneshot(
+                    mcp,
+                    hyper::Request::from_parts(parts, Full::new(sent)),
+                )
+                .await?;
+                let (parts, body) = res.into_parts();
+                let answer = Limited::new(body, SPY_MAX_BYTES)
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                if let Some((id, method)) = request {
+                    if let Some(outcome) = answer_to(&answer, &id) {
+                        rec.observed(CLI, &method, outcome);
+                        seen.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push((method, outcome));
+                    }
+                }
+                Ok::<_, Infallible>(hyper::Response::from_parts(parts, Full::new(answer)))
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(serve(
+        listener,
+        OnPaths::new(["/mcp"], service),
+        std::future::pending(),
+    ));
+    (url, seen)
+}
+
+fn seen(list: &Seen) -> Vec<(String, Outcome)> {
+    list.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// The routed methods of `seen`, in order of first appearance.
+fn routed(seen: &[(String, Outcome)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (m, _) in seen {
+        if methods::needs(m).is_some() && !out.contains(m) {
+            out.push(m.clone());
+        }
+    }
+    out
+}
+
+fn count(seen: &[(String, Outcome)], method: &str, outcome: Outcome) -> usize {
+    seen.iter()
+        .filter(|(m, o)| m == method && *o == outcome)
+        .count()
+}
+
+/// O115 (and O91, O97 for `check`): `strict-mcp check --mrtr-tool` over HTTP sends exactly
+/// the routed methods its `CLI_SUBCOMMANDS` row lists, in that order, and beyond them only
+/// its deliberate probes of methods no 2026-07-28 server has (`initialize`, an unknown
+/// method, a method name over the 256-byte bound); every rule holds against our server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_check_sends_what_its_row_says() {
+    let rec = support::evidence::recorder!();
+    let (url, list) = spied(demo_server(), &rec).await;
+    let o = cli(&strings(&[
+        "check",
+        "--url",
+        &url,
+        "--json",
+        "--mrtr-tool",
+        "confirm",
+        "--mrtr-args",
+        r#"{"action":"audit"}"#,
+    ]))
+    .await;
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for verdict in records(&o) {
+        assert_eq!(verdict["pass"], true, "{verdict}");
+    }
+    let seen = seen(&list);
+    assert_eq!(routed(&seen), sends("check"), "{seen:?}");
+    let unrouted: BTreeSet<String> = seen
+        .iter()
+        .filter(|(m, _)| methods::needs(m).is_none())
+        .map(|(m, _)| {
+            if m.len() > strict_mcp::wire::limits::MAX_METHOD_BYTES {
+                "<over the method bound>".to_owned()
+            } else {
+                m.clone()
+            }
+        })
+        .collect();
+    assert_eq!(
+        unrouted,
+        ["initialize", "strict-mcp/no-such-method", "<over the method bound>"]
+            .iter()
+            .map(|m| (*m).to_owned())
+            .collect::<BTreeSet<_>>()
+    );
+    // Both polarities of each routed method: discovery and its -32022 refusal, the pages and
+    // the invalid cursor, the MRTR round's input request and the tampered state refused.
+    for method in sends("check") {
+        assert!(count(&seen, &method, Outcome::Result) > 0, "{method}: {seen:?}");
+        assert!(count(&seen, &method, Outcome::Error) > 0, "{method}: {seen:?}");
+    }
+}
+
+/// O115: `strict-mcp bench` over HTTP discovers, lists the tools once per connection (O103)
+/// and then sends only `tools/call`, one per request it reports; a tool the server does not
+/// have makes every call an error, each counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_bench_sends_what_its_row_says() {
+    let rec = support::evidence::recorder!();
+    let (url, list) = spied(demo_server(), &rec).await;
+    let bench = |tool: &str, args: &str| {
+        strings(&[
+            "bench",
+            "--url",
+            &url,
+            "--tool",
+            tool,
+            "--args",
+            args,
+            "--connections",
+            "2",
+            "--in-flight",
+            "1",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0",
+            "--json",
+        ])
+    };
+    let o = cli(&bench("upper", r#"{"text":"a"}"#)).await;
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report = records(&o).pop().expect("the bench record");
+    assert_eq!(report["kind"], "bench", "{report}");
+    assert_eq!(report["errors"], 0, "{report}");
+    let requests = report["requests"].as_u64().expect("requests");
+    assert!(requests > 0, "{report}");
+    let ok = seen(&list);
+    assert_eq!(routed(&ok), sends("bench"), "{ok:?}");
+    assert_eq!(count(&ok, "server/discover", Outcome::Result), 2, "{ok:?}");
+    assert_eq!(count(&ok, "tools/list", Outcome::Result), 2, "{ok:?}");
+    let calls = count(&ok, "tools/call", Outcome::Result);
+    // Calls still in flight when the window closed are answered but not reported.
+    assert!(
+        calls as u64 >= requests && calls as u64 <= requests + 2,
+        "{calls} calls for {report}"
+    );
+    assert_eq!(ok.len(), 4 + calls, "only the row's methods, all answered: {ok:?}");
+    list.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    let o = cli(&bench("nope", "{}")).await;
+    let report = records(&o).pop().expect("the bench record");
+    let failed = seen(&list);
+    assert_eq!(routed(&failed), sends("bench"), "{failed:?}");
+    let errors = count(&failed, "tools/call", Outcome::Error);
+    assert!(errors > 0, "{failed:?}");
+    assert_eq!(count(&failed, "tools/call", Outcome::Result), 0, "{failed:?}");
+    assert!(
+        report["errors"].as_u64().is_some_and(|e| e > 0 && e as usize <= errors),
+        "{report}"
+    );
+    assert_eq!(report["errors"], report["requests"], "{report}");
 }
