@@ -22,6 +22,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tower::Layer as _;
 
+mod support;
+
+use support::evidence::{Outcome as Seen, Recorder};
+
 const PV: &str = "2026-07-28";
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -151,6 +155,48 @@ async fn exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
     .expect("an answer within 10 s")
 }
 
+/// Contract evidence (transport `http-server`): what `request` asked and how `exchange`'s
+/// answer `(status, body)` ended. A POST is its body's method: a JSON-RPC answer to its id is
+/// a result or an error, and a refusal before dispatch without a body (401, 403, 405) an
+/// error; a GET of the metadata document is `GET <well-known prefix>`, answered 2xx or
+/// refused. Anything else (a 404 of another path, a 500 of a broken middleware) is not an
+/// operation's answer and is not recorded.
+fn observe(rec: &Recorder, request: &[u8], (status, body): &(u16, String)) {
+    let text = String::from_utf8_lossy(request);
+    let refused = matches!(status, 401 | 403 | 405) && body.is_empty();
+    if text.starts_with("GET /.well-known/oauth-protected-resource") {
+        let op = format!("GET {}", strict_mcp::server::auth::WELL_KNOWN_PREFIX);
+        if (200..300).contains(status) {
+            rec.observed("http-server", &op, Seen::Result);
+        } else if refused {
+            rec.observed("http-server", &op, Seen::Error);
+        }
+        return;
+    }
+    let Some((_, sent)) = text.split_once("\r\n\r\n") else {
+        return;
+    };
+    let Ok(sent) = serde_json::from_str::<serde_json::Value>(sent) else {
+        return;
+    };
+    let Some(method) = sent["method"].as_str() else {
+        return;
+    };
+    let got: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    if got["id"] == sent["id"] && got.get("result").is_some() {
+        rec.observed("http-server", method, Seen::Result);
+    } else if (got["id"] == sent["id"] && got.get("error").is_some()) || refused {
+        rec.observed("http-server", method, Seen::Error);
+    }
+}
+
+/// [`exchange`], recorded on `rec`.
+async fn recorded(rec: &Recorder, addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let answer = exchange(addr, request).await;
+    observe(rec, request, &answer);
+    answer
+}
+
 fn principal_of(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     v["result"]["structuredContent"]["value"]["principal"]
@@ -163,6 +209,7 @@ fn principal_of(body: &str) -> String {
 /// a missing token is 401, the metadata path is let through, any other path is 404 (D1).
 #[tokio::test]
 async fn o9_serve_runs_the_auth_layer_in_front() {
+    let rec = support::evidence::recorder!();
     let config = AuthConfig::builder("http://127.0.0.1:8123/mcp")
         .authorization_server("http://127.0.0.1:9000")
         .build()
@@ -183,25 +230,25 @@ async fn o9_serve_runs_the_auth_layer_in_front() {
         ]
     );
     let addr = start(service).await;
-    let (status, body) = exchange(addr, &call("/mcp", "Authorization: Bearer good\r\n")).await;
+    let (status, body) = recorded(&rec, addr, &call("/mcp", "Authorization: Bearer good\r\n")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(principal_of(&body), "ada");
-    assert_eq!(exchange(addr, &call("/mcp", "")).await.0, 401);
+    assert_eq!(recorded(&rec, addr, &call("/mcp", "")).await.0, 401);
     assert_eq!(
-        exchange(addr, &call("/mcp", "Authorization: Bearer bad\r\n"))
+        recorded(&rec, addr, &call("/mcp", "Authorization: Bearer bad\r\n"))
             .await
             .0,
         401
     );
     let metadata =
         b"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    let (status, body) = exchange(addr, metadata).await;
+    let (status, body) = recorded(&rec, addr, metadata).await;
     assert_eq!(status, 200);
     assert!(
         body.contains(r#""resource":"http://127.0.0.1:8123/mcp""#),
         "{body}"
     );
-    let (status, body) = exchange(addr, &call("/other", "Authorization: Bearer good\r\n")).await;
+    let (status, body) = recorded(&rec, addr, &call("/other", "Authorization: Bearer good\r\n")).await;
     assert_eq!((status, body.as_str()), (404, ""));
 }
 
@@ -209,6 +256,7 @@ async fn o9_serve_runs_the_auth_layer_in_front() {
 /// wrapped in `OnPaths`; the loop answers only the named paths.
 #[tokio::test]
 async fn d1_serve_runs_any_middleware_on_the_named_paths() {
+    let rec = support::evidence::recorder!();
     let mcp = McpHttp::new(server(), HttpConfig::default());
     let stack = tower::ServiceBuilder::new()
         .map_request(|mut r: hyper::Request<hyper::body::Incoming>| {
@@ -217,11 +265,11 @@ async fn d1_serve_runs_any_middleware_on_the_named_paths() {
         })
         .service(mcp);
     let addr = start(OnPaths::new(["/rpc"], stack)).await;
-    let (status, body) = exchange(addr, &call("/rpc", "")).await;
+    let (status, body) = recorded(&rec, addr, &call("/rpc", "")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(principal_of(&body), "bob");
     assert_eq!(
-        exchange(addr, &call("/mcp", "")).await,
+        recorded(&rec, addr, &call("/mcp", "")).await,
         (404, String::new())
     );
 }
