@@ -1,6 +1,7 @@
 //! Live tool sweep (O112, seed 003; E16, O15): every tool the conformance server
-//! (`examples/conformance_server`, direct mode) and the demo server (`examples/stdio_server`,
-//! compact mode) publish has seed arguments in [`SEEDS`]; each is called through the stdio
+//! (`examples/conformance_server`, direct mode), the example demo server
+//! (`examples/stdio_server`, compact mode) and the CLI's demo server (`strict-mcp demo serve`,
+//! direct mode) publish has seed arguments in [`SEEDS`]; each is called through the stdio
 //! transport of the real binary. A published tool without seed arguments fails the sweep, and
 //! so does a seed for a tool that is no longer published. For every complete result:
 //! `structuredContent` is a JSON object where the tool declares an `outputSchema`, and every
@@ -184,7 +185,26 @@ const SEEDS: &[(&str, &str, &str, Expect)] = &[
         r#"{"name": "echo", "arguments": {"text": "hi"}}"#,
         Expect::Success,
     ),
+    (DEMO, "add", r#"{"a": 2, "b": 3}"#, Expect::Success),
+    (DEMO, "upper", r#"{"text": "hi"}"#, Expect::Success),
+    (DEMO, "confirm", r#"{"action": "audit"}"#, Expect::InputRequired),
+    (DEMO, "count", r#"{"steps": 2}"#, Expect::Success),
 ];
+
+/// The seed-table name of the CLI's demo server (`strict-mcp demo serve`, the binary itself).
+const DEMO: &str = "strict-mcp demo serve";
+
+/// The server `binary` of the seed table, spawned over stdio.
+fn spawn(binary: &str) -> Stdio {
+    if binary == DEMO {
+        Stdio::spawn_program(
+            std::path::Path::new(env!("CARGO_BIN_EXE_strict-mcp")),
+            &["demo", "serve"],
+        )
+    } else {
+        Stdio::spawn_example(binary)
+    }
+}
 
 /// The most `tools/list` pages the sweep follows: far above either server's tool count.
 const MAX_PAGES: usize = 20;
@@ -243,7 +263,7 @@ fn check_result(tool: &Value, result: &Value) -> Result<(), String> {
 }
 
 async fn sweep(binary: &str) -> usize {
-    let mut peer = Stdio::spawn_example(binary);
+    let mut peer = spawn(binary);
     // Tools published at any point of the sweep: a trigger tool adds one mid-sweep.
     let mut tools = published(&mut peer).await;
     let mut failures = Vec::new();
@@ -324,6 +344,13 @@ async fn o112_conformance_server_every_tool_has_seeds_and_answers() {
 #[tokio::test]
 async fn o112_demo_server_every_tool_has_seeds_and_answers() {
     assert_eq!(sweep("stdio_server").await, 3);
+}
+
+/// O112: every tool of the CLI's demo server (`strict-mcp demo serve`), seeded and called
+/// over stdio.
+#[tokio::test]
+async fn o112_cli_demo_server_every_tool_has_seeds_and_answers() {
+    assert_eq!(sweep(DEMO).await, 4);
 }
 
 /// The result check is not vacuous (O15): a missing, foreign or non-object envelope fails.

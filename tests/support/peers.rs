@@ -95,7 +95,12 @@ impl Stdio {
     }
 
     fn spawn_with(name: &str, args: &[&str]) -> Stdio {
-        let mut child = tokio::process::Command::new(crate::support::example_binary(name))
+        Stdio::spawn_program(&crate::support::example_binary(name), args)
+    }
+
+    /// Spawns `program` with `args` as a stdio server (e.g. `strict-mcp demo serve`).
+    pub fn spawn_program(program: &std::path::Path, args: &[&str]) -> Stdio {
+        let mut child = tokio::process::Command::new(program)
             .args(args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
