@@ -230,7 +230,8 @@ async fn o9_serve_runs_the_auth_layer_in_front() {
         ]
     );
     let addr = start(service).await;
-    let (status, body) = recorded(&rec, addr, &call("/mcp", "Authorization: Bearer good\r\n")).await;
+    let (status, body) =
+        recorded(&rec, addr, &call("/mcp", "Authorization: Bearer good\r\n")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(principal_of(&body), "ada");
     assert_eq!(recorded(&rec, addr, &call("/mcp", "")).await.0, 401);
@@ -248,7 +249,12 @@ async fn o9_serve_runs_the_auth_layer_in_front() {
         body.contains(r#""resource":"http://127.0.0.1:8123/mcp""#),
         "{body}"
     );
-    let (status, body) = recorded(&rec, addr, &call("/other", "Authorization: Bearer good\r\n")).await;
+    let (status, body) = recorded(
+        &rec,
+        addr,
+        &call("/other", "Authorization: Bearer good\r\n"),
+    )
+    .await;
     assert_eq!((status, body.as_str()), (404, ""));
 }
 

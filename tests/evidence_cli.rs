@@ -630,16 +630,26 @@ async fn o115_cli_check_sends_what_its_row_says() {
         .collect();
     assert_eq!(
         unrouted,
-        ["initialize", "strict-mcp/no-such-method", "<over the method bound>"]
-            .iter()
-            .map(|m| (*m).to_owned())
-            .collect::<BTreeSet<_>>()
+        [
+            "initialize",
+            "strict-mcp/no-such-method",
+            "<over the method bound>"
+        ]
+        .iter()
+        .map(|m| (*m).to_owned())
+        .collect::<BTreeSet<_>>()
     );
     // Both polarities of each routed method: discovery and its -32022 refusal, the pages and
     // the invalid cursor, the MRTR round's input request and the tampered state refused.
     for method in sends("check") {
-        assert!(count(&seen, &method, Outcome::Result) > 0, "{method}: {seen:?}");
-        assert!(count(&seen, &method, Outcome::Error) > 0, "{method}: {seen:?}");
+        assert!(
+            count(&seen, &method, Outcome::Result) > 0,
+            "{method}: {seen:?}"
+        );
+        assert!(
+            count(&seen, &method, Outcome::Error) > 0,
+            "{method}: {seen:?}"
+        );
     }
 }
 
@@ -692,7 +702,11 @@ async fn o115_cli_bench_sends_what_its_row_says() {
         calls as u64 >= requests && calls as u64 <= requests + 2,
         "{calls} calls for {report}"
     );
-    assert_eq!(ok.len(), 4 + calls, "only the row's methods, all answered: {ok:?}");
+    assert_eq!(
+        ok.len(),
+        4 + calls,
+        "only the row's methods, all answered: {ok:?}"
+    );
     list.lock().unwrap_or_else(PoisonError::into_inner).clear();
     let o = cli(&bench("nope", "{}")).await;
     let report = records(&o).pop().expect("the bench record");
@@ -700,9 +714,15 @@ async fn o115_cli_bench_sends_what_its_row_says() {
     assert_eq!(routed(&failed), sends("bench"), "{failed:?}");
     let errors = count(&failed, "tools/call", Outcome::Error);
     assert!(errors > 0, "{failed:?}");
-    assert_eq!(count(&failed, "tools/call", Outcome::Result), 0, "{failed:?}");
+    assert_eq!(
+        count(&failed, "tools/call", Outcome::Result),
+        0,
+        "{failed:?}"
+    );
     assert!(
-        report["errors"].as_u64().is_some_and(|e| e > 0 && e as usize <= errors),
+        report["errors"]
+            .as_u64()
+            .is_some_and(|e| e > 0 && e as usize <= errors),
         "{report}"
     );
     assert_eq!(report["errors"], report["requests"], "{report}");

@@ -99,7 +99,10 @@ impl Peer {
                 return got;
             }
             // Only notifications (progress, log messages) may come first.
-            assert!(got.get("id").is_none(), "{method}: a reply to another id: {got}");
+            assert!(
+                got.get("id").is_none(),
+                "{method}: a reply to another id: {got}"
+            );
         }
     }
 
@@ -113,7 +116,11 @@ impl Peer {
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
             .await;
         let got = self.read().await;
-        assert_eq!(got, json!({"jsonrpc": "2.0", "id": id, "result": {}}), "{method}");
+        assert_eq!(
+            got,
+            json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            "{method}"
+        );
         rec.observed(LEGACY, method, Outcome::Result);
         rec.observed(LEGACY, "ping", Outcome::Result);
     }
@@ -145,9 +152,15 @@ fn assert_legacy_result(method: &str, reply: &Value) -> Value {
         .get("result")
         .unwrap_or_else(|| panic!("{method}: expected a result, got {reply}"));
     for member in ["resultType", "cacheScope", "ttlMs"] {
-        assert!(result.get(member).is_none(), "{method}: {member} in {reply}");
+        assert!(
+            result.get(member).is_none(),
+            "{method}: {member} in {reply}"
+        );
     }
-    assert!(result["_meta"].get("serverInfo").is_none(), "{method}: {reply}");
+    assert!(
+        result["_meta"].get("serverInfo").is_none(),
+        "{method}: {reply}"
+    );
     result.clone()
 }
 
@@ -210,9 +223,7 @@ async fn o115_legacy_stdio_server_answers_every_method() {
                 .is_some_and(|t| t.contains("\"confirmation_required\"")),
             "{needs}"
         );
-        let resources = p
-            .request(&rec, "resources/list", Some(json!({})))
-            .await;
+        let resources = p.request(&rec, "resources/list", Some(json!({}))).await;
         assert!(
             assert_legacy_result("resources/list", &resources)["resources"].is_array(),
             "{resources}"
@@ -256,8 +267,10 @@ async fn o115_legacy_stdio_server_answers_every_method() {
             .request(
                 &rec,
                 "completion/complete",
-                Some(json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
-                            "argument": {"name": "arg1", "value": ""}})),
+                Some(
+                    json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                            "argument": {"name": "arg1", "value": ""}}),
+                ),
             )
             .await;
         assert!(
@@ -317,8 +330,10 @@ async fn o115_legacy_stdio_server_refuses_bad_input_for_every_method() {
         .request(
             &rec,
             "initialize",
-            Some(json!({"_meta": meta(), "protocolVersion": "2025-11-25", "capabilities": {},
-                        "clientInfo": {"name": "x", "version": "1"}})),
+            Some(
+                json!({"_meta": meta(), "protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "x", "version": "1"}}),
+            ),
         )
         .await;
     assert_eq!(code(&modern), -32601, "{modern}");
@@ -383,7 +398,11 @@ async fn o115_legacy_stdio_server_refuses_bad_input_for_every_method() {
     );
     // X6, O34: -32002 on the legacy path.
     let read = p
-        .request(&rec, "resources/read", Some(json!({"uri": "test://no-such"})))
+        .request(
+            &rec,
+            "resources/read",
+            Some(json!({"uri": "test://no-such"})),
+        )
         .await;
     assert_eq!(
         read["error"],
@@ -398,8 +417,10 @@ async fn o115_legacy_stdio_server_refuses_bad_input_for_every_method() {
         .request(
             &rec,
             "completion/complete",
-            Some(json!({"ref": {"type": "ref/prompt", "name": "no_such_prompt"},
-                        "argument": {"name": "arg1", "value": ""}})),
+            Some(
+                json!({"ref": {"type": "ref/prompt", "name": "no_such_prompt"},
+                        "argument": {"name": "arg1", "value": ""}}),
+            ),
         )
         .await;
     assert_eq!(code(&complete), -32602, "{complete}");

@@ -187,7 +187,12 @@ const SEEDS: &[(&str, &str, &str, Expect)] = &[
     ),
     (DEMO, "add", r#"{"a": 2, "b": 3}"#, Expect::Success),
     (DEMO, "upper", r#"{"text": "hi"}"#, Expect::Success),
-    (DEMO, "confirm", r#"{"action": "audit"}"#, Expect::InputRequired),
+    (
+        DEMO,
+        "confirm",
+        r#"{"action": "audit"}"#,
+        Expect::InputRequired,
+    ),
     (DEMO, "count", r#"{"steps": 2}"#, Expect::Success),
 ];
 
