@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "http", feature = "cli"))]
 
-use std::sync::{Arc, Mutex};
+mod support;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -12,19 +12,8 @@ use hyper::Request;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::http::{HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
+use support::logs::Layout;
 use tower::ServiceExt as _;
-
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Empty {}
@@ -73,16 +62,7 @@ async fn answer(
 
 #[tokio::test]
 async fn d34_d35_refusals_name_the_check_in_body_and_log() {
-    let logs = LogBuffer::default();
-    let writer = logs.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::INFO)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish(),
-    )
-    .unwrap();
+    let logs = support::logs::capture(tracing::Level::INFO, Layout::Full);
     let registry = RegistryBuilder::new()
         .tool(ToolDef::typed("done", |_: Invocation, _: Empty| async {
             Ok(Done { done: true })
@@ -105,7 +85,7 @@ async fn d34_d35_refusals_name_the_check_in_body_and_log() {
     // A request that passes both checks is not refused by them (406/415/400 come later).
     assert_ne!(answer(&mcp, Some("127.0.0.1"), None).await.0, 403);
 
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("request refused with 403"))

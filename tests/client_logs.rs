@@ -4,6 +4,8 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "client", feature = "cli"))]
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,21 +14,8 @@ use strict_mcp::client::{
 };
 use strict_mcp::codec::{decode, IngressLimits};
 use strict_mcp::wire::jsonrpc::Message;
+use support::logs::Layout;
 use tokio::sync::mpsc;
-
-/// What the subscriber wrote, shared with the test.
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// A server that discovers and never answers anything else; it keeps what it was sent.
 struct Silent {
@@ -73,18 +62,7 @@ impl Transport for Silent {
 
 #[tokio::test]
 async fn j14_a_cancelled_request_is_logged_with_its_id_and_reason() {
-    let logs = LogBuffer::default();
-    let writer = logs.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .without_time()
-            .with_target(false)
-            .with_writer(move || writer.clone())
-            .finish(),
-    )
-    .unwrap();
+    let logs = support::logs::capture(tracing::Level::DEBUG, Layout::Bare);
     let (tx, rx) = mpsc::unbounded_channel();
     let silent = Arc::new(Silent {
         sent: Mutex::new(Vec::new()),
@@ -112,7 +90,7 @@ async fn j14_a_cancelled_request_is_logged_with_its_id_and_reason() {
     let Message::Request(call) = &sent[1] else {
         panic!("{sent:?}")
     };
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     let line = format!(
         "DEBUG cancelling a request id={} reason=\"the caller stopped waiting (deadline passed or call dropped)\"\n",
         call.id.token()

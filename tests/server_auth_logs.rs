@@ -5,8 +5,10 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "auth", feature = "cli"))]
 
+mod support;
+
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use http_body_util::{BodyExt, Full};
@@ -23,6 +25,7 @@ use strict_mcp::server::auth::{
 };
 use strict_mcp::server::http::{HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
+use support::logs::Layout;
 
 const RESOURCE: &str = "http://127.0.0.1:8123/mcp";
 const ISSUER: &str = "http://127.0.0.1:9000";
@@ -90,18 +93,6 @@ impl Fetcher for KeySet {
     }
 }
 
-#[derive(Clone, Default)]
-struct LogBuffer(Arc<Mutex<Vec<u8>>>);
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Empty {}
 
@@ -113,16 +104,7 @@ struct Who {
 
 #[tokio::test]
 async fn o86_tokens_never_appear_in_logs() {
-    let logs = LogBuffer::default();
-    let writer = logs.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish(),
-    )
-    .unwrap();
+    let logs = support::logs::capture(tracing::Level::TRACE, Layout::Full);
 
     let key = new_key("k1");
     let status = Arc::new(AtomicU16::new(200));
@@ -196,7 +178,7 @@ async fn o86_tokens_never_appear_in_logs() {
         let _ = response.into_body().collect().await.unwrap();
     }
     assert_eq!(statuses, [401, 401, 403, 200, 401]);
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     for expected in [
         "bearer token refused reason=the token's signature does not verify",
         "bearer token refused reason=the token was not issued for this resource",
