@@ -8,54 +8,14 @@
 
 #![forbid(unsafe_code)]
 
+mod support;
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// The peer executable, or `None` (after a skip notice) when it is not installed locally.
-fn peer(relative: &str) -> Option<PathBuf> {
-    let path = root().join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        !in_ci(),
-        "{} is missing; CI must run .ci/install-peers before the tests",
-        path.display()
-    );
-    eprintln!(
-        "skipping: {} is not installed (run .ci/install-peers)",
-        path.display()
-    );
-    None
-}
-
-/// Builds the conformance server example (a no-op when fresh) and returns its path.
-fn server_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--example", "conformance_server"])
-        .current_dir(root())
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building the conformance server failed");
-    let binary = target.join("debug/examples/conformance_server");
-    assert!(binary.exists(), "{} not built", binary.display());
-    binary
-}
+use support::interop::{conformance_server, peer, root, run_driver, step};
 
 /// Runs a driver against the stdio server and returns its JSON lines; panics with the
 /// driver's output when it did not exit 0.
@@ -78,40 +38,6 @@ fn drive_url(interpreter: &Path, script: &str, args: &[&str], url: &str) -> Vec<
         .args(args)
         .args(["--url", url]);
     run_driver(command, script)
-}
-
-fn run_driver(mut command: Command, script: &str) -> Vec<Value> {
-    let output = command
-        .current_dir(root())
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("driver runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{script} failed ({}):\n{stdout}\n--- stderr ---\n{stderr}",
-        output.status
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    assert_eq!(
-        lines.last().map(|l| (&l["step"], &l["ok"])),
-        Some((&json!("done"), &json!(true))),
-        "{stdout}"
-    );
-    lines
-}
-
-fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
-    let line = lines
-        .iter()
-        .find(|l| l["step"] == name)
-        .unwrap_or_else(|| panic!("no `{name}` step in {lines:?}"));
-    assert_eq!(line["ok"], true, "{line}");
-    line
 }
 
 fn texts(result: &Value) -> Vec<&str> {
@@ -245,7 +171,7 @@ fn typescript_sdk_client_over_stdio() {
     let Some(node) = peer(".interop/node/bin/node") else {
         return;
     };
-    let server = server_binary();
+    let server = conformance_server(&[]);
     check_basic(
         &drive(&node, "interop/node/ts_client.mjs", BASIC, &server),
         true,
@@ -263,7 +189,7 @@ fn python_sdk_client_over_stdio() {
     let Some(python) = peer(".interop/venv/bin/python") else {
         return;
     };
-    let server = server_binary();
+    let server = conformance_server(&[]);
     check_basic(
         &drive(&python, "interop/python/py_client.py", BASIC, &server),
         false,
@@ -343,7 +269,7 @@ fn both_sdk_clients_over_http() {
     ) else {
         return;
     };
-    let server = HttpServer::start(&server_binary());
+    let server = HttpServer::start(&conformance_server(&[]));
     for (interpreter, script) in [
         (&node, "interop/node/ts_client.mjs"),
         (&python, "interop/python/py_client.py"),
@@ -371,7 +297,7 @@ fn inspector_cli_over_stdio_and_http() {
     ) else {
         return;
     };
-    let server = server_binary();
+    let server = conformance_server(&[]);
     let bash = Path::new("bash");
     let simple = "This is a simple text response for testing.";
     let lines = drive(

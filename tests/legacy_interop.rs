@@ -12,31 +12,18 @@ use serde_json::{json, Value};
 mod support;
 
 use support::evidence::{Outcome, Recorder};
+use support::interop::{self, step};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+/// The driver: the TypeScript SDK v2 client in its default negotiation.
+const DRIVER: &str = "interop/node/ts_legacy.mjs";
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
+/// The peer at `relative`, or `None` after recording the skip (a missing peer fails under CI).
 fn peer(rec: &Recorder, relative: &str) -> Option<PathBuf> {
-    let path = root().join(relative);
-    if path.exists() {
-        return Some(path);
+    let found = interop::peer(relative);
+    if found.is_none() {
+        rec.skip(&format!("{relative} is not installed"));
     }
-    assert!(
-        !in_ci(),
-        "{} is missing; CI must run .ci/install-peers before the tests",
-        path.display()
-    );
-    eprintln!(
-        "skipping: {} is not installed (run .ci/install-peers)",
-        path.display()
-    );
-    rec.skip(&format!("{relative} is not installed"));
-    None
+    found
 }
 
 /// The driver's steps that are one request each, with the method the SDK sent for it and
@@ -65,59 +52,14 @@ fn observe(rec: &Recorder, lines: &[Value]) {
     }
 }
 
-/// Builds the conformance server with `legacy` (a no-op when fresh) and returns its path.
-fn legacy_server() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target"));
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--example",
-            "conformance_server",
-            "--features",
-            "legacy",
-        ])
-        .current_dir(root())
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("cargo runs");
-    assert!(
-        status.success(),
-        "building the legacy conformance server failed"
-    );
-    target.join("debug/examples/conformance_server")
-}
-
 fn drive(node: &Path, server: &Path) -> Vec<Value> {
-    let output = Command::new(node)
-        .arg(root().join("interop/node/ts_legacy.mjs"))
+    let mut command = Command::new(node);
+    command
+        .arg(interop::root().join(DRIVER))
         .arg("--")
         .arg(server)
-        .arg("--stdio")
-        .current_dir(root())
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("driver runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "ts_legacy.mjs failed ({}):\n{stdout}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
-fn step<'a>(lines: &'a [Value], name: &str) -> &'a Value {
-    lines
-        .iter()
-        .find(|l| l["step"] == name)
-        .unwrap_or_else(|| panic!("no step {name}: {lines:?}"))
+        .arg("--stdio");
+    interop::run_driver(command, DRIVER)
 }
 
 #[test]
@@ -126,7 +68,7 @@ fn b23_typescript_sdk_default_negotiation_over_stdio() {
     let Some(node) = peer(&rec, ".interop/node/bin/node") else {
         return;
     };
-    let lines = drive(&node, &legacy_server());
+    let lines = drive(&node, &interop::conformance_server(&["legacy"]));
     observe(&rec, &lines);
     let connect = step(&lines, "connect");
     assert_eq!(connect["era"], "legacy", "{connect}");

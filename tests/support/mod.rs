@@ -59,6 +59,8 @@ pub struct EchoOut {
 }
 /// Contract evidence: per-test records of observed exchanges, and the check over them.
 pub mod evidence;
+/// Finding the SDK peers, building the conformance server, reading their drivers' steps.
+pub mod interop;
 /// Capturing what the process-wide `tracing` subscriber writes (the log tests).
 pub mod logs;
 /// Raw stdio, HTTP and in-memory peers shared by the evidence, equivalence and sweep tests.
