@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "auth", feature = "client-auth"))]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,8 +20,6 @@ use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use p256::pkcs8::EncodePrivateKey as _;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::Digest as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -33,11 +31,13 @@ use strict_mcp::client::auth::{
 };
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::{CallOptions, Client, ClientOptions, Round, RoundInput};
-use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, Role};
-use strict_mcp::core::{Invocation, Outcome, PromptDef, PromptReply, RegistryBuilder, ToolDef};
-use strict_mcp::server::auth::{AuthConfig, AuthLayer, HttpFetcher, JwtVerifier, CALLER_SCOPE};
+use strict_mcp::core::RegistryBuilder;
+use strict_mcp::server::auth::{AuthConfig, AuthLayer, HttpFetcher, JwtVerifier};
 use strict_mcp::server::http::{HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
+
+mod support;
+use support::auth::{greet, whoami};
 
 /// Every exchange of the test is bounded by this.
 const STEP: Duration = Duration::from_secs(20);
@@ -244,56 +244,18 @@ where
 // ---------------------------------------------------------------------------------------------
 // The protected MCP server
 
-#[derive(Deserialize, JsonSchema)]
-struct Empty {}
-
-#[derive(serde::Serialize, JsonSchema)]
-struct WhoAmI {
-    /// The caller's principal id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    principal: Option<String>,
-    /// The caller's granted scopes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scope: Option<String>,
-}
-
 fn mcp_server() -> Server {
     let registry = RegistryBuilder::new()
-        .tool(ToolDef::typed(
-            "whoami",
-            |inv: Invocation, _i: Empty| async move {
-                Ok(WhoAmI {
-                    principal: inv.caller().principal().map(str::to_owned),
-                    scope: inv.caller().attribute(CALLER_SCOPE).map(str::to_owned),
-                })
-            },
-        ))
-        .prompt(PromptDef::new(
-            "greet",
-            |inv: Invocation, _args: BTreeMap<String, String>| async move {
-                let Some(answer) = inv.input_response("name") else {
-                    let ask = inv.elicit_form(
-                        "Whom to greet?",
-                        json!({"type":"object","properties":{"name":{"type":"string"}}}),
-                    )?;
-                    return Ok(Outcome::input("name", ask));
-                };
-                // The elicitation answer, `{"action":"accept","content":{"name":…}}`.
-                let answer: Value = serde_json::from_str(answer.get()).unwrap_or_default();
-                let name = answer["content"]["name"].as_str().unwrap_or("?").to_owned();
-                Ok(Outcome::Complete(PromptReply {
-                    description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!(
-                            "Hello {} from {}",
-                            name,
-                            inv.caller().principal().unwrap_or("nobody")
-                        )),
-                    }],
-                }))
-            },
-        ))
+        .tool(whoami())
+        .prompt(greet(|answer, inv| {
+            // The elicitation answer, `{"action":"accept","content":{"name":…}}`.
+            let answer: Value = serde_json::from_str(answer.get()).unwrap_or_default();
+            format!(
+                "Hello {} from {}",
+                answer["content"]["name"].as_str().unwrap_or("?"),
+                inv.caller().principal().unwrap_or("nobody")
+            )
+        }))
         .build()
         .unwrap();
     Server::new(registry, ServerOptions::new().mode("direct")).unwrap()

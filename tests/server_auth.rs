@@ -5,7 +5,6 @@
 #![forbid(unsafe_code)]
 #![cfg(feature = "auth")]
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,20 +15,15 @@ use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use p256::pkcs8::EncodePrivateKey as _;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tower::{Layer as _, ServiceExt as _};
 
-use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, Role};
-use strict_mcp::core::{
-    Clock, Invocation, Outcome, PromptDef, PromptReply, RegistryBuilder, ToolDef,
-};
+use strict_mcp::core::{Clock, Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::auth::{
     AuthBody, AuthConfig, AuthLayer, AuthService, BearerToken, BoxFuture, ClientCredentials,
     FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionConfigError,
     IntrospectionVerifier, JwtVerifier, Principal, TokenTyp, TokenVerifier, VerifyError,
-    CALLER_SCOPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
+    DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
     MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, METADATA_CORS_ALLOW_HEADERS,
     METADATA_CORS_MAX_AGE_SECS,
 };
@@ -37,6 +31,7 @@ use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 
 mod support;
+use support::auth::{greet, whoami, Empty, WhoAmI};
 use support::evidence::{Outcome as Seen, Recorder};
 
 const PV: &str = "2026-07-28";
@@ -192,30 +187,9 @@ fn jwt_verifier(fetcher: StubFetcher, clock: Arc<TestClock>) -> JwtVerifier {
 // ---------------------------------------------------------------------------------------------
 // The protected server
 
-#[derive(Deserialize, JsonSchema)]
-struct Empty {}
-
-#[derive(serde::Serialize, JsonSchema)]
-struct WhoAmI {
-    /// The caller's principal id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    principal: Option<String>,
-    /// The caller's granted scopes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scope: Option<String>,
-}
-
 fn server() -> Server {
     let registry = RegistryBuilder::new()
-        .tool(ToolDef::typed(
-            "whoami",
-            |inv: Invocation, _i: Empty| async move {
-                Ok(WhoAmI {
-                    principal: inv.caller().principal().map(str::to_owned),
-                    scope: inv.caller().attribute(CALLER_SCOPE).map(str::to_owned),
-                })
-            },
-        ))
+        .tool(whoami())
         .tool(ToolDef::typed(
             "delete",
             |inv: Invocation, _i: Empty| async move {
@@ -225,28 +199,11 @@ fn server() -> Server {
                 })
             },
         ))
-        .prompt(
-            PromptDef::new(
-                "greet",
-                |inv: Invocation, _args: BTreeMap<String, String>| async move {
-                    let Some(name) = inv.input_response("name") else {
-                        let ask = inv.elicit_form(
-                            "Whom to greet?",
-                            json!({"type":"object","properties":{"name":{"type":"string"}}}),
-                        )?;
-                        return Ok(Outcome::input("name", ask));
-                    };
-                    Ok(Outcome::Complete(PromptReply {
-                        description: None,
-                        messages: vec![PromptMessage {
-                            role: Role::User,
-                            content: ContentBlock::text(format!("Hello {}", name.get())),
-                        }],
-                    }))
-                },
-            )
-            .argument("style", "How to greet.", false),
-        )
+        .prompt(greet(|name, _| format!("Hello {}", name.get())).argument(
+            "style",
+            "How to greet.",
+            false,
+        ))
         .build()
         .unwrap();
     Server::new(registry, ServerOptions::new().mode("direct")).unwrap()

@@ -57,6 +57,8 @@ pub struct EchoOut {
     /// The same text.
     pub text: String,
 }
+/// The protected server's catalogue shared by the auth tests (feature `auth`).
+pub mod auth;
 /// Contract evidence: per-test records of observed exchanges, and the check over them.
 pub mod evidence;
 /// Finding the SDK peers, building the conformance server, reading their drivers' steps.
