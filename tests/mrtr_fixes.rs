@@ -8,7 +8,7 @@
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -19,8 +19,8 @@ use strict_mcp::core::{
     Caller, ClientCapabilities, CoreError, DynamicOutput, ElicitAction, Invocation, Outcome,
     PromptDef, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, ToolDef,
 };
-use strict_mcp::server::{Outbox, Reply, Server, ServerOptions, ShutdownReport};
-use support::harness::{with_clock, ManualClock};
+use strict_mcp::server::{Server, ServerOptions, ShutdownReport};
+use support::harness::{confirm_schema, serve_one, with_clock, DeleteIn, DeleteOut, ManualClock};
 
 /// Capabilities of a client that can answer a form.
 const FORM: &str = r#"{"elicitation":{}}"#;
@@ -43,22 +43,6 @@ struct Probes {
     deleted: AtomicUsize,
     /// Completed runs of the confirming prompt.
     prompted: AtomicUsize,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct DeleteIn {
-    /// What to delete.
-    item: String,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-struct DeleteOut {
-    /// What was deleted.
-    deleted: String,
-}
-
-fn confirm_schema() -> Value {
-    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
 }
 
 /// Whether the answer under `confirm` is an accepted `{ok: true}`; `None` when absent.
@@ -153,20 +137,6 @@ fn registry(probes: &Arc<Probes>) -> Registry {
         .expect("registry builds")
 }
 
-#[derive(Default)]
-struct Collect {
-    replies: Mutex<Vec<Reply>>,
-}
-
-impl Outbox for Collect {
-    fn notify(&self, _line: String) -> bool {
-        true
-    }
-    fn finish(&self, reply: Reply) {
-        self.replies.lock().unwrap().push(reply);
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Direct,
@@ -206,22 +176,7 @@ impl Harness {
     /// One request as `caller`; the reply as JSON and its HTTP status.
     async fn request_as(&self, caller: &str, method: &str, params: Value) -> (Value, u16) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let message =
-            strict_mcp::codec::decode(line.to_string().as_bytes(), &self.server.ingress_limits())
-                .expect("a valid request");
-        let outbox = Arc::new(Collect::default());
-        self.server
-            .serve(
-                Caller::new(caller),
-                message,
-                outbox.clone(),
-                Default::default(),
-            )
-            .await;
-        let reply = outbox.replies.lock().unwrap().pop().expect("one reply");
-        let value: Value = serde_json::from_str(&reply.line).expect("JSON reply");
-        assert_eq!(value["id"], json!(id), "{value}");
+        let (value, reply) = serve_one(&self.server, caller, id, method, params).await;
         (value, reply.status)
     }
 

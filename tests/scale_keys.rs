@@ -14,30 +14,17 @@
 
 #![forbid(unsafe_code)]
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use strict_mcp::core::seal::{KeyRing, SealKey};
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore};
-use strict_mcp::core::{Caller, Invocation, Outcome, Registry, RegistryBuilder, ToolDef};
-use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct DeleteIn {
-    /// What to delete.
-    item: String,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-struct DeleteOut {
-    /// What was deleted.
-    deleted: String,
-}
-
-fn confirm_schema() -> Value {
-    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
-}
+use strict_mcp::core::{Invocation, Outcome, Registry, RegistryBuilder, ToolDef};
+use strict_mcp::server::{Server, ServerOptions};
+use support::harness::{confirm_schema, serve_one, DeleteIn, DeleteOut};
 
 fn registry(deleted: &Arc<AtomicUsize>) -> Registry {
     let deleted = Arc::clone(deleted);
@@ -64,20 +51,6 @@ fn registry(deleted: &Arc<AtomicUsize>) -> Registry {
         ))
         .build()
         .expect("registry builds")
-}
-
-#[derive(Default)]
-struct Collect {
-    replies: Mutex<Vec<Reply>>,
-}
-
-impl Outbox for Collect {
-    fn notify(&self, _line: String) -> bool {
-        true
-    }
-    fn finish(&self, reply: Reply) {
-        self.replies.lock().unwrap().push(reply);
-    }
 }
 
 /// Instances sharing one store and one side-effect counter, each with its own ring.
@@ -109,20 +82,7 @@ impl Fleet {
 }
 
 async fn request(server: &Server, params: Value) -> Value {
-    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let message = strict_mcp::codec::decode(line.to_string().as_bytes(), &server.ingress_limits())
-        .expect("a valid request");
-    let outbox = Arc::new(Collect::default());
-    server
-        .serve(
-            Caller::new("alice"),
-            message,
-            outbox.clone(),
-            Default::default(),
-        )
-        .await;
-    let reply = outbox.replies.lock().unwrap().pop().expect("one reply");
-    serde_json::from_str(&reply.line).expect("JSON reply")
+    serve_one(server, "alice", 1, "tools/call", params).await.0
 }
 
 fn delete_params(extra: Value) -> Value {

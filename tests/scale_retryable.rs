@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod scale_support;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,13 +21,14 @@ use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents
 use strict_mcp::core::seal::{KeyRing, SealKey};
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore, StoreError, StoreFuture};
 use strict_mcp::core::{
-    Caller, ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply, ReadReply,
-    Registry, RegistryBuilder, ResourceDef, ToolDef,
+    ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry,
+    RegistryBuilder, ResourceDef, ToolDef,
 };
 use strict_mcp::machine::ledger::{Chain, ChainId};
 use strict_mcp::machine::{Epoch, Tick};
 use strict_mcp::scale::{RedisLedgerStore, RedisStoreConfig};
-use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
+use strict_mcp::server::{Server, ServerOptions};
+use support::harness::{confirm_schema, serve_one, DeleteIn, DeleteOut};
 
 /// The exact `error` member of a store outage on a direct method, as sent.
 const OUTAGE_ERROR: &str = r#"{"code":-32603,"message":"The request state could not be checked right now; retry the call.","data":{"reason":"state_unavailable","retryable":true}}"#;
@@ -44,22 +46,6 @@ const PAUSE_OP_TIMEOUT: Duration = Duration::from_millis(300);
 struct Probes {
     deleted: AtomicUsize,
     prompted: AtomicUsize,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct DeleteIn {
-    /// What to delete.
-    item: String,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-struct DeleteOut {
-    /// What was deleted.
-    deleted: String,
-}
-
-fn confirm_schema() -> Value {
-    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
 }
 
 fn accepted(inv: &Invocation) -> Option<bool> {
@@ -189,20 +175,6 @@ impl LedgerStore for Switchable {
     }
 }
 
-#[derive(Default)]
-struct Collect {
-    replies: Mutex<Vec<Reply>>,
-}
-
-impl Outbox for Collect {
-    fn notify(&self, _line: String) -> bool {
-        true
-    }
-    fn finish(&self, reply: Reply) {
-        self.replies.lock().unwrap().push(reply);
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Direct,
@@ -240,22 +212,7 @@ impl Harness {
     /// One request; the reply line parsed, after checking its id.
     async fn request(&self, method: &str, params: Value) -> Value {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let message =
-            strict_mcp::codec::decode(line.to_string().as_bytes(), &self.server.ingress_limits())
-                .expect("a valid request");
-        let outbox = Arc::new(Collect::default());
-        self.server
-            .serve(
-                Caller::new("alice"),
-                message,
-                outbox.clone(),
-                Default::default(),
-            )
-            .await;
-        let reply = outbox.replies.lock().unwrap().pop().expect("one reply");
-        let value: Value = serde_json::from_str(&reply.line).expect("JSON reply");
-        assert_eq!(value["id"], json!(id), "{value}");
+        let (value, reply) = serve_one(&self.server, "alice", id, method, params).await;
         *self.last.lock().unwrap() = (reply.line, reply.status);
         value
     }

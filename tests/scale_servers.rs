@@ -5,18 +5,18 @@
 #![forbid(unsafe_code)]
 
 mod scale_support;
+mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use strict_mcp::core::seal::{KeyRing, SealKey};
 use strict_mcp::core::store::LedgerStore;
-use strict_mcp::core::{
-    Caller, ElicitAction, Invocation, Outcome, Registry, RegistryBuilder, ToolDef,
-};
+use strict_mcp::core::{ElicitAction, Invocation, Outcome, Registry, RegistryBuilder, ToolDef};
 use strict_mcp::scale::{RedisLedgerStore, RedisStoreConfig};
-use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
+use strict_mcp::server::{Server, ServerOptions};
+use support::harness::{confirm_schema, serve_one, DeleteIn, DeleteOut};
 
 /// Concurrent A/B resumes of one round in the race test.
 const RESUME_RACE_REPEATS: usize = 20;
@@ -25,22 +25,6 @@ const RESUME_RACE_REPEATS: usize = 20;
 #[derive(Default)]
 struct Probes {
     deleted: AtomicUsize,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct DeleteIn {
-    /// What to delete.
-    item: String,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-struct DeleteOut {
-    /// What was deleted.
-    deleted: String,
-}
-
-fn confirm_schema() -> Value {
-    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
 }
 
 fn registry(probes: &Arc<Probes>) -> Registry {
@@ -73,35 +57,8 @@ fn registry(probes: &Arc<Probes>) -> Registry {
         .expect("registry builds")
 }
 
-#[derive(Default)]
-struct Collect {
-    replies: Mutex<Vec<Reply>>,
-}
-
-impl Outbox for Collect {
-    fn notify(&self, _line: String) -> bool {
-        true
-    }
-    fn finish(&self, reply: Reply) {
-        self.replies.lock().unwrap().push(reply);
-    }
-}
-
 async fn request(server: &Server, id: usize, params: Value) -> Value {
-    let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
-    let message = strict_mcp::codec::decode(line.to_string().as_bytes(), &server.ingress_limits())
-        .expect("a valid request");
-    let outbox = Arc::new(Collect::default());
-    server
-        .serve(
-            Caller::new("alice"),
-            message,
-            outbox.clone(),
-            Default::default(),
-        )
-        .await;
-    let reply = outbox.replies.lock().unwrap().pop().expect("one reply");
-    serde_json::from_str(&reply.line).expect("JSON reply")
+    serve_one(server, "alice", id, "tools/call", params).await.0
 }
 
 fn delete_params(extra: Value) -> Value {

@@ -90,23 +90,56 @@ impl InMemory {
             params["_meta"] = serde_json::from_str(META).unwrap();
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let message =
-            strict_mcp::codec::decode(line.to_string().as_bytes(), &self.server.ingress_limits())
-                .expect("a valid request");
-        let outbox = Arc::new(Collect::default());
-        self.server
-            .serve(
-                Caller::new(caller),
-                message,
-                outbox.clone(),
-                Default::default(),
-            )
-            .await;
-        let replies = outbox.replies.lock().unwrap();
-        assert_eq!(replies.len(), 1, "exactly one reply");
-        let value: Value = serde_json::from_str(&replies[0].line).expect("JSON reply");
-        assert_eq!(value["id"], json!(id), "{value}");
-        (value, replies[0].status)
+        let (value, reply) = serve_one(&self.server, caller, id, method, params).await;
+        (value, reply.status)
     }
+}
+
+/// One request (`id`, `method`, `params` as given) from `caller`, straight into
+/// [`Server::serve`] through a [`Collect`] outbox: its one reply parsed (checked to answer
+/// `id`), and as sent.
+pub async fn serve_one(
+    server: &Server,
+    caller: &str,
+    id: usize,
+    method: &str,
+    params: Value,
+) -> (Value, Reply) {
+    let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let message = strict_mcp::codec::decode(line.to_string().as_bytes(), &server.ingress_limits())
+        .expect("a valid request");
+    let outbox = Arc::new(Collect::default());
+    server
+        .serve(
+            Caller::new(caller),
+            message,
+            outbox.clone(),
+            Default::default(),
+        )
+        .await;
+    let mut replies = outbox.replies.lock().unwrap();
+    assert_eq!(replies.len(), 1, "exactly one reply");
+    let reply = replies.pop().expect("one reply");
+    let value: Value = serde_json::from_str(&reply.line).expect("JSON reply");
+    assert_eq!(value["id"], json!(id), "{value}");
+    (value, reply)
+}
+
+/// The input of the confirm-before-delete tool the MRTR and scale tests register.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct DeleteIn {
+    /// What to delete.
+    pub item: String,
+}
+
+/// Its output.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct DeleteOut {
+    /// What was deleted.
+    pub deleted: String,
+}
+
+/// The form its confirmation asks for: `{ok: boolean}`.
+pub fn confirm_schema() -> Value {
+    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
 }
