@@ -1483,7 +1483,12 @@ async fn o93_exact_arguments_reach_the_wire_byte_for_byte() {
     )
     .unwrap();
     let (outcome, raw) = client
-        .call_tool_exact("t", Some(&args), RoundInput::first(), &CallOptions::default())
+        .call_tool_exact(
+            "t",
+            Some(&args),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
         .await
         .unwrap();
     assert!(matches!(outcome, ToolOutcome::Success(_)), "{outcome:?}");
@@ -1509,7 +1514,12 @@ async fn o93_exact_arguments_must_be_one_object_without_duplicate_members() {
     for bad in [r#"[1,2]"#, r#"{"a":1,"a":2}"#, "7"] {
         let raw = serde_json::value::RawValue::from_string(bad.to_owned()).unwrap();
         match client
-            .call_tool_exact("t", Some(&raw), RoundInput::first(), &CallOptions::default())
+            .call_tool_exact(
+                "t",
+                Some(&raw),
+                RoundInput::first(),
+                &CallOptions::default(),
+            )
             .await
         {
             Err(ClientError::Request(_)) => {}
@@ -1517,7 +1527,9 @@ async fn o93_exact_arguments_must_be_one_object_without_duplicate_members() {
         }
     }
     assert!(
-        fake.sent_requests().iter().all(|r| r.method != "tools/call"),
+        fake.sent_requests()
+            .iter()
+            .all(|r| r.method != "tools/call"),
         "nothing is sent for refused arguments"
     );
 }
@@ -1529,7 +1541,12 @@ async fn o78_exact_call_keeps_the_round_state_and_returns_input_required_raw() {
     let client = connect(&fake).await;
     let args = serde_json::value::RawValue::from_string(r#"{"a":1}"#.to_owned()).unwrap();
     let (outcome, raw) = client
-        .call_tool_exact("t", Some(&args), RoundInput::first(), &CallOptions::default())
+        .call_tool_exact(
+            "t",
+            Some(&args),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
         .await
         .unwrap();
     let ToolOutcome::InputRequired(first) = outcome else {
@@ -1549,7 +1566,10 @@ async fn o78_exact_call_keeps_the_round_state_and_returns_input_required_raw() {
         .collect();
     assert_eq!(calls[1]["requestState"], "s1");
     assert_eq!(calls[1]["arguments"], json!({"a": 1}));
-    assert_eq!(calls[1]["inputResponses"], json!({"q": {"action": "decline"}}));
+    assert_eq!(
+        calls[1]["inputResponses"],
+        json!({"q": {"action": "decline"}})
+    );
 }
 
 #[tokio::test]
@@ -1563,12 +1583,20 @@ async fn o95_list_page_returns_one_page_and_its_cursor() {
         .unwrap();
     assert_eq!(first.next_cursor.as_deref(), Some("2"));
     let second = client
-        .list_page(strict_mcp::wire::result::Method::ToolsList, Some("2"), &none)
+        .list_page(
+            strict_mcp::wire::result::Method::ToolsList,
+            Some("2"),
+            &none,
+        )
         .await
         .unwrap();
     assert_eq!(second.next_cursor.as_deref(), Some("3"));
     let last = client
-        .list_page(strict_mcp::wire::result::Method::ToolsList, Some("3"), &none)
+        .list_page(
+            strict_mcp::wire::result::Method::ToolsList,
+            Some("3"),
+            &none,
+        )
         .await
         .unwrap();
     assert_eq!(last.next_cursor, None);

@@ -422,7 +422,9 @@ impl Client {
         params.insert("name".into(), Value::String(name.to_owned()));
         round.write(&mut params);
         let exact = arguments.map(|a| ("arguments", a));
-        let (decoded, raw) = self.request_tool_exact(name, params, exact, options).await?;
+        let (decoded, raw) = self
+            .request_tool_exact(name, params, exact, options)
+            .await?;
         Ok((self.tool_outcome(name, decoded)?, raw))
     }
 
