@@ -26,7 +26,9 @@ Server selection (one of):
   {\"rounds\": [ {\"KEY\": {\"action\":\"accept\",\"content\":{...}}}, ... ]}
   Round n is sent as inputResponses of the n-th retry, with the server's requestState
   byte-exact and a fresh request id; when the rounds run out the input request is printed
-  and the command exits 6. Without it, no elicitation capability is declared.
+  and the command exits 6. Without it (or --interactive), no elicitation capability is
+  declared. --interactive (stdin a terminal) asks instead: form elicitations field by field,
+  URL elicitations as a consent question; a question left unanswered exits 6.
 
 Exit codes:
   0    success
@@ -100,8 +102,18 @@ pub struct Global {
     #[arg(long, global = true)]
     pub progress: bool,
     /// Answer input requests from this file (format below).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        conflicts_with = "interactive"
+    )]
     pub responses: Option<PathBuf>,
+    /// Answer elicitation requests on the terminal: form fields by schema type (Enter takes
+    /// the default), URL mode shows the URL and asks consent (never opened for you). Only
+    /// this mode declares the elicitation capability for both form and URL.
+    #[arg(long, global = true)]
+    pub interactive: bool,
 }
 
 /// Where tool or prompt arguments come from.

@@ -1,0 +1,125 @@
+//! The `strict-mcp` binary on a pseudo-terminal (rexpect): `--interactive` answers the demo's
+//! two-round `confirm` form (O98), the prompts and the final output byte for byte, and the
+//! `--progress` bar is drawn only when stderr is a terminal (O105).
+#![cfg(unix)]
+
+use std::process::Command;
+
+use rexpect::process::WaitStatus;
+use rexpect::session::{spawn_with_options, PtySession};
+
+const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
+
+/// Every expectation must be met within this (a debug build on a loaded machine); a hang
+/// fails the test instead of blocking it.
+const STEP_MS: u64 = 60_000;
+
+fn spawn(args: &[&str]) -> PtySession {
+    let mut command = Command::new(EXE);
+    command
+        .args(args)
+        .env("TERM", "xterm")
+        .env_remove("NO_COLOR");
+    let options = rexpect::reader::Options::new()
+        .timeout_ms(Some(STEP_MS))
+        .strip_ansi_escape_codes(false);
+    spawn_with_options(command, options).expect("spawn strict-mcp on a pty")
+}
+
+fn exit_code(session: &PtySession) -> i32 {
+    match session.process().wait().expect("wait") {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("strict-mcp ended with {other:?}"),
+    }
+}
+
+#[test]
+fn o98_interactive_answers_the_confirm_form_on_a_terminal() {
+    let mut s = spawn(&[
+        "tools",
+        "call",
+        "confirm",
+        "--demo",
+        "--args",
+        r#"{"action":"delete the draft"}"#,
+        "--interactive",
+    ]);
+    // Round 1: the form's message, the action question, then the boolean with its default.
+    s.exp_string(
+        "The server asks: Really delete the draft?\r\nAnswer, decline or cancel? [A/d/c]: ",
+    )
+    .expect("first question");
+    s.send_line("a").expect("answer");
+    s.exp_string("Confirm* (yes/no) [false]: ")
+        .expect("boolean field with its default");
+    s.send_line("y").expect("answer");
+    // Round 2 (a fresh request carrying the state): the note.
+    s.exp_string(
+        "The server asks: Add a note for the record.\r\nAnswer, decline or cancel? [A/d/c]: ",
+    )
+    .expect("second round");
+    s.send_line("").expect("Enter: answer");
+    s.exp_string("Note* (text): ").expect("string field");
+    s.send_line("looks good").expect("answer");
+    // rexpect's pty does not echo what is typed: the result is all that follows.
+    let rest = s.exp_eof().expect("end");
+    assert_eq!(
+        rest,
+        "{\r\n  \"action\": \"delete the draft\",\r\n  \"confirmed\": true,\r\n  \
+         \"note\": \"looks good\"\r\n}\r\n"
+    );
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
+fn o98_interactive_decline_ends_the_call_without_a_note() {
+    let mut s = spawn(&[
+        "tools",
+        "call",
+        "confirm",
+        "--demo",
+        "--args",
+        r#"{"action":"x"}"#,
+        "--interactive",
+    ]);
+    s.exp_string("Answer, decline or cancel? [A/d/c]: ")
+        .expect("question");
+    s.send_line("d").expect("decline");
+    let rest = s.exp_eof().expect("end");
+    assert_eq!(
+        rest,
+        "{\r\n  \"action\": \"x\",\r\n  \"confirmed\": false\r\n}\r\n"
+    );
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
+fn o105_progress_is_a_bar_on_a_terminal() {
+    let mut s = spawn(&[
+        "tools",
+        "call",
+        "count",
+        "--demo",
+        "--args",
+        r#"{"steps":3,"delay_ms":100}"#,
+        "--progress",
+    ]);
+    let all = s.exp_eof().expect("end");
+    // indicatif redraws one line in place; its last state is left, then the result below.
+    assert!(all.contains("\r\x1b[2K"), "{all:?}");
+    assert!(
+        all.contains("[==============================] progress 3.0/3.0 step 3"),
+        "{all:?}"
+    );
+    assert!(
+        all.contains("[=========>                    ] progress 1.0/3.0 step 1"),
+        "{all:?}"
+    );
+    assert!(
+        all.ends_with("\r\n{\r\n  \"counted\": 3\r\n}\r\n"),
+        "{all:?}"
+    );
+    // Not the plain lines of a non-terminal run (tests/cli_stdio.rs asserts those).
+    assert!(!all.contains("progress 1.0/3.0 step 1\r\n"), "{all:?}");
+    assert_eq!(exit_code(&s), 0);
+}
