@@ -237,7 +237,10 @@ pub struct CheckArgs {
     pub allow_remote: bool,
     /// A tool that answers its first call with input_required: the MRTR state-integrity
     /// rule calls it once and retries with a tampered requestState (called for real: name
-    /// one that is safe to call).
+    /// one that is safe to call). Without it, the rule tries at most 3 listed tools
+    /// annotated readOnlyHint: true, in list order, with arguments filled from their input
+    /// schema (default, const, first enum value, else a least value of the type), and uses
+    /// the first that asks for input; every input request is declined.
     #[arg(long, value_name = "NAME")]
     pub mrtr_tool: Option<String>,
     /// The arguments of --mrtr-tool (a JSON object).
