@@ -123,3 +123,57 @@ fn o105_progress_is_a_bar_on_a_terminal() {
     assert!(!all.contains("progress 1.0/3.0 step 1\r\n"), "{all:?}");
     assert_eq!(exit_code(&s), 0);
 }
+
+#[test]
+fn o99_interactive_declares_form_and_url_and_asks_url_consent() {
+    // A fake server that logs what it receives: one URL-mode input round, then a result.
+    let dir = std::env::temp_dir().join(format!("strict-mcp-pty-url-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let log = dir.join("received.log");
+    let _ = std::fs::remove_file(&log);
+    let script = format!(
+        r#"read a; printf '%s\n' "$a" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":1,"result":{{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{{"tools":{{}}}}}}}}'
+read b; printf '%s\n' "$b" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":2,"result":{{"resultType":"complete","tools":[{{"name":"t","inputSchema":{{"type":"object"}}}}]}}}}'
+read c; printf '%s\n' "$c" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":3,"result":{{"resultType":"input_required","inputRequests":{{"login":{{"method":"elicitation/create","params":{{"mode":"url","message":"Sign in first","url":"https://auth.example.test/start?x=1","elicitationId":"e1"}}}}}},"requestState":"st"}}}}'
+read d; printf '%s\n' "$d" >> '{log}'
+printf '%s\n' '{{"jsonrpc":"2.0","id":4,"result":{{"resultType":"complete","content":[{{"type":"text","text":"signed in"}}]}}}}'
+read e
+"#,
+        log = log.display()
+    );
+    let script_path = dir.join("fake.sh");
+    std::fs::write(&script_path, script).expect("write script");
+    let server = format!("sh '{}'", script_path.display());
+    let mut s = spawn(&["tools", "call", "t", "--stdio", &server, "--interactive"]);
+    s.exp_string(
+        "The server asks you to open a URL: Sign in first\r\n  \
+         URL: https://auth.example.test/start?x=1\r\n  \
+         (strict-mcp does not open it; open it yourself if you agree)\r\n\
+         Do you consent to open this URL? [y/N]: ",
+    )
+    .expect("URL consent question");
+    s.send_line("y").expect("consent");
+    assert_eq!(s.exp_eof().expect("end"), "signed in\r\n");
+    assert_eq!(exit_code(&s), 0);
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("logged JSON"))
+        .collect();
+    assert_eq!(lines.len(), 4);
+    let caps = "io.modelcontextprotocol/clientCapabilities";
+    // O99: this mode can honour both elicitation modes, and declares exactly them.
+    assert_eq!(
+        lines[2]["params"]["_meta"][caps],
+        serde_json::json!({"elicitation": {"form": {}, "url": {}}})
+    );
+    assert_eq!(lines[3]["params"]["requestState"], "st");
+    assert_eq!(
+        lines[3]["params"]["inputResponses"],
+        serde_json::json!({"login": {"action": "accept"}})
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
