@@ -177,3 +177,35 @@ read e
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn o97_an_unanswered_terminal_question_exits_6() {
+    let mut s = spawn(&[
+        "tools",
+        "call",
+        "confirm",
+        "--demo",
+        "--args",
+        r#"{"action":"x"}"#,
+        "--interactive",
+    ]);
+    s.exp_string("Answer, decline or cancel? [A/d/c]: ")
+        .expect("question");
+    // Ctrl-D on an empty line: end of input on the terminal.
+    s.send_control('d').expect("EOF");
+    let rest = s.exp_eof().expect("end");
+    assert!(
+        rest.contains("error: the terminal closed before \"the action\" was answered\r\n"),
+        "{rest:?}"
+    );
+    // The input request is printed losslessly, then the exit class says why.
+    assert!(
+        rest.contains("\"resultType\": \"input_required\""),
+        "{rest:?}"
+    );
+    assert!(
+        rest.contains("input required: the server asks for more input after 0 answered round(s)"),
+        "{rest:?}"
+    );
+    assert_eq!(exit_code(&s), 6);
+}

@@ -37,7 +37,7 @@ Exit codes:
   3    transport failure (server did not start, died, or no reply within --timeout)
   4    JSON-RPC/MCP error (including a server that does not offer 2026-07-28)
   5    invalid or unrecognised result
-  6    input required (no --responses round left to answer it)
+  6    input required (no --responses round left, or a terminal question unanswered)
   7    check found a rule that does not hold
   130  interrupted (Ctrl-C): the call was cancelled and the server shut down";
 
