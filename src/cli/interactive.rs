@@ -255,6 +255,22 @@ fn pick(s: &str, options: &[(String, String)]) -> Result<String, String> {
         .ok_or_else(|| format!("choose 1 to {} or one of the values", options.len()))
 }
 
+/// The final check of one answer against its field's own schema (JSON Schema 2020-12 with
+/// `format` asserted: `email`, `uri`, `date`, `date-time`), so nothing the questions above do
+/// not parse themselves slips through. A field schema the validator cannot build is left to
+/// the server to judge.
+fn fits(field: &Value, value: &Value) -> Result<(), String> {
+    let Ok(validator) = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(field)
+    else {
+        return Ok(());
+    };
+    let first = validator.iter_errors(value).next().map(|e| e.to_string());
+    first.map_or(Ok(()), Err)
+}
+
 fn number_bound(field: &Value, key: &str) -> Option<f64> {
     field.get(key).and_then(Value::as_f64)
 }
@@ -294,10 +310,21 @@ fn ask_field(
         }
     };
     let kind = field.get("type").and_then(Value::as_str).unwrap_or("");
+    let asked = |t: &mut Terminal<'_>,
+                 prompt: &str,
+                 parse: &dyn Fn(&str) -> Result<Option<Value>, String>| {
+        t.ask(prompt, name, |s| {
+            let answer = parse(s)?;
+            if let Some(v) = &answer {
+                fits(field, v)?;
+            }
+            Ok(answer)
+        })
+    };
     match kind {
         "boolean" => {
             let prompt = format!("{title}{star} (yes/no){shown_default}: ");
-            t.ask(&prompt, name, |s| {
+            asked(t, &prompt, &|s| {
                 if s.is_empty() {
                     return empty(&default);
                 }
@@ -316,7 +343,7 @@ fn ask_field(
                 (None, None) => String::new(),
             };
             let prompt = format!("{title}{star} ({kind}{range}){shown_default}: ");
-            t.ask(&prompt, name, |s| {
+            asked(t, &prompt, &|s| {
                 if s.is_empty() {
                     return empty(&default);
                 }
@@ -346,7 +373,7 @@ fn ask_field(
             show_choices(&options, t)?;
             let prompt =
                 format!("{title}{star} (numbers or values, comma-separated){shown_default}: ");
-            t.ask(&prompt, name, |s| {
+            asked(t, &prompt, &|s| {
                 if s.is_empty() {
                     return empty(&default);
                 }
@@ -369,7 +396,7 @@ fn ask_field(
             if let Some(options) = choices(field) {
                 show_choices(&options, t)?;
                 let prompt = format!("{title}{star} (number or value){shown_default}: ");
-                return t.ask(&prompt, name, |s| {
+                return asked(t, &prompt, &|s| {
                     if s.is_empty() {
                         return empty(&default);
                     }
@@ -384,7 +411,7 @@ fn ask_field(
                 .map(|f| format!(", {f}"))
                 .unwrap_or_default();
             let prompt = format!("{title}{star} (text{format}){shown_default}: ");
-            t.ask(&prompt, name, |s| {
+            asked(t, &prompt, &|s| {
                 if s.is_empty() {
                     return empty(&default);
                 }
@@ -537,6 +564,30 @@ mod tests {
         );
         assert!(shown.contains("  this field is required\n"));
         assert!(shown.contains("  2 to any characters\n"));
+    }
+
+    #[test]
+    fn o98_answers_are_checked_against_the_field_schema_formats_included() {
+        let schema = json!({"type": "object", "properties": {
+            "mail": {"type": "string", "format": "email"},
+            "day": {"type": "string", "format": "date"}}, "required": ["mail", "day"]});
+        let (answer, shown) = one(
+            schema,
+            "a\n2026-13-45\n2026-12-01\nnot-a-mail\nada@example.test\n",
+        );
+        assert_eq!(
+            answer.expect("answered"),
+            json!({"action": "accept", "content": {"day": "2026-12-01", "mail": "ada@example.test"}})
+        );
+        assert!(shown.contains("day* (text, date): "), "{shown}");
+        assert!(
+            shown.contains("\"2026-13-45\" is not a \"date\""),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("\"not-a-mail\" is not a \"email\""),
+            "{shown}"
+        );
     }
 
     #[test]
