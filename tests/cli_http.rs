@@ -297,6 +297,29 @@ fn check_passes_on_the_demo_over_http_with_status_evidence() {
 }
 
 #[test]
+fn x21_d19_check_picks_the_mrtr_tool_and_sends_its_param_headers_over_http() {
+    // No --mrtr-tool: the demo's confirm is the one tool annotated readOnlyHint: true; its
+    // `action` is mirrored into Mcp-Param-Action, which the server requires (-32020
+    // otherwise), so the first round only asks for input when the header is sent.
+    let demo = DemoHttp::start();
+    let o = run(&["check", "--url", &demo.url, "--json"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let rule = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .find(|r| r["rule"] == "tampered-state-refused")
+        .expect("the MRTR rule ran without --mrtr-tool");
+    assert_eq!(rule["pass"], true, "{rule}");
+    assert_eq!(rule["answer"]["status"], 200);
+    assert_eq!(rule["answer"]["code"], -32602);
+    assert_eq!(
+        rule["request"],
+        "tools/call confirm retried with a tampered requestState (picked from tools/list: \
+         readOnlyHint, arguments {\"action\":\"x\"})"
+    );
+}
+
+#[test]
 fn bench_over_http_with_several_connections() {
     let demo = DemoHttp::start();
     let o = run(&[

@@ -192,6 +192,21 @@ fn check_pins_the_ts_sdk_server_verdicts_over_http() {
             "frame-over-2-mib-rejected FAIL status=200 code=null result=true none=null",
         ]
     );
+    // Without --mrtr-tool: no tool of this peer is annotated readOnlyHint: true, so none is
+    // called on a guess and the MRTR rule is reported as not run.
+    let o = run(&["check", "--url", &http.1, "--json"]);
+    assert!(
+        verdicts(&o)
+            .iter()
+            .all(|v| !v.starts_with("tampered-state-refused")),
+        "{:?}",
+        verdicts(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("tampered-state-refused (X21) not run"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

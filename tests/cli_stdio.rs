@@ -1153,6 +1153,59 @@ fn e4_check_pages_chain_at_max_pages_and_one_past() {
         verdict_of(&o, "pages-chain")["request"],
         "tools/list, following nextCursor (4 page(s))"
     );
+    // X21 without --mrtr-tool: confirm (readOnlyHint: true) is picked from the listed tools.
+    let picked = verdict_of(&o, "tampered-state-refused");
+    assert_eq!(picked["pass"], true, "{picked}");
+    assert_eq!(picked["answer"]["code"], -32602);
+    assert!(
+        picked["request"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("tools/call confirm retried") && r.contains("picked")),
+        "{picked}"
+    );
+}
+
+#[test]
+fn x21_check_without_a_drivable_tool_says_so_and_skips_the_rule() {
+    // The pager's tools carry no readOnlyHint: none is called on a guess.
+    let dir = temp_dir("check-no-mrtr");
+    let o = run(&["check", "--stdio", &pager(&dir, 2), "--json"]);
+    assert!(
+        records(&o)
+            .iter()
+            .all(|r| r["rule"] != "tampered-state-refused"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("tampered-state-refused (X21) not run"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn o98_interactive_needs_a_terminal_and_excludes_responses() {
+    let args = [
+        "tools",
+        "call",
+        "confirm",
+        "--demo",
+        "--args",
+        r#"{"action":"x"}"#,
+    ];
+    let o = run(&[&args[..], &["--interactive"]].concat());
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("--interactive asks on the terminal: stdin must be one"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = temp_dir("interactive-responses");
+    let file = write(&dir, "r.json", r#"{"rounds": []}"#);
+    let o = run(&[&args[..], &["--interactive", "--responses", &file]].concat());
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
 
 #[test]

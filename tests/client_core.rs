@@ -1461,3 +1461,161 @@ async fn k3_o86_a_listen_never_acknowledged_hits_the_deadline_and_is_cancelled()
         vec![format!(r#"{{"requestId":{id}}}"#)]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Host hooks: exact arguments and raw results, one page with its cursor (O93, O95, O96)
+
+/// A fake whose `tools/call` answers with `result` and whose `tools/list` is one page.
+fn exact_fake(result: &'static str) -> Arc<Fake> {
+    modern(move |r, _| match r.method.as_str() {
+        "tools/call" => vec![ok(r, result)],
+        _ => vec![ok(r, &tools_page(&["t".into()], None))],
+    })
+}
+
+#[tokio::test]
+async fn o93_exact_arguments_reach_the_wire_byte_for_byte() {
+    let result = r#"{"resultType":"complete","content":[],"structuredContent":{"n":123456789012345678901234567890,"f":1.0}}"#;
+    let fake = exact_fake(result);
+    let client = connect(&fake).await;
+    let args: Box<serde_json::value::RawValue> = serde_json::value::RawValue::from_string(
+        r#"{"big":123456789012345678901234567890,"f":1.0,"e":1e400}"#.to_owned(),
+    )
+    .unwrap();
+    let (outcome, raw) = client
+        .call_tool_exact(
+            "t",
+            Some(&args),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, ToolOutcome::Success(_)), "{outcome:?}");
+    // O96: the result exactly as received, numbers untouched.
+    assert_eq!(raw.get(), result);
+    let sent = fake.sent_requests();
+    let call = sent.iter().find(|r| r.method == "tools/call").unwrap();
+    let text = call.params.as_ref().unwrap().get();
+    assert!(
+        text.ends_with(r#","arguments":{"big":123456789012345678901234567890,"f":1.0,"e":1e400}}"#),
+        "{text}"
+    );
+    assert!(text.contains(r#""name":"t""#), "{text}");
+    // The Value API cannot carry these: 1e400 is refused by serde_json, the big integer
+    // would be rounded.
+    assert!(serde_json::from_str::<Value>(args.get()).is_err());
+}
+
+#[tokio::test]
+async fn o93_exact_arguments_must_be_one_object_without_duplicate_members() {
+    let fake = exact_fake(r#"{"resultType":"complete","content":[]}"#);
+    let client = connect(&fake).await;
+    for bad in [r#"[1,2]"#, r#"{"a":1,"a":2}"#, "7"] {
+        let raw = serde_json::value::RawValue::from_string(bad.to_owned()).unwrap();
+        match client
+            .call_tool_exact(
+                "t",
+                Some(&raw),
+                RoundInput::first(),
+                &CallOptions::default(),
+            )
+            .await
+        {
+            Err(ClientError::Request(_)) => {}
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+    assert!(
+        fake.sent_requests()
+            .iter()
+            .all(|r| r.method != "tools/call"),
+        "nothing is sent for refused arguments"
+    );
+}
+
+#[tokio::test]
+async fn o78_exact_call_keeps_the_round_state_and_returns_input_required_raw() {
+    let asked = r#"{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"mode":"form","message":"m","requestedSchema":{"type":"object","properties":{}}}}},"requestState":"s1"}"#;
+    let fake = exact_fake(asked);
+    let client = connect(&fake).await;
+    let args = serde_json::value::RawValue::from_string(r#"{"a":1}"#.to_owned()).unwrap();
+    let (outcome, raw) = client
+        .call_tool_exact(
+            "t",
+            Some(&args),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let ToolOutcome::InputRequired(first) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(raw.get(), asked);
+    let next = RoundInput::answer(&first.result, obj(json!({"q": {"action": "decline"}})));
+    client
+        .call_tool_exact("t", Some(&args), next, &CallOptions::default())
+        .await
+        .unwrap();
+    let calls: Vec<Value> = fake
+        .sent_requests()
+        .iter()
+        .filter(|r| r.method == "tools/call")
+        .map(params_of)
+        .collect();
+    assert_eq!(calls[1]["requestState"], "s1");
+    assert_eq!(calls[1]["arguments"], json!({"a": 1}));
+    assert_eq!(
+        calls[1]["inputResponses"],
+        json!({"q": {"action": "decline"}})
+    );
+}
+
+#[tokio::test]
+async fn o95_list_page_returns_one_page_and_its_cursor() {
+    let fake = paged_fake(3, 2);
+    let client = connect(&fake).await;
+    let none = CallOptions::default();
+    let first = client
+        .list_page(strict_mcp::wire::result::Method::ToolsList, None, &none)
+        .await
+        .unwrap();
+    assert_eq!(first.next_cursor.as_deref(), Some("2"));
+    let second = client
+        .list_page(
+            strict_mcp::wire::result::Method::ToolsList,
+            Some("2"),
+            &none,
+        )
+        .await
+        .unwrap();
+    assert_eq!(second.next_cursor.as_deref(), Some("3"));
+    let last = client
+        .list_page(
+            strict_mcp::wire::result::Method::ToolsList,
+            Some("3"),
+            &none,
+        )
+        .await
+        .unwrap();
+    assert_eq!(last.next_cursor, None);
+    match &last.result {
+        strict_mcp::wire::result::CompleteResult::ToolsList(page) => {
+            let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["t3-0", "t3-1"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // One request per page, nothing walked: discover + 3.
+    assert_eq!(fake.sent_requests().len(), 4);
+    // Not a list method: refused, nothing sent.
+    match client
+        .list_page(strict_mcp::wire::result::Method::ToolsCall, None, &none)
+        .await
+    {
+        Err(ClientError::Request(_)) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fake.sent_requests().len(), 4);
+}

@@ -26,7 +26,9 @@ Server selection (one of):
   {\"rounds\": [ {\"KEY\": {\"action\":\"accept\",\"content\":{...}}}, ... ]}
   Round n is sent as inputResponses of the n-th retry, with the server's requestState
   byte-exact and a fresh request id; when the rounds run out the input request is printed
-  and the command exits 6. Without it, no elicitation capability is declared.
+  and the command exits 6. Without it (or --interactive), no elicitation capability is
+  declared. --interactive (stdin a terminal) asks instead: form elicitations field by field,
+  URL elicitations as a consent question; a question left unanswered exits 6.
 
 Exit codes:
   0    success
@@ -35,7 +37,7 @@ Exit codes:
   3    transport failure (server did not start, died, or no reply within --timeout)
   4    JSON-RPC/MCP error (including a server that does not offer 2026-07-28)
   5    invalid or unrecognised result
-  6    input required (no --responses round left to answer it)
+  6    input required (no --responses round left, or a terminal question unanswered)
   7    check found a rule that does not hold
   130  interrupted (Ctrl-C): the call was cancelled and the server shut down";
 
@@ -100,8 +102,18 @@ pub struct Global {
     #[arg(long, global = true)]
     pub progress: bool,
     /// Answer input requests from this file (format below).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        conflicts_with = "interactive"
+    )]
     pub responses: Option<PathBuf>,
+    /// Answer elicitation requests on the terminal: form fields by schema type (Enter takes
+    /// the default), URL mode shows the URL and asks consent (never opened for you). Only
+    /// this mode declares the elicitation capability for both form and URL.
+    #[arg(long, global = true)]
+    pub interactive: bool,
 }
 
 /// Where tool or prompt arguments come from.
@@ -225,7 +237,10 @@ pub struct CheckArgs {
     pub allow_remote: bool,
     /// A tool that answers its first call with input_required: the MRTR state-integrity
     /// rule calls it once and retries with a tampered requestState (called for real: name
-    /// one that is safe to call).
+    /// one that is safe to call). Without it, the rule tries at most 3 listed tools
+    /// annotated readOnlyHint: true, in list order, with arguments filled from their input
+    /// schema (default, const, first enum value, else a least value of the type), and uses
+    /// the first that asks for input; every input request is declined.
     #[arg(long, value_name = "NAME")]
     pub mrtr_tool: Option<String>,
     /// The arguments of --mrtr-tool (a JSON object).

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
+use crate::wire::headers::{param_headers, required_headers, ParamHeader};
 use crate::wire::limits::{MAX_ID_BYTES, MAX_METHOD_BYTES, MAX_REQUEST_FRAME_BYTES};
 use crate::wire::PROTOCOL_REVISION;
 
@@ -155,7 +156,7 @@ struct Probe {
     /// The `MCP-Protocol-Version` header: always the body's version, so only the rule's
     /// own fault is probed.
     version_header: String,
-    extra: Vec<(&'static str, String)>,
+    extra: Vec<(String, String)>,
     http_only: bool,
     judge: fn(&Answer) -> bool,
     /// A short description of the request (the body itself may be megabytes).
@@ -285,7 +286,7 @@ fn probes() -> Vec<Probe> {
             "a 257-byte method name",
         ),
         Probe {
-            extra: vec![("host", "evil.invalid".to_owned())],
+            extra: vec![("host".to_owned(), "evil.invalid".to_owned())],
             http_only: true,
             ..probe(
                 "foreign-host-refused",
@@ -298,7 +299,7 @@ fn probes() -> Vec<Probe> {
             )
         },
         Probe {
-            extra: vec![("origin", "http://evil.invalid".to_owned())],
+            extra: vec![("origin".to_owned(), "http://evil.invalid".to_owned())],
             http_only: true,
             ..probe(
                 "foreign-origin-is-403",
@@ -448,7 +449,7 @@ async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answe
             .map(|a| a.as_str().to_owned())
             .unwrap_or_default();
         let mut req = hyper::Request::post(url.path());
-        if !p.extra.iter().any(|(k, _)| *k == "host") {
+        if !p.extra.iter().any(|(k, _)| k == "host") {
             req = req.header("host", authority);
         }
         req = req
@@ -457,7 +458,7 @@ async fn http_exchange(url: &hyper::Uri, p: &Probe, deadline: Duration) -> Answe
             .header("mcp-protocol-version", p.version_header.as_str())
             .header("mcp-method", p.method_header.as_str());
         for (k, v) in &p.extra {
-            req = req.header(*k, v.as_str());
+            req = req.header(k.as_str(), v.as_str());
         }
         let req = req
             .body(Full::new(Bytes::from(p.body.clone())))
@@ -570,14 +571,84 @@ impl Child {
     }
 }
 
-/// The tool the MRTR state-integrity rule calls (`check --mrtr-tool NAME --mrtr-args JSON`):
-/// a black-box audit cannot know which tool asks for input, nor which one is safe to call.
+/// The tool the MRTR state-integrity rule calls: named with `check --mrtr-tool NAME
+/// --mrtr-args JSON`, or picked from `tools/list` by [`mrtr_candidates`].
 #[derive(Debug, Clone)]
 pub struct MrtrTool {
     /// The tool's name.
     pub name: String,
     /// Its arguments (a JSON object).
     pub arguments: Value,
+}
+
+/// The most listed tools the MRTR rule tries, in list order, when no `--mrtr-tool` is named.
+///
+/// Why: each try is a real call of a tool the server claims is read-only; a server whose
+/// candidates never ask for input must not turn the audit into a sweep of its tools, and the
+/// audit stays bounded in requests.
+pub const MAX_MRTR_CANDIDATES: usize = 3;
+
+/// A value for one required property, from its schema: `default`, `const`, the first `enum`
+/// value, else a least value of its type (`x` repeated `minLength` times, at least once and
+/// at most 64; `minimum` or 0; `false`). `None` for a type that cannot be filled this way (object, array, no type).
+fn fill(schema: &Value) -> Option<Value> {
+    if let Some(v) = schema.get("default").or_else(|| schema.get("const")) {
+        return Some(v.clone());
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return Some(first.clone());
+    }
+    match schema.get("type").and_then(Value::as_str)? {
+        "string" => {
+            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(1);
+            Some(Value::String(
+                "x".repeat(usize::try_from(min.clamp(1, 64)).ok()?),
+            ))
+        }
+        "integer" | "number" => Some(schema.get("minimum").cloned().unwrap_or(json!(0))),
+        "boolean" => Some(Value::Bool(false)),
+        _ => None,
+    }
+}
+
+/// The tools the MRTR rule may call when none is named, in list order, at most
+/// [`MAX_MRTR_CANDIDATES`]: those annotated `readOnlyHint: true` (the server's own claim
+/// that calling them changes nothing; no other tool is ever called on a guess) whose
+/// required arguments [`fill`] can supply. Every input request is then answered with
+/// `decline`, so even a tool that asks does nothing on the retry.
+#[must_use]
+pub fn mrtr_candidates(tools: &[Value]) -> Vec<MrtrTool> {
+    tools
+        .iter()
+        .filter(|t| t["annotations"]["readOnlyHint"] == true)
+        .filter_map(|t| {
+            let schema = &t["inputSchema"];
+            let mut arguments = serde_json::Map::new();
+            for name in schema["required"].as_array().into_iter().flatten() {
+                let name = name.as_str()?;
+                arguments.insert(name.to_owned(), fill(&schema["properties"][name])?);
+            }
+            Some(MrtrTool {
+                name: t["name"].as_str()?.to_owned(),
+                arguments: Value::Object(arguments),
+            })
+        })
+        .take(MAX_MRTR_CANDIDATES)
+        .collect()
+}
+
+/// The `x-mcp-header` annotations of `name` among the listed tools (none when it is not
+/// listed or its annotations are invalid: the call is then sent without them).
+fn annotations_of(tools: &[Value], name: &str) -> Vec<ParamHeader> {
+    tools
+        .iter()
+        .find(|t| t["name"] == name)
+        .and_then(|t| param_headers(&t["inputSchema"]).ok())
+        .unwrap_or_default()
 }
 
 /// The most `tools/list` pages the pagination rules walk: the audit stays bounded in
@@ -608,7 +679,7 @@ fn plain(body: Value, describe: String) -> Probe {
     let method = body["method"].as_str().unwrap_or_default().to_owned();
     let mut extra = Vec::new();
     if let Some(name) = body["params"]["name"].as_str() {
-        extra.push(("mcp-name", name.to_owned()));
+        extra.push(("mcp-name".to_owned(), name.to_owned()));
     }
     Probe {
         rule: "",
@@ -695,8 +766,8 @@ fn schema_faults(result: &Value) -> (Option<String>, Option<String>) {
 }
 
 /// Pagination, cache hints and schemas of `tools/list` (E4, H1, H3, E5, E19), then an
-/// invalid cursor; nothing when the server offers no tools.
-async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> Vec<Verdict> {
+/// invalid cursor; nothing when the server offers no tools. Also returns the tools listed.
+async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> (Vec<Verdict>, Vec<Value>) {
     let mut pages: Vec<Answer> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut chain = None;
@@ -710,7 +781,7 @@ async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> Vec<Verdict> {
             )
             .await;
         if pages.is_empty() && a.code == Some(-32601) {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let result = a
             .message
@@ -768,7 +839,12 @@ async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> Vec<Verdict> {
         )
         .await;
     let refused = is_error(&invalid, -32602) && !invalid.result;
-    vec![
+    let tools: Vec<Value> = pages
+        .iter()
+        .filter_map(|p| p.message.as_ref())
+        .flat_map(|m| m["result"]["tools"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let verdicts = vec![
         verdict(
             "pages-chain",
             Class::Must,
@@ -809,7 +885,8 @@ async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> Vec<Verdict> {
             invalid,
             (!refused).then(|| "not refused with -32602".to_owned()),
         ),
-    ]
+    ];
+    (verdicts, tools)
 }
 
 /// `requestState` with one character changed (to another of the base64 alphabets).
@@ -821,15 +898,46 @@ fn tamper(state: &str) -> String {
     chars.into_iter().collect()
 }
 
+/// A `tools/call` probe; over HTTP it carries the `Mcp-Param-*` headers the tool's
+/// `x-mcp-header` annotations require (D19–D21), computed by the client's own
+/// [`required_headers`].
+fn tool_call(id: i64, params: &Value, annotations: &[ParamHeader]) -> Probe {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let mut probe = plain(body, String::new());
+    let raw = serde_json::value::to_raw_value(params).ok();
+    if let Ok(headers) = required_headers("tools/call", raw.as_deref(), annotations) {
+        probe.extra.extend(
+            headers
+                .into_iter()
+                .filter(|(name, _)| name.starts_with("Mcp-Param-")),
+        );
+    }
+    probe
+}
+
 /// MRTR state integrity (I6, X21): the tool's first round asks for input; the retry with a
-/// tampered `requestState` must be refused with a JSON-RPC error.
-async fn mrtr_rule(peer: &mut Peer<'_>, tool: &MrtrTool, deadline: Duration) -> Verdict {
+/// tampered `requestState` must be refused with a JSON-RPC error. `Err` when the first
+/// round did not ask (the rule could not be shown with this tool).
+async fn mrtr_rule(
+    peer: &mut Peer<'_>,
+    tool: &MrtrTool,
+    annotations: &[ParamHeader],
+    picked: bool,
+    deadline: Duration,
+) -> Result<Verdict, Verdict> {
     let mut m = meta();
     m["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
     let mut params = json!({"_meta": m, "name": tool.name, "arguments": tool.arguments});
-    let call = |id: i64, params: &Value| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let how = if picked {
+        format!(
+            " (picked from tools/list: readOnlyHint, arguments {})",
+            tool.arguments
+        )
+    } else {
+        String::new()
+    };
     let first = peer
-        .send(&plain(call(200, &params), String::new()), deadline)
+        .send(&tool_call(200, &params, annotations), deadline)
         .await;
     let result = first
         .message
@@ -840,14 +948,14 @@ async fn mrtr_rule(peer: &mut Peer<'_>, tool: &MrtrTool, deadline: Duration) -> 
         result["requestState"].as_str(),
         result["resultType"] == "input_required",
     ) else {
-        return verdict(
+        return Err(verdict(
             "tampered-state-refused",
             Class::Must,
             "X21",
-            format!("tools/call {} (first round)", tool.name),
+            format!("tools/call {} (first round){how}", tool.name),
             first,
             Some("the tool did not answer input_required with a requestState".to_owned()),
-        );
+        ));
     };
     let mut answers = serde_json::Map::new();
     for key in result["inputRequests"]
@@ -861,20 +969,46 @@ async fn mrtr_rule(peer: &mut Peer<'_>, tool: &MrtrTool, deadline: Duration) -> 
     params["inputResponses"] = Value::Object(answers);
     params["requestState"] = json!(tamper(state));
     let retry = peer
-        .send(&plain(call(201, &params), String::new()), deadline)
+        .send(&tool_call(201, &params, annotations), deadline)
         .await;
     let refused = retry.code.is_some() && !retry.result;
-    verdict(
+    Ok(verdict(
         "tampered-state-refused",
         Class::Must,
         "X21",
         format!(
-            "tools/call {} retried with a tampered requestState",
+            "tools/call {} retried with a tampered requestState{how}",
             tool.name
         ),
         retry,
         (!refused).then(|| "a tampered requestState was not refused".to_owned()),
-    )
+    ))
+}
+
+/// The MRTR rule with the named tool, or else with the first of [`mrtr_candidates`] that
+/// asks for input; `None` (and a line on stderr) when no listed tool can drive it.
+async fn mrtr_rules(
+    peer: &mut Peer<'_>,
+    named: Option<&MrtrTool>,
+    tools: &[Value],
+    deadline: Duration,
+) -> Option<Verdict> {
+    if let Some(tool) = named {
+        let annotations = annotations_of(tools, &tool.name);
+        let (Ok(v) | Err(v)) = mrtr_rule(peer, tool, &annotations, false, deadline).await;
+        return Some(v);
+    }
+    for tool in mrtr_candidates(tools) {
+        let annotations = annotations_of(tools, &tool.name);
+        if let Ok(v) = mrtr_rule(peer, &tool, &annotations, true, deadline).await {
+            return Some(v);
+        }
+    }
+    eprintln!(
+        "check: tampered-state-refused (X21) not run: no listed tool annotated readOnlyHint: \
+         true asked for input (at most {MAX_MRTR_CANDIDATES} tried); name one with --mrtr-tool"
+    );
+    None
 }
 
 /// One single-request probe's verdict, when it applies to the target; the first stdio probe
@@ -905,7 +1039,8 @@ async fn single(
 }
 
 /// Runs every rule that applies to `target`, in order, each request within `deadline`; the
-/// MRTR rule only when `mrtr` names a tool.
+/// MRTR rule with the tool `mrtr` names, else with one picked from the listed tools
+/// ([`mrtr_candidates`]) when one can drive it.
 ///
 /// # Errors
 /// [`CheckError::Spawn`] when the stdio server cannot be started.
@@ -958,10 +1093,9 @@ pub async fn run(
         _ => None,
     };
     if let Some(peer) = peer.as_mut() {
-        verdicts.extend(list_rules(peer, deadline).await);
-        if let Some(tool) = mrtr {
-            verdicts.push(mrtr_rule(peer, tool, deadline).await);
-        }
+        let (list, tools) = list_rules(peer, deadline).await;
+        verdicts.extend(list);
+        verdicts.extend(mrtr_rules(peer, mrtr, &tools, deadline).await);
     }
     for p in late {
         verdicts.extend(single(target, child.as_mut(), p, deadline, false).await);
@@ -1005,6 +1139,86 @@ pub fn evidence(a: &Answer) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tool(name: &str, read_only: Option<bool>, schema: Value) -> Value {
+        let mut t = json!({"name": name, "inputSchema": schema});
+        if let Some(r) = read_only {
+            t["annotations"] = json!({"readOnlyHint": r});
+        }
+        t
+    }
+
+    #[test]
+    fn x21_candidates_are_read_only_tools_with_fillable_arguments() {
+        let schema = json!({"type": "object", "properties": {
+            "s": {"type": "string", "minLength": 3},
+            "n": {"type": "integer", "minimum": 5},
+            "b": {"type": "boolean"},
+            "e": {"type": "string", "enum": ["red", "blue"]},
+            "d": {"type": "number", "default": 1.5},
+            "optional": {"type": "object"}
+        }, "required": ["s", "n", "b", "e", "d"]});
+        let tools = [
+            tool("writes", Some(false), json!({"type": "object"})),
+            tool("unannotated", None, json!({"type": "object"})),
+            tool("filled", Some(true), schema),
+            tool(
+                "needs-object",
+                Some(true),
+                json!({"type": "object", "properties": {"o": {"type": "object"}}, "required": ["o"]}),
+            ),
+            tool("empty", Some(true), json!({"type": "object"})),
+        ];
+        let picked = mrtr_candidates(&tools);
+        let names: Vec<&str> = picked.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["filled", "empty"]);
+        assert_eq!(
+            picked[0].arguments,
+            json!({"s": "xxx", "n": 5, "b": false, "e": "red", "d": 1.5})
+        );
+        assert_eq!(picked[1].arguments, json!({}));
+    }
+
+    #[test]
+    fn x21_candidates_bound_at_and_one_past() {
+        let many = |n: usize| -> Vec<Value> {
+            (0..n)
+                .map(|i| tool(&format!("t{i}"), Some(true), json!({"type": "object"})))
+                .collect()
+        };
+        assert_eq!(
+            mrtr_candidates(&many(MAX_MRTR_CANDIDATES)).len(),
+            MAX_MRTR_CANDIDATES
+        );
+        let past = mrtr_candidates(&many(MAX_MRTR_CANDIDATES + 1));
+        assert_eq!(past.len(), MAX_MRTR_CANDIDATES);
+        assert_eq!(past.last().map(|t| t.name.as_str()), Some("t2"));
+    }
+
+    #[test]
+    fn d19_the_tool_call_probe_carries_the_param_headers() {
+        let tools = [
+            json!({"name": "t", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "plain": {"type": "string"}}}}),
+        ];
+        let annotations = annotations_of(&tools, "t");
+        let params = json!({"_meta": meta(), "name": "t",
+            "arguments": {"region": "eu west", "n": 7, "plain": "p"}});
+        let probe = tool_call(200, &params, &annotations);
+        assert_eq!(
+            probe.extra,
+            [
+                ("mcp-name".to_owned(), "t".to_owned()),
+                ("Mcp-Param-N".to_owned(), "7".to_owned()),
+                ("Mcp-Param-Region".to_owned(), "eu west".to_owned()),
+            ]
+        );
+        // A tool that is not listed: no annotations, only Mcp-Name.
+        let probe = tool_call(200, &params, &annotations_of(&tools, "other"));
+        assert_eq!(probe.extra, [("mcp-name".to_owned(), "t".to_owned())]);
+    }
 
     #[test]
     fn remote_targets_refused_without_dialing() {

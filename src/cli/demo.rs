@@ -12,7 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::json;
 use serde_json::value::RawValue;
 
-use crate::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
+use crate::core::descriptor::{
+    ContentBlock, PromptMessage, ResourceContents, Role, ToolAnnotations,
+};
 use crate::core::LogLevel;
 use crate::core::{
     Caller, ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply, ReadReply,
@@ -116,7 +118,9 @@ struct TextOut {
 
 #[derive(Deserialize, JsonSchema)]
 struct ConfirmIn {
-    /// What to confirm, e.g. "delete the draft".
+    /// What to confirm, e.g. "delete the draft" (mirrored into `Mcp-Param-Action` over
+    /// HTTP).
+    #[schemars(extend("x-mcp-header" = "Action"))]
     action: String,
 }
 
@@ -368,6 +372,11 @@ pub fn registry(page_size: usize) -> Result<Registry, crate::core::BuildError> {
         .tool(
             ToolDef::typed_interactive("confirm", confirm)
                 .title("Confirm")
+                // It only asks and reports the answers; `check` may call it on its own.
+                .annotations(ToolAnnotations {
+                    read_only_hint: Some(true),
+                    ..ToolAnnotations::default()
+                })
                 .description(
                     "Asks the user to confirm an action, then for a note (two input rounds).",
                 ),

@@ -31,7 +31,9 @@ pub mod check;
 pub mod demo;
 pub mod exit;
 pub mod input;
+pub mod interactive;
 pub mod output;
+pub mod progress;
 pub mod session;
 pub mod tap;
 

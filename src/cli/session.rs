@@ -14,8 +14,10 @@ use crate::cli::args::{
 };
 use crate::cli::exit::Exit;
 use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
+use crate::cli::interactive::{self, Terminal};
 use crate::cli::output::{self, member, pretty, Records};
-use crate::cli::tap::{LogHook, Record, Tap};
+use crate::cli::progress::ProgressView;
+use crate::cli::tap::{Record, Tap};
 use crate::client::auth::{
     ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackFetcher, LoopbackUserStep,
     OAuthClient, OAuthConfig,
@@ -24,12 +26,13 @@ use crate::client::digest::{digest_text, SnapshotKind};
 use crate::client::http::{Decorations, Decorator, HttpTransport};
 use crate::client::stdio::{CommandSpec, StdioTransport, STDERR_CAPTURE_BYTES};
 use crate::client::{
-    CallOptions, Client, ClientError, ClientOptions, Progress, ProgressSink, Round, RoundInput,
+    CallOptions, Client, ClientError, ClientOptions, LogMessage, LogMessageSink, Round, RoundInput,
     RpcErrorKind, ToolOutcome, Transport, MAX_DEADLINE, MAX_DRIVEN_ROUNDS,
 };
 use crate::wire::listen::{Change, Filter};
 use crate::wire::logging::LogLevel;
 use crate::wire::result::Method;
+use crate::wire::InputRequiredResult;
 
 /// How long an interrupted run waits for its `notifications/cancelled` to reach the wire
 /// before shutting the transport down.
@@ -72,6 +75,8 @@ struct Session {
     options: CallOptions,
     single_page: bool,
     digest: bool,
+    interactive: bool,
+    progress: Option<ProgressView>,
 }
 
 /// The transport the run opened, with what it needs at the end.
@@ -143,25 +148,24 @@ fn last_reply(records: &[Record], method: &str) -> Option<Box<RawValue>> {
         .and_then(|r| r.body.as_ref().ok().cloned())
 }
 
-fn log_hook() -> LogHook {
-    Arc::new(|params: &RawValue| {
-        let level = member(params, "level").map(|v| v.get().trim_matches('"').to_owned());
-        let logger = member(params, "logger").map(|v| v.get().trim_matches('"').to_owned());
-        let data = member(params, "data").map(|v| v.get().to_owned());
+/// Where `--log-level` messages go: one stderr line per message of the call that asked
+/// (the client's per-request log hook, L2).
+fn log_sink() -> LogMessageSink {
+    LogMessageSink(Arc::new(|m: LogMessage| {
         eprintln!(
             "[server {}{}] {}",
-            level.unwrap_or_else(|| "log".to_owned()),
-            logger.map(|l| format!(" {l}")).unwrap_or_default(),
-            data.unwrap_or_default()
+            m.level.as_str(),
+            m.logger.map(|l| format!(" {l}")).unwrap_or_default(),
+            m.data
         );
-    })
+    }))
 }
 
 fn open(global: &Global) -> Result<Opened, Failure> {
     let oauth = oauth_client(global)?;
     let (inner, stdio) = transport_with(global, oauth.as_ref().map(|o| o.decorator()))?;
     Ok(Opened {
-        tap: Arc::new(Tap::new(inner, Some(log_hook()))),
+        tap: Arc::new(Tap::new(inner)),
         stdio,
         oauth,
     })
@@ -250,30 +254,39 @@ fn transport_with(global: &Global, bearer: Option<Decorator>) -> Result<Selected
     Ok((inner, Some(stdio)))
 }
 
-fn call_options(global: &Global, responses: Option<&Responses>) -> Result<CallOptions, Failure> {
-    let mut options = CallOptions::default();
-    // O99: elicitation is declared only when a response file can answer it; URL mode never
-    // (a file cannot show a URL and ask consent).
-    if responses.is_some() {
-        options.capabilities = Some(json!({"elicitation": {"form": {}}}));
+/// The capabilities a run declares (O99): only what its mode can honour. `--interactive`
+/// answers form and URL elicitations on the terminal; a `--responses` file answers forms
+/// only (a file cannot show a URL and ask consent); otherwise nothing.
+#[must_use]
+pub fn declared_capabilities(interactive: bool, responses: bool) -> Option<Value> {
+    if interactive {
+        Some(json!({"elicitation": {"form": {}, "url": {}}}))
+    } else if responses {
+        Some(json!({"elicitation": {"form": {}}}))
+    } else {
+        None
     }
+}
+
+fn call_options(
+    global: &Global,
+    responses: Option<&Responses>,
+) -> Result<(CallOptions, Option<ProgressView>), Failure> {
+    let mut options = CallOptions {
+        capabilities: declared_capabilities(global.interactive, responses.is_some()),
+        ..CallOptions::default()
+    };
     if let Some(level) = &global.log_level {
-        options.log_level =
-            Some(LogLevel::parse(level).ok_or_else(|| Failure::usage("--log-level"))?);
+        let level = LogLevel::parse(level).ok_or_else(|| Failure::usage("--log-level"))?;
+        options = options.logs(level, log_sink());
     }
+    let mut view = None;
     if global.progress {
-        let tty = std::io::stderr().is_terminal();
-        options.on_progress = Some(ProgressSink(Arc::new(move |p: Progress| {
-            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-            if tty {
-                eprint!("\r\x1b[2Kprogress {}{total}{message}", p.progress);
-            } else {
-                eprintln!("progress {}{total}{message}", p.progress);
-            }
-        })));
+        let (shown, sink) = ProgressView::new(std::io::stderr().is_terminal());
+        options.on_progress = Some(sink);
+        view = Some(shown);
     }
-    Ok(options)
+    Ok((options, view))
 }
 
 /// Runs one client subcommand end to end and returns its exit class.
@@ -303,10 +316,16 @@ pub async fn run(global: &Global, command: Command) -> Exit {
             | Command::Prompts(PromptsCommand::Get { arguments, .. }) => read_flags(arguments)?,
             _ => None,
         };
-        let options = call_options(global, responses.as_ref())?;
-        Ok((responses.unwrap_or_default(), arguments, options))
+        if global.interactive && !std::io::stdin().is_terminal() {
+            return Err(Failure::usage(
+                "--interactive asks on the terminal: stdin must be one (use --responses FILE \
+                 otherwise)",
+            ));
+        }
+        let (options, view) = call_options(global, responses.as_ref())?;
+        Ok((responses.unwrap_or_default(), arguments, options, view))
     })();
-    let (responses, arguments, options) = match prepared {
+    let (responses, arguments, options, progress) = match prepared {
         Ok(p) => p,
         Err(f) => {
             eprintln!("error: {}", f.message);
@@ -355,8 +374,12 @@ pub async fn run(global: &Global, command: Command) -> Exit {
             options,
             single_page: global.single_page,
             digest: global.digest,
+            interactive: global.interactive,
+            progress,
         });
-        s.command(command, arguments, &responses).await
+        let exit = s.command(command, arguments, &responses).await;
+        s.end_progress();
+        exit
     };
     let interrupted = tokio::select! {
         exit = work => Some(exit),
@@ -408,6 +431,22 @@ fn show_stderr(stdio: &StdioTransport) {
     }
 }
 
+/// Asks the terminal (stdin, prompts on stderr) for one round's answers, off the runtime's
+/// threads: reading a line blocks.
+async fn ask_terminal(asked: InputRequiredResult) -> Result<Map<String, Value>, String> {
+    let task = tokio::task::spawn_blocking(move || {
+        let stdin = std::io::stdin();
+        let mut input = stdin.lock();
+        let mut output = std::io::stderr();
+        interactive::answer(&asked, &mut Terminal::new(&mut input, &mut output))
+    });
+    match task.await {
+        Ok(Ok(answers)) => Ok(answers),
+        Ok(Err(e)) => Err(format!("error: {e}")),
+        Err(e) => Err(format!("error: the terminal question failed: {e}")),
+    }
+}
+
 fn read_flags(flags: &ArgumentFlags) -> Result<Option<Arguments>, InputError> {
     let source = match (&flags.args, &flags.args_file) {
         (Some(text), _) if text == "-" => ArgumentSource::Stdin,
@@ -443,18 +482,26 @@ impl Session {
         records
     }
 
+    /// Ends the `--progress` bar (if any) before anything else is printed.
+    fn end_progress(&self) {
+        if let Some(view) = &self.progress {
+            view.finish();
+        }
+    }
+
     /// Reports a client error: its record is already printed in JSON mode.
     fn fail(&mut self, error: &ClientError) -> Exit {
+        self.end_progress();
         self.flush();
         eprintln!("error: {error}");
         if let ClientError::Rpc(rpc) = error {
             if let Some(data) = &rpc.data {
                 eprintln!("  data: {data}");
             }
-            if rpc.kind == RpcErrorKind::MissingRequiredClientCapability {
+            if rpc.kind == RpcErrorKind::MissingRequiredClientCapability && !self.interactive {
                 eprintln!(
                     "  hint: this run declared no elicitation (non-interactive); answer input \
-                     requests with --responses FILE (see --help)"
+                     requests with --responses FILE or --interactive (see --help)"
                 );
             }
         }
@@ -531,11 +578,12 @@ impl Session {
 
     async fn list(&mut self, method: Method) -> Exit {
         self.flush_quietly();
+        let mut more = None;
         let outcome = if self.single_page {
             self.client
-                .request(method, Map::new(), &self.options)
+                .list_page(method, None, &self.options)
                 .await
-                .map(|_| ())
+                .map(|page| more = page.next_cursor)
         } else {
             match method {
                 Method::ToolsList => self.client.list_tools(&self.options).await.map(|_| ()),
@@ -561,10 +609,8 @@ impl Session {
             .collect();
         if !self.json {
             out_raw!("{}", human_list(method, &pages));
-            if self.single_page {
-                if let Some(next) = pages.last().and_then(|p| member(p, "nextCursor")) {
-                    out!("(more: nextCursor {})", next.get());
-                }
+            if let Some(next) = &more {
+                out!("(more: nextCursor {})", Value::String(next.clone()));
             }
         }
         let kind = match method {
@@ -598,17 +644,19 @@ impl Session {
             return self.fail(&e);
         }
         self.flush();
-        if let Some(a) = &arguments {
-            // O93: the exact bytes go on the wire, every round (O98: same arguments).
-            self.tap.set_exact_arguments(a.raw.clone());
-        }
-        let map = arguments.map(|a| a.map);
+        // O93: the exact bytes go on the wire, every round (O98: same arguments).
+        let raw = arguments.map(|a| a.raw);
         let send = async |client: &Client, round, options: &CallOptions| {
-            let outcome = client.call_tool(name, map.clone(), round, options).await?;
-            Ok(match outcome {
-                ToolOutcome::InputRequired(i) => Round::InputRequired(Box::new(i)),
-                done => Round::Complete(done),
-            })
+            let (outcome, raw) = client
+                .call_tool_exact(name, raw.as_deref(), round, options)
+                .await?;
+            Ok((
+                match outcome {
+                    ToolOutcome::InputRequired(i) => Round::InputRequired(Box::new(i)),
+                    done => Round::Complete(done),
+                },
+                Some(raw),
+            ))
         };
         let (done, last) = match self.rounds("tools/call", responses, send).await {
             Ok(done) => done,
@@ -627,29 +675,51 @@ impl Session {
     }
 
     /// Drives a request that may answer `input_required` (O98): each such answer is met
-    /// with the next `--responses` round until a complete result, which comes back with its
-    /// raw body; a failure or an unanswered round comes back as its exit.
+    /// with the next `--responses` round, or with answers asked on the terminal
+    /// (`--interactive`), until a complete result, which comes back with its raw body; a
+    /// failure or an unanswered round comes back as its exit. `send` returns the raw result
+    /// when the client API gives it, else the recorded reply is used.
     async fn rounds<T>(
         &mut self,
         method: &str,
         responses: &Responses,
-        mut send: impl AsyncFnMut(&Client, RoundInput, &CallOptions) -> Result<Round<T>, ClientError>,
+        mut send: impl AsyncFnMut(
+            &Client,
+            RoundInput,
+            &CallOptions,
+        ) -> Result<(Round<T>, Option<Box<RawValue>>), ClientError>,
     ) -> Result<(T, Option<Box<RawValue>>), Exit> {
         self.flush();
         let mut round = RoundInput::first();
         let mut used = 0;
         loop {
             let outcome = send(&self.client, round, &self.options).await;
-            let last = last_reply(&self.flush(), method);
+            self.end_progress();
+            let recorded = last_reply(&self.flush(), method);
             match outcome {
-                Ok(Round::Complete(done)) => return Ok((done, last)),
-                Ok(Round::InputRequired(asked)) => match responses.rounds.get(used) {
-                    Some(answers) => {
+                Ok((Round::Complete(done), raw)) => return Ok((done, raw.or(recorded))),
+                Ok((Round::InputRequired(asked), raw)) => {
+                    let last = raw.or(recorded);
+                    if let Some(answers) = responses.rounds.get(used) {
                         used += 1;
                         round = RoundInput::answer(&asked.result, answers.clone());
+                    } else if self.interactive && used < MAX_RESPONSE_ROUNDS {
+                        let answers = match ask_terminal(asked.result.clone()).await {
+                            Ok(a) => a,
+                            Err(why) => {
+                                eprintln!("{why}");
+                                return Err(self.input_required(last.as_deref(), used));
+                            }
+                        };
+                        used += 1;
+                        round = match RoundInput::try_answer(&asked.result, answers) {
+                            Ok(r) => r,
+                            Err(e) => return Err(self.fail(&e)),
+                        };
+                    } else {
+                        return Err(self.input_required(last.as_deref(), used));
                     }
-                    None => return Err(self.input_required(last.as_deref(), used)),
-                },
+                }
                 Err(e) => return Err(self.fail(&e)),
             }
         }
@@ -661,16 +731,22 @@ impl Session {
                 out!("{}", pretty(raw.get()));
             }
         }
-        eprintln!(
-            "input required: the server asks for more input after {used} answered round(s); \
-             supply the answers with --responses FILE (see --help)"
-        );
+        if self.interactive {
+            eprintln!(
+                "input required: the server asks for more input after {used} answered round(s)"
+            );
+        } else {
+            eprintln!(
+                "input required: the server asks for more input after {used} answered round(s); \
+                 supply the answers with --responses FILE or --interactive (see --help)"
+            );
+        }
         Exit::InputRequired
     }
 
     async fn read(&mut self, uri: &str, responses: &Responses) -> Exit {
         let send = async |client: &Client, round, options: &CallOptions| {
-            client.read_resource_round(uri, round, options).await
+            Ok((client.read_resource_round(uri, round, options).await?, None))
         };
         match self.rounds("resources/read", responses, send).await {
             Ok((_, last)) => {
@@ -694,9 +770,12 @@ impl Session {
     ) -> Exit {
         let map = arguments.map(|a| a.map);
         let send = async |client: &Client, round, options: &CallOptions| {
-            client
-                .get_prompt_round(name, map.clone(), round, options)
-                .await
+            Ok((
+                client
+                    .get_prompt_round(name, map.clone(), round, options)
+                    .await?,
+                None,
+            ))
         };
         match self.rounds("prompts/get", responses, send).await {
             Ok((_, last)) => {

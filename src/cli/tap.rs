@@ -1,16 +1,18 @@
 //! The recording transport: sits between the client core and the real transport so the
-//! command can print every answer exactly as received (the lossless mode, O96) and send tool
-//! arguments byte-exact (O93), which the client's `serde_json::Value` arguments cannot carry
-//! for integers beyond 64 bits.
+//! command can print every answer, error objects and list pages included, exactly as
+//! received and in arrival order (the lossless mode, O96), and see cancellations reach the
+//! wire (O102). It changes nothing it passes on: exact arguments, single pages and log
+//! messages come from the client API (`Client::call_tool_exact`, `Client::list_page`,
+//! `CallOptions::on_log`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
 
 use crate::client::{BoxFuture, Inbound, Transport, TransportError};
-use crate::wire::jsonrpc::{Message, Request, Response};
+use crate::wire::jsonrpc::{Message, Response};
 use crate::wire::methods;
 
 /// Answers kept for printing before the command drains them.
@@ -31,9 +33,6 @@ pub struct Record {
     pub body: Result<Box<RawValue>, Box<RawValue>>,
 }
 
-/// A server log message (`notifications/message`) to show on stderr.
-pub type LogHook = Arc<dyn Fn(&RawValue) + Send + Sync>;
-
 #[derive(Default)]
 struct State {
     methods: HashMap<String, String>,
@@ -42,12 +41,10 @@ struct State {
     cancelled: usize,
 }
 
-/// A [`Transport`] that records answers and rewrites `tools/call` arguments to exact bytes.
+/// A [`Transport`] that records answers as they pass.
 pub struct Tap {
     inner: Arc<dyn Transport>,
     state: Mutex<State>,
-    exact_arguments: Mutex<Option<Box<RawValue>>>,
-    log: Option<LogHook>,
     cancel_sent: Notify,
 }
 
@@ -62,20 +59,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Tap {
-    /// Wraps `inner`; `log` receives the params of each `notifications/message`.
-    pub fn new(inner: Arc<dyn Transport>, log: Option<LogHook>) -> Tap {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Transport>) -> Tap {
         Tap {
             inner,
             state: Mutex::new(State::default()),
-            exact_arguments: Mutex::new(None),
-            log,
             cancel_sent: Notify::new(),
         }
-    }
-
-    /// From now on every `tools/call` carries exactly these argument bytes.
-    pub fn set_exact_arguments(&self, arguments: Box<RawValue>) {
-        *lock(&self.exact_arguments) = Some(arguments);
     }
 
     /// The answers received since the last drain, in order, and how many were dropped.
@@ -97,23 +87,6 @@ impl Tap {
             return;
         }
         notified.await;
-    }
-
-    fn rewrite(&self, request: &Request) -> Option<Message> {
-        if request.method != methods::TOOLS_CALL {
-            return None;
-        }
-        let exact = lock(&self.exact_arguments).clone()?;
-        let params = request.params.as_ref()?;
-        let mut members: BTreeMap<String, Box<RawValue>> =
-            serde_json::from_str(params.get()).ok()?;
-        members.insert("arguments".to_owned(), exact);
-        let params = serde_json::value::to_raw_value(&members).ok()?;
-        Some(Message::Request(Request {
-            id: request.id.clone(),
-            method: request.method.clone(),
-            params: Some(params),
-        }))
     }
 
     fn record(&self, response: &Response) {
@@ -147,16 +120,12 @@ impl Tap {
 impl Transport for Tap {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
-            let rewritten = match message {
-                Message::Request(r) => {
-                    lock(&self.state)
-                        .methods
-                        .insert(r.id.token().to_owned(), r.method.clone());
-                    self.rewrite(r)
-                }
-                _ => None,
-            };
-            let outcome = self.inner.send(rewritten.as_ref().unwrap_or(message)).await;
+            if let Message::Request(r) = message {
+                lock(&self.state)
+                    .methods
+                    .insert(r.id.token().to_owned(), r.method.clone());
+            }
+            let outcome = self.inner.send(message).await;
             if let Message::Notification(n) = message {
                 if n.method == methods::CANCELLED && outcome.is_ok() {
                     lock(&self.state).cancelled += 1;
@@ -170,20 +139,8 @@ impl Transport for Tap {
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
         Box::pin(async move {
             let inbound = self.inner.recv().await;
-            match &inbound {
-                Ok(Inbound::Message(Message::Response(r))) => self.record(r),
-                Ok(
-                    Inbound::Message(Message::Notification(n))
-                    | Inbound::OnStream {
-                        message: Message::Notification(n),
-                        ..
-                    },
-                ) if n.method == methods::MESSAGE => {
-                    if let (Some(hook), Some(params)) = (&self.log, &n.params) {
-                        hook(params);
-                    }
-                }
-                _ => {}
+            if let Ok(Inbound::Message(Message::Response(r))) = &inbound {
+                self.record(r);
             }
             inbound
         })

@@ -269,18 +269,25 @@ fn write_meta(meta: &OutgoingMeta<'_>) -> Result<Box<RawValue>, ClientError> {
     RawValue::from_string(text).map_err(|e| ClientError::Request(e.to_string()))
 }
 
-/// A request's params as sent: `_meta` first, then the caller's members in map order.
+/// A request's params as sent: `_meta` first, then the caller's members in map order, then
+/// the one member kept as exact text (tool arguments whose numbers must not pass through
+/// `Value`), if any.
 struct ParamsOut<'a> {
     meta: &'a RawValue,
     params: &'a Map<String, Value>,
+    exact: Option<(&'a str, &'a RawValue)>,
 }
 
 impl serde::Serialize for ParamsOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.params.len() + 1))?;
+        let exact = usize::from(self.exact.is_some());
+        let mut map = serializer.serialize_map(Some(self.params.len() + 1 + exact))?;
         map.serialize_entry("_meta", self.meta)?;
         for (key, value) in self.params {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some((key, value)) = self.exact {
             map.serialize_entry(key, value)?;
         }
         map.end()
@@ -551,7 +558,7 @@ pub(crate) fn check_deadline(deadline: Duration) -> Result<(), ClientError> {
 impl Shared {
     /// Applies the lenient readings `method`'s result needs, recording each (or, in strict
     /// mode, refusing the result with the first).
-    fn lenient(&self, method: Method, mut value: Value) -> Result<Value, ClientError> {
+    pub(crate) fn lenient(&self, method: Method, mut value: Value) -> Result<Value, ClientError> {
         let found = diagnostics::inspect(method, &mut value);
         if self.options.strict {
             if let Some(first) = found.into_iter().next() {
@@ -611,6 +618,23 @@ impl Shared {
         params: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
+        self.params_exact(params, None, options)
+    }
+
+    /// [`Shared::params`] plus one member sent as exact text after the others.
+    fn params_exact(
+        &self,
+        params: Map<String, Value>,
+        exact: Option<(&str, &RawValue)>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        if let Some((key, _)) = exact {
+            if key == "_meta" || params.contains_key(key) {
+                return Err(ClientError::Request(format!(
+                    "params would carry `{key}` twice or as `_meta`"
+                )));
+            }
+        }
         if params.contains_key("_meta") {
             return Err(ClientError::Request(
                 "params must not contain `_meta`; pass application keys in CallOptions::meta"
@@ -650,6 +674,7 @@ impl Shared {
         serde_json::value::to_raw_value(&ParamsOut {
             meta,
             params: &params,
+            exact,
         })
         .map_err(|e| ClientError::Request(e.to_string()))
     }
@@ -676,6 +701,17 @@ impl Shared {
         self: &Arc<Self>,
         method: &str,
         params: Map<String, Value>,
+        options: &CallOptions,
+    ) -> Result<Box<RawValue>, ClientError> {
+        self.round_trip_exact(method, params, None, options).await
+    }
+
+    /// [`Shared::round_trip_raw`] with one params member sent as exact text.
+    pub(crate) async fn round_trip_exact(
+        self: &Arc<Self>,
+        method: &str,
+        params: Map<String, Value>,
+        exact: Option<(&str, &RawValue)>,
         options: &CallOptions,
     ) -> Result<Box<RawValue>, ClientError> {
         let deadline = self.deadline_of(options)?;
@@ -709,7 +745,7 @@ impl Shared {
             let n = self.next_token.fetch_add(1, Ordering::Relaxed);
             options.to_mut().progress_token = Some(Value::String(format!("progress-{n}")));
         }
-        let params = self.params(params, &options)?;
+        let params = self.params_exact(params, exact, &options)?;
         let (tx, rx) = oneshot::channel();
         let progress_key = match (&options.on_progress, &options.progress_token) {
             (Some(sink), Some(token)) => Some((token.to_string(), sink.clone())),

@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::client::connection::{lock, CallOptions, Client};
@@ -16,7 +17,7 @@ use crate::client::error::{
 };
 use crate::core::schema::CompiledSchema;
 use crate::wire::headers::param_headers;
-use crate::wire::result::{CompleteResult, Decoded, Method};
+use crate::wire::result::{decode_lenient_owned, CompleteResult, Decoded, Method};
 use crate::wire::{
     CallToolResult, CompleteResult as CompletionResult, ElicitRequestParams, GetPromptResult,
     InputRequest, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
@@ -157,6 +158,27 @@ pub enum ToolOutcome {
     InputRequired(InputRequired),
 }
 
+/// One page of a list (`tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`) and the cursor of the next, for a host that pages on its own.
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The typed page, entries as the server sent them (see [`Client::list_page`]).
+    pub result: CompleteResult,
+    /// `nextCursor`: absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The `nextCursor` of a list page; `None` for a result that is not a list page.
+fn next_cursor_of(result: &CompleteResult) -> Option<Option<String>> {
+    Some(match result {
+        CompleteResult::ToolsList(r) => r.next_cursor.clone(),
+        CompleteResult::ResourcesList(r) => r.next_cursor.clone(),
+        CompleteResult::ResourcesTemplatesList(r) => r.next_cursor.clone(),
+        CompleteResult::PromptsList(r) => r.next_cursor.clone(),
+        _ => return None,
+    })
+}
+
 fn unexpected(method: Method) -> ClientError {
     ClientError::Invalid(InvalidResult::Frame {
         method: method.name().to_owned(),
@@ -224,6 +246,44 @@ impl Client {
         Err(ClientError::Pagination(PaginationError::TooManyPages {
             limit: MAX_LIST_PAGES,
         }))
+    }
+
+    /// One page of `method` (a list method), starting at `cursor` (`None`: the first page),
+    /// with its `nextCursor`. Nothing is walked, filtered or remembered: the entries are the
+    /// page's own (no D23 drop; tool output schemas are recorded by [`Client::list_tools`]
+    /// only), and the host decides whether to follow the cursor.
+    ///
+    /// # Errors
+    /// [`ClientError::Request`] when `method` is not a list method (nothing is sent), or any
+    /// [`ClientError`] of the request.
+    pub async fn list_page(
+        &self,
+        method: Method,
+        cursor: Option<&str>,
+        options: &CallOptions,
+    ) -> Result<ListPage, ClientError> {
+        if !matches!(
+            method,
+            Method::ToolsList
+                | Method::ResourcesList
+                | Method::ResourcesTemplatesList
+                | Method::PromptsList
+        ) {
+            return Err(ClientError::Request(format!(
+                "{} is not a list method",
+                method.name()
+            )));
+        }
+        let mut params = Map::new();
+        if let Some(c) = cursor {
+            params.insert("cursor".into(), Value::String(c.to_owned()));
+        }
+        let result = self.complete(method, params, options).await?;
+        let next_cursor = next_cursor_of(&result).ok_or_else(|| unexpected(method))?;
+        Ok(ListPage {
+            result,
+            next_cursor,
+        })
     }
 
     /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
@@ -330,7 +390,99 @@ impl Client {
             params.insert("arguments".into(), Value::Object(arguments));
         }
         round.write(&mut params);
-        match self.request_tool(name, params, options).await? {
+        let decoded = self.request_tool(name, params, options).await?;
+        self.tool_outcome(name, decoded)
+    }
+
+    /// [`Client::call_tool`] with `arguments` sent exactly as given (O93: an integer past 64
+    /// bits or a number like `1.0` is never re-encoded through `f64` or `Value`), and the
+    /// complete or input-required result returned beside its typed reading, byte-exact as
+    /// received (O96). The same checks, output-schema validation and -32020 retry apply.
+    ///
+    /// # Errors
+    /// [`ClientError::Request`] when `arguments` is not one JSON object or names a member
+    /// twice (nothing is sent), else as [`Client::call_tool`].
+    pub async fn call_tool_exact(
+        &self,
+        name: &str,
+        arguments: Option<&RawValue>,
+        round: RoundInput,
+        options: &CallOptions,
+    ) -> Result<(ToolOutcome, Box<RawValue>), ClientError> {
+        if let Some(arguments) = arguments {
+            if !arguments.get().trim_start().starts_with('{') {
+                return Err(ClientError::Request(
+                    "tool arguments must be a JSON object".to_owned(),
+                ));
+            }
+            crate::client::digest::canonical_json(arguments.get())
+                .map_err(|e| ClientError::Request(format!("tool arguments: {e}")))?;
+        }
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        round.write(&mut params);
+        let exact = arguments.map(|a| ("arguments", a));
+        let (decoded, raw) = self
+            .request_tool_exact(name, params, exact, options)
+            .await?;
+        Ok((self.tool_outcome(name, decoded)?, raw))
+    }
+
+    /// One `tools/call` request with an exact member: the typed reading and the raw result.
+    async fn send_tool_exact(
+        &self,
+        params: Map<String, Value>,
+        exact: Option<(&str, &RawValue)>,
+        options: &CallOptions,
+    ) -> Result<(Decoded, Box<RawValue>), ClientError> {
+        let method = Method::ToolsCall;
+        let raw = self
+            .shared
+            .round_trip_exact(method.name(), params, exact, options)
+            .await?;
+        let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
+            ClientError::Invalid(InvalidResult::Frame {
+                method: method.name().to_owned(),
+                reason: e.to_string(),
+            })
+        })?;
+        let value = self.shared.lenient(method, value)?;
+        let decoded = decode_lenient_owned(method, value).map_err(|error| {
+            ClientError::Invalid(InvalidResult::Result {
+                method: method.name().to_owned(),
+                error,
+            })
+        })?;
+        Ok((decoded, raw))
+    }
+
+    /// [`Client::request_tool`] for [`Client::call_tool_exact`]: the same -32020 retry.
+    async fn request_tool_exact(
+        &self,
+        name: &str,
+        params: Map<String, Value>,
+        exact: Option<(&str, &RawValue)>,
+        options: &CallOptions,
+    ) -> Result<(Decoded, Box<RawValue>), ClientError> {
+        let retry = options
+            .retry_header_mismatch
+            .unwrap_or(self.options().retry_header_mismatch);
+        let first = self.send_tool_exact(params.clone(), exact, options).await;
+        if !retry {
+            return first;
+        }
+        let mismatch = match first {
+            Err(ClientError::Rpc(e)) if e.kind == RpcErrorKind::HeaderMismatch => e,
+            other => return other,
+        };
+        self.refresh_after_mismatch(name, mismatch, options).await?;
+        self.send_tool_exact(params, exact, options).await
+    }
+
+    /// The typed outcome of a `tools/call` result (O85): input required, the tool's own
+    /// failure, or a success whose `structuredContent` matches the output schema.
+    fn tool_outcome(&self, name: &str, decoded: Decoded) -> Result<ToolOutcome, ClientError> {
+        match decoded {
             Decoded::InputRequired(result) => Ok(ToolOutcome::InputRequired(InputRequired {
                 method: Method::ToolsCall.name().to_owned(),
                 result,
@@ -373,6 +525,18 @@ impl Client {
             Err(ClientError::Rpc(e)) if retry && e.kind == RpcErrorKind::HeaderMismatch => e,
             other => return other,
         };
+        self.refresh_after_mismatch(name, mismatch, options).await?;
+        self.request(Method::ToolsCall, params, options).await
+    }
+
+    /// After a -32020: refreshes `tools/list`; `Ok` when `name` is still listed, so the call
+    /// may be sent once more.
+    async fn refresh_after_mismatch(
+        &self,
+        name: &str,
+        mismatch: crate::client::RpcError,
+        options: &CallOptions,
+    ) -> Result<(), ClientError> {
         let refresh = CallOptions {
             deadline: options.deadline,
             capabilities: options.capabilities.clone(),
@@ -395,7 +559,7 @@ impl Client {
             tool = name,
             "retrying tools/call after -32020 and a tools/list refresh"
         );
-        self.request(Method::ToolsCall, params, options).await
+        Ok(())
     }
 
     fn check_structured(&self, tool: &str, result: &CallToolResult) -> Result<(), ClientError> {

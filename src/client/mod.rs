@@ -42,7 +42,7 @@ pub use error::{
 pub use extensions::{Declarations, ExtensionCodec, ExtensionError, ExtensionRegistry, SerdeCodec};
 pub use listen::{ListenError, ListenStream};
 pub use methods::{
-    check_answers, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
+    check_answers, ListPage, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
     MAX_LIST_PAGES,
 };
 pub use transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};

@@ -251,7 +251,8 @@ fn notification_request_id(params: Option<&serde_json::value::RawValue>) -> Opti
 /// The CLI's subcommands (as `strict-mcp <words>` names them) and the protocol methods each
 /// sends, in order. Every client subcommand discovers first (O94) and `tools call` fetches the
 /// tool's definition first (O103). `check` sends hand-built probes (mostly `server/discover`,
-/// one deliberately unknown method, and with `--mrtr-tool` a `tools/call` round); `bench`
+/// one deliberately unknown method, and a `tools/call` round with `--mrtr-tool` or a listed
+/// tool annotated `readOnlyHint: true`); `bench`
 /// lists the tools and calls one in a closed loop; `completions` and `demo serve` send
 /// nothing. `tests/contract.rs` fails when the binary has a subcommand this table lacks,
 /// or a method here has no `cli` operation; `tests/evidence_cli.rs` fails when a run sends
