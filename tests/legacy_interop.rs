@@ -245,3 +245,47 @@ fn b23_typescript_sdk_v1_over_streamable_http_with_session_termination() {
         json!({"jsonrpc":"2.0","id":9,"error":{"code":-32001,"message":"Session not found"}})
     );
 }
+
+/// The Python SDK v2 client (`mcp` 2.3.0, `.interop/venv`) in its legacy mode (the
+/// `initialize` handshake) on both transports: connect at 2025-11-25, list, call.
+#[test]
+fn b23_python_sdk_legacy_mode_over_stdio_and_streamable_http() {
+    let Some(python) = peer(".interop/venv/bin/python") else {
+        return;
+    };
+    let binary = legacy_server();
+    let server = HttpServer::start(&binary);
+    let common: [&std::ffi::OsStr; 9] = [
+        "--era".as_ref(),
+        "legacy".as_ref(),
+        "--steps".as_ref(),
+        "list,call".as_ref(),
+        "--tool".as_ref(),
+        "test_simple_text".as_ref(),
+        "--args".as_ref(),
+        "{}".as_ref(),
+        "--expect-text".as_ref(),
+    ];
+    let text: &std::ffi::OsStr = "This is a simple text response for testing.".as_ref();
+    for (transport, tail) in [
+        ("http", vec!["--url".as_ref(), server.url.as_ref()]),
+        (
+            "stdio",
+            vec!["--".as_ref(), binary.as_os_str(), "--stdio".as_ref()],
+        ),
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> = common.to_vec();
+        args.push(text);
+        args.extend(tail);
+        let lines = run_driver(&python, "interop/python/py_client.py", &args);
+        let connect = step(&lines, "connect");
+        assert_eq!(connect["transport"], transport, "{connect}");
+        assert_eq!(connect["mode"], "legacy");
+        assert_eq!(connect["protocolVersion"], "2025-11-25");
+        assert_eq!(
+            step(&lines, "tools/call")["result"]["content"],
+            json!([{"type":"text","text":"This is a simple text response for testing."}])
+        );
+        assert_eq!(step(&lines, "done")["ok"], true);
+    }
+}
