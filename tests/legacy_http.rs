@@ -13,7 +13,7 @@ use hyper::body::Bytes;
 use hyper::{Request, Response};
 use serde_json::json;
 use strict_mcp::codec;
-use strict_mcp::core::{Caller, Invocation, LogLevel, RegistryBuilder, ToolDef};
+use strict_mcp::core::{Caller, Invocation, LogLevel, Outcome, RegistryBuilder, ToolDef};
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::legacy::sessions::{
     Post, DEFAULT_IDLE_EXPIRY, DEFAULT_MAX_IN_FLIGHT_PER_SESSION, DEFAULT_MAX_SESSIONS,
@@ -592,4 +592,121 @@ async fn b22_b23_without_the_switch_or_with_a_modern_header_nothing_changes_on_t
             "{headers:?} {body}"
         );
     }
+}
+
+#[tokio::test]
+async fn d34_d35_host_and_origin_checks_come_first_for_legacy_requests_too() {
+    let host = legacy_host();
+    let id = open(&host).await;
+    let origin = call(
+        &host,
+        "DELETE",
+        &[
+            ("mcp-session-id", id.as_str()),
+            ("origin", "https://evil.example"),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(origin.status, 403);
+    let mut r = request("POST", &[], INIT);
+    r.headers_mut()
+        .insert("host", "evil.example".parse().unwrap());
+    let refused = read(host.handle(r).await).await;
+    assert_eq!((refused.status, refused.session), (403, None));
+    // The session survived the refused DELETE.
+    let listed = call(
+        &host,
+        "POST",
+        &[
+            ("mcp-session-id", id.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        LIST,
+    )
+    .await;
+    assert_eq!(listed.body, LISTED);
+}
+
+#[tokio::test]
+async fn a_duplicate_keys_are_refused_by_the_codec_before_any_session_is_started() {
+    let server = server(ServerOptions::new().legacy_era(true), gate());
+    let host = McpHttp::new(server.clone(), HttpConfig::default());
+    let dup = r#"{"jsonrpc":"2.0","id":0,"id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
+    let legacy = call(&host, "POST", &[], dup).await;
+    let modern = call(&make_host(ServerOptions::new()), "POST", &[], dup).await;
+    assert_eq!(legacy.session, None);
+    assert_eq!(legacy.status, 400);
+    assert_eq!(
+        (legacy.status, legacy.body.as_str()),
+        (modern.status, modern.body.as_str())
+    );
+    assert!(
+        server.legacy_sessions().is_empty(),
+        "no session was started"
+    );
+}
+
+/// X22 over HTTP: a tool that needs an answer from the user (the session lends no
+/// elicitation capability to its calls) fails as the `confirmation_required` tool failure,
+/// in the direct-mode failure form with `structuredContent`.
+#[tokio::test]
+async fn x22_a_tool_needing_input_fails_as_confirmation_required_over_http() {
+    const NO_ARGS: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
+    let registry = RegistryBuilder::new()
+        .tool(
+            ToolDef::dynamic_interactive(
+                "ask",
+                NO_ARGS,
+                None,
+                |inv: Invocation, _args| async move {
+                    let form = json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]});
+                    let request = inv.elicit_form("Your name?", form)?;
+                    Ok(Outcome::input("name", request))
+                },
+            )
+            .description("Asks for a name."),
+        )
+        .build()
+        .expect("registry builds");
+    let server = Server::new(
+        registry,
+        ServerOptions::new()
+            .legacy_era(true)
+            .server_info("legacy-http", "1.0.0")
+            .mode("direct"),
+    )
+    .expect("server builds");
+    let host = McpHttp::new(server, HttpConfig::default());
+    let id = open_with(&host, r#"{"capabilities":{"logging":{},"tools":{}},"protocolVersion":"2025-11-25","serverInfo":{"name":"legacy-http","version":"1.0.0"}}"#).await;
+    let a = call(
+        &host,
+        "POST",
+        &[
+            ("mcp-session-id", id.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{}}}"#,
+    )
+    .await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (
+            200,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"text":"{\"failure\":{\"code\":\"confirmation_required\",\"message\":\"This tool needs an answer from the user, which this client session cannot provide.\",\"retryable\":false}}","type":"text"}],"isError":true,"structuredContent":{"failure":{"code":"confirmation_required","message":"This tool needs an answer from the user, which this client session cannot provide.","retryable":false}}}}"#
+        )
+    );
+}
+
+/// Starts a session whose `initialize` result is `result`; its id.
+async fn open_with(host: &McpHttp<Server>, result: &str) -> String {
+    let a = call(host, "POST", &[], INIT).await;
+    assert_eq!(
+        (a.status, a.body.as_str()),
+        (
+            200,
+            format!(r#"{{"jsonrpc":"2.0","id":0,"result":{result}}}"#).as_str()
+        )
+    );
+    a.session.expect("a session id")
 }
