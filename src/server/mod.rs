@@ -166,6 +166,8 @@ pub struct ServerOptions {
     monotonic: Option<Arc<dyn MonotonicClock>>,
     #[cfg(feature = "legacy")]
     legacy_era: Option<bool>,
+    #[cfg(feature = "legacy")]
+    legacy_http: Option<legacy::LegacyHttpConfig>,
     repeated: Option<&'static str>,
 }
 
@@ -332,6 +334,20 @@ impl ServerOptions {
         self
     }
 
+    /// Bounds and mode of legacy Streamable HTTP sessions (feature `legacy`; default
+    /// [`legacy::LegacyHttpConfig::default`]). See [`legacy::sessions`].
+    #[cfg(feature = "legacy")]
+    #[must_use]
+    pub fn legacy_http(mut self, config: legacy::LegacyHttpConfig) -> Self {
+        set_once(
+            &mut self.legacy_http,
+            config,
+            "legacy_http",
+            &mut self.repeated,
+        );
+        self
+    }
+
     /// Lifetime of one issued `requestState`, in milliseconds (default 10 minutes).
     #[must_use]
     pub fn state_ttl_ms(mut self, ttl: u64) -> Self {
@@ -460,6 +476,9 @@ struct Inner {
     /// Whether `initialize` starts a legacy session ([`ServerOptions::legacy_era`]).
     #[cfg(feature = "legacy")]
     legacy_era: bool,
+    /// The legacy Streamable HTTP sessions ([`ServerOptions::legacy_http`]).
+    #[cfg(feature = "legacy")]
+    legacy_sessions: legacy::Sessions,
 }
 
 /// Locks a mutex; every critical section here is a single map or machine step, so a poisoned
@@ -545,6 +564,8 @@ impl Server {
                 stdio_started: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(feature = "legacy")]
                 legacy_era: options.legacy_era.unwrap_or(false),
+                #[cfg(feature = "legacy")]
+                legacy_sessions: legacy::Sessions::new(options.legacy_http.unwrap_or_default()),
             }),
         })
     }
@@ -868,6 +889,13 @@ impl Server {
     #[must_use]
     pub fn legacy_era(&self) -> bool {
         self.inner.legacy_era
+    }
+
+    /// The legacy Streamable HTTP sessions of this server.
+    #[cfg(feature = "legacy")]
+    #[must_use]
+    pub fn legacy_sessions(&self) -> &legacy::Sessions {
+        &self.inner.legacy_sessions
     }
 
     /// Marks the stdio host as started; false when it already ran (O4).

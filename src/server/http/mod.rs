@@ -100,6 +100,8 @@
 mod accept;
 mod body;
 mod guards;
+#[cfg(feature = "legacy")]
+mod legacy;
 mod response;
 mod service;
 
@@ -153,6 +155,12 @@ pub trait Dispatch: Send + Sync + 'static {
     fn published_param_headers(&self, caller: &Caller, name: &str) -> Option<Arc<[ParamHeader]>> {
         self.registry().param_headers(caller, name).ok()
     }
+    /// The server whose legacy sessions this host serves (feature `legacy`), `None` without
+    /// the switch: then nothing of the initialise era reaches this host.
+    #[cfg(feature = "legacy")]
+    fn legacy_server(&self) -> Option<&crate::server::Server> {
+        None
+    }
 }
 
 impl Dispatch for crate::server::Server {
@@ -177,6 +185,11 @@ impl Dispatch for crate::server::Server {
 
     fn published_param_headers(&self, caller: &Caller, name: &str) -> Option<Arc<[ParamHeader]>> {
         crate::server::Server::published_param_headers(self, caller, name)
+    }
+
+    #[cfg(feature = "legacy")]
+    fn legacy_server(&self) -> Option<&crate::server::Server> {
+        self.legacy_era().then_some(self)
     }
 }
 

@@ -184,6 +184,12 @@ impl<D: Dispatch> Inner<D> {
                 .and_then(|o| o.to_str().ok());
             return Some(forbidden(Forbidden::Origin, origin));
         }
+        #[cfg(feature = "legacy")]
+        if head.method != Method::POST {
+            if let Some(answer) = legacy::other_method(self.dispatch.legacy_server(), head) {
+                return Some(answer);
+            }
+        }
         if head.method != Method::POST {
             return Some(refusal(
                 Cause::MethodNotAllowed,
@@ -258,6 +264,22 @@ impl<D: Dispatch> Inner<D> {
             Err(rejection) => return rejected(&rejection),
         };
         drop(body);
+        // Legacy Streamable HTTP (feature `legacy`): a session's message is answered or
+        // served here; everything else continues on the modern path unchanged.
+        #[cfg(feature = "legacy")]
+        let message = match legacy::post(
+            self.dispatch.legacy_server(),
+            &parts.headers,
+            &caller,
+            message,
+        ) {
+            legacy::Post::Modern(message) => message,
+            legacy::Post::Answer(answer) => return legacy::response(answer),
+            legacy::Post::Serve(request, wrap) => {
+                let span = request_span(&request, &Mirrored::of(request.params.as_deref()));
+                return self.clone().respond(caller, request, span, wrap).await;
+            }
+        };
         let request = match message {
             Message::Request(request) => request,
             Message::Notification(notification) => {
@@ -289,7 +311,7 @@ impl<D: Dispatch> Inner<D> {
             );
         }
         drop(mirrored);
-        self.clone().respond(caller, request, span).await
+        self.clone().respond(caller, request, span, |o| o).await
     }
 
     /// The mirrored headers against the body (D15–D30). A method this revision removed that
@@ -320,6 +342,7 @@ impl<D: Dispatch> Inner<D> {
         caller: Caller,
         request: RpcRequest,
         span: tracing::Span,
+        wrap: impl FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox>,
     ) -> Response<HttpBody> {
         let config = &self.config;
         let cancel = CancelToken::new();
@@ -332,7 +355,7 @@ impl<D: Dispatch> Inner<D> {
             armed: true,
         };
         let id = request.id.clone();
-        let outbox: Arc<dyn Outbox> = shared.clone();
+        let outbox: Arc<dyn Outbox> = wrap(shared.clone());
         let work = self
             .dispatch
             .dispatch(caller, Message::Request(request), outbox, cancel);

@@ -11,11 +11,23 @@ use serde_json::{json, Map, Value};
 
 use super::era::{has_modern_meta, negotiate, starts_legacy_session};
 use super::outbox::LegacyOutbox;
-use super::translate;
+use super::translate::{self, Original};
 use crate::server::encode::{encode_result_raw, error_reply};
 use crate::server::{Cause, Outbox, Reply, Server};
 use crate::wire::jsonrpc::{Notification, Request, RequestId};
 use crate::wire::logging::LogLevel;
+
+/// What the era rule decided for one request ([`LegacyLink::decide`]).
+#[derive(Debug)]
+pub enum Decision {
+    /// Answered here (a lifecycle method or a refusal): write this reply.
+    Answered(Reply),
+    /// A modern request: serve it unchanged, as without the feature.
+    Modern(Request),
+    /// A request of the legacy session, rewritten into a stateless 2026-07-28 request; its
+    /// reply is rewritten back for `Original` (see [`LegacyLink::legacy_outbox`]).
+    Legacy(Request, Original),
+}
 
 /// What the host does with one request.
 pub enum Route {
@@ -152,9 +164,22 @@ impl LegacyLink {
 
     /// Routes one request of this connection (B23). `outbox` is where the host's replies go.
     pub fn route(&mut self, server: &Server, request: Request, outbox: &Arc<dyn Outbox>) -> Route {
+        match self.decide(server, request) {
+            Decision::Answered(reply) => Route::Answered(reply),
+            Decision::Modern(request) => Route::Serve(request, Arc::clone(outbox)),
+            Decision::Legacy(request, original) => {
+                Route::Serve(request, Self::legacy_outbox(Arc::clone(outbox), original))
+            }
+        }
+    }
+
+    /// The era rule for one request of this connection (B23), the same for every host: a
+    /// lifecycle method is answered here, a request of the live session is rewritten, and
+    /// everything else (modern `_meta`, the switch off, no session yet) stays modern.
+    pub fn decide(&mut self, server: &Server, request: Request) -> Decision {
         let modern = has_modern_meta(request.params.as_deref());
         if !server.legacy_era() || modern {
-            return Route::Serve(request, Arc::clone(outbox));
+            return Decision::Modern(request);
         }
         let id = &request.id;
         match (request.method.as_str(), &mut self.session) {
@@ -167,30 +192,47 @@ impl LegacyLink {
                 match LegacySession::start(server, id, request.params.as_deref()) {
                     Ok((session, reply)) => {
                         self.session = Some(session);
-                        Route::Answered(reply)
+                        Decision::Answered(reply)
                     }
-                    Err(reply) => Route::Answered(reply),
+                    Err(reply) => Decision::Answered(reply),
                 }
             }
-            ("initialize", Some(_)) => Route::Answered(error_reply(
+            ("initialize", Some(_)) => Decision::Answered(error_reply(
                 id,
                 Cause::InvalidRequest,
                 "The session is already initialized.",
                 None,
             )),
             // Ping is allowed before and during the session (basic/utilities/ping).
-            ("ping", _) => Route::Answered(encode(id, &json!({}))),
+            ("ping", _) => Decision::Answered(encode(id, &json!({}))),
             // Before `initialize` a request without modern `_meta` is the dispatcher's to
             // refuse, exactly as without the feature.
-            (_, None) => Route::Serve(request, Arc::clone(outbox)),
-            ("logging/setLevel", Some(session)) => Route::Answered(set_level(session, &request)),
+            (_, None) => Decision::Modern(request),
+            ("logging/setLevel", Some(session)) => Decision::Answered(set_level(session, &request)),
             (_, Some(session)) => match translate::to_modern(request, session) {
-                Ok((request, original)) => Route::Serve(
-                    request,
-                    Arc::new(LegacyOutbox::new(Arc::clone(outbox), original)),
-                ),
-                Err(reply) => Route::Answered(reply),
+                Ok((request, original)) => Decision::Legacy(request, original),
+                Err(reply) => Decision::Answered(reply),
             },
+        }
+    }
+
+    /// The outbox that rewrites the replies of a [`Decision::Legacy`] request before they
+    /// reach the host's `inner`.
+    #[must_use]
+    pub fn legacy_outbox(inner: Arc<dyn Outbox>, original: Original) -> Arc<dyn Outbox> {
+        Arc::new(LegacyOutbox::new(inner, original))
+    }
+
+    /// A link whose session is already live at `version` (stateless legacy HTTP: no
+    /// `initialize` precedes the request, so nothing is negotiated and no log level is set).
+    #[must_use]
+    pub fn established(version: &'static str) -> Self {
+        LegacyLink {
+            session: Some(LegacySession {
+                version,
+                initialized: true,
+                log_level: None,
+            }),
         }
     }
 

@@ -17,7 +17,9 @@
 pub mod era;
 pub mod lifecycle;
 mod outbox;
+pub mod sessions;
 pub mod translate;
 
 pub use era::{negotiate, starts_legacy_session, LATEST_LEGACY_VERSION, LEGACY_VERSIONS};
-pub use lifecycle::{LegacyLink, LegacySession, Route};
+pub use lifecycle::{Decision, LegacyLink, LegacySession, Route};
+pub use sessions::{LegacyHttpConfig, Sessions};

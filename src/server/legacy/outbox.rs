@@ -8,6 +8,9 @@ use super::translate::{to_legacy, Original};
 use crate::machine::subscriptions::Transport;
 use crate::server::{Outbox, Reply};
 
+/// The HTTP status of every reply to a request the legacy session accepted.
+pub(crate) const LEGACY_REPLY_STATUS: u16 = 200;
+
 /// Wraps the host's outbox for one legacy request.
 pub(crate) struct LegacyOutbox {
     inner: Arc<dyn Outbox>,
@@ -27,9 +30,12 @@ impl Outbox for LegacyOutbox {
 
     fn finish(&self, reply: Reply) {
         let line = to_legacy(&self.original, &reply.line);
+        // A JSON-RPC error to an accepted legacy request travels in a 200 response: on the
+        // 2025 HTTP transport a 404 means the session is gone (the client would start over)
+        // and a 400 means the message itself was not accepted. stdio ignores the status.
         self.inner.finish(Reply {
             line,
-            status: reply.status,
+            status: LEGACY_REPLY_STATUS,
         });
     }
 

@@ -153,9 +153,10 @@ pub const CONFIRMATION_REQUIRED_MESSAGE: &str =
     "This tool needs an answer from the user, which this client session cannot provide.";
 
 /// X22: a tool that needs an interaction the session cannot perform (the modern path's
-/// -32021, which the 2025 wire does not have) fails as a tool: `isError` with the failure in
-/// a text block, `retryable: false`. No `structuredContent`: the published failure schema
-/// does not list this code, and an `isError` result need not carry one.
+/// -32021, which the 2025 wire does not have) fails as a tool, in the same form as every
+/// other direct-mode tool failure: `isError`, the failure envelope as `structuredContent`
+/// (it matches the `failure` branch every published output schema carries: a snake_case
+/// `code`, `message`, `retryable`) and its JSON as the one text block; `retryable: false`.
 fn confirmation_required(original: &Original, error: &RawValue) -> Option<String> {
     if original.method != "tools/call" {
         return None;
@@ -172,6 +173,7 @@ fn confirmation_required(original: &Original, error: &RawValue) -> Option<String
     }});
     let result = serde_json::json!({
         "content": [{"type": "text", "text": failure.to_string()}],
+        "structuredContent": failure,
         "isError": true,
     });
     Some(result.to_string())
@@ -238,7 +240,7 @@ mod tests {
         let line = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"elicitation":{"form":{}}}}}}"#;
         assert_eq!(
             to_legacy(&original("tools/call"), line),
-            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"{\"failure\":{\"code\":\"confirmation_required\",\"message\":\"This tool needs an answer from the user, which this client session cannot provide.\",\"retryable\":false}}","type":"text"}],"isError":true}}"#
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"{\"failure\":{\"code\":\"confirmation_required\",\"message\":\"This tool needs an answer from the user, which this client session cannot provide.\",\"retryable\":false}}","type":"text"}],"isError":true,"structuredContent":{"failure":{"code":"confirmation_required","message":"This tool needs an answer from the user, which this client session cannot provide.","retryable":false}}}}"#
         );
         // Not a tool call: the error stays as it is.
         assert_eq!(to_legacy(&original("prompts/get"), line), line);

@@ -1,0 +1,503 @@
+//! Legacy Streamable HTTP sessions (2025-11-25 `basic/transports`, "Session Management"):
+//! an `initialize` starts one under a fresh `Mcp-Session-Id`, bound to the [`Caller`] that
+//! sent it; every later request of the session carries the id. Transport-neutral: the HTTP
+//! host hands in the two header values and writes the [`Answer`] or serves the request.
+//!
+//! # Decisions
+//! - **Ids** are 128 bits from the operating system's CSPRNG (`getrandom`), written as 32
+//!   lowercase hex digits (visible ASCII, as the transport requires).
+//! - **Binding:** a session belongs to the principal of the caller that initialised it; a
+//!   request of another principal with that id is answered exactly like an unknown id (404),
+//!   so ids cannot be probed across principals.
+//! - **Bounds** (named, [`LegacyHttpConfig`]): live sessions, idle expiry, and requests in
+//!   flight per session. Each request in flight has the host's own bounded notification queue
+//!   (`HttpConfig::max_queued_notifications`), so one session's outbox holds at most
+//!   `max_in_flight_per_session` × that queue.
+//! - **No GET stream:** GET on a live session is 405. The legacy path sends nothing outside a
+//!   request's own response yet (no subscriptions or list-changed on this path), so a
+//!   standalone stream would only ever carry keep-alives; the transport allows 405.
+//! - **No resumption:** `Last-Event-ID` is ignored and SSE events carry no ids; a dropped
+//!   stream cancels its request (the transport makes resumability optional).
+//! - **Stateless mode** ([`LegacyHttpConfig::stateless`]): `initialize` is answered without a
+//!   session id and every legacy request is served on its own at the version its
+//!   `MCP-Protocol-Version` header names; no log level is remembered and DELETE is 405.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::era::{has_modern_meta, starts_legacy_session, LATEST_LEGACY_VERSION, LEGACY_VERSIONS};
+use super::lifecycle::{Decision, LegacyLink};
+use super::translate::Original;
+use crate::core::Caller;
+use crate::server::encode::error_reply;
+use crate::server::lock;
+use crate::server::{Cause, Outbox, Reply, Server};
+use crate::wire::jsonrpc::{Message, Request, RequestId};
+use crate::wire::PROTOCOL_REVISION;
+
+/// Default of [`LegacyHttpConfig::max_sessions`]: a session holds a few hundred bytes, so
+/// this caps the table well under a megabyte against an `initialize` flood, while leaving room
+/// for many concurrent clients of one server.
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+
+/// Default of [`LegacyHttpConfig::idle_expiry`]: long enough for a person pausing between
+/// tool calls, short enough that abandoned sessions (clients that never DELETE) do not hold
+/// the table full for long.
+pub const DEFAULT_IDLE_EXPIRY: Duration = Duration::from_secs(30 * 60);
+
+/// Default of [`LegacyHttpConfig::max_in_flight_per_session`]: clients pipeline a handful of
+/// requests at most; more from one session is a runaway client taking others' share.
+pub const DEFAULT_MAX_IN_FLIGHT_PER_SESSION: usize = 16;
+
+/// Random bytes in one session id (128 bits: not guessable).
+pub const SESSION_ID_BYTES: usize = 16;
+
+/// The JSON-RPC code of the 404 for an unknown, ended or foreign session id (the
+/// implementation-defined server range; the code other SDKs use for it).
+pub const SESSION_NOT_FOUND_CODE: i64 = -32001;
+
+/// The HTTP status of a request refused because its session has too many in flight.
+pub const TOO_MANY_IN_FLIGHT_STATUS: u16 = 429;
+
+/// Bounds and mode of legacy Streamable HTTP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacyHttpConfig {
+    /// Live sessions at most; one more `initialize` is answered 503. Default
+    /// [`DEFAULT_MAX_SESSIONS`].
+    pub max_sessions: usize,
+    /// A session unused for longer than this is ended (its id then gets 404). Default
+    /// [`DEFAULT_IDLE_EXPIRY`].
+    pub idle_expiry: Duration,
+    /// Requests of one session in flight at most; one more is answered 429. Default
+    /// [`DEFAULT_MAX_IN_FLIGHT_PER_SESSION`].
+    pub max_in_flight_per_session: usize,
+    /// No sessions at all (deployments behind a plain load balancer). Default `false`.
+    pub stateless: bool,
+}
+
+impl Default for LegacyHttpConfig {
+    fn default() -> Self {
+        LegacyHttpConfig {
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            idle_expiry: DEFAULT_IDLE_EXPIRY,
+            max_in_flight_per_session: DEFAULT_MAX_IN_FLIGHT_PER_SESSION,
+            stateless: false,
+        }
+    }
+}
+
+/// A response the host writes as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// A JSON body (`application/json`), or none.
+    pub body: Option<String>,
+    /// The `Mcp-Session-Id` response header (only on the `initialize` that started one).
+    pub session_id: Option<String>,
+    /// The `Allow` response header (on a 405).
+    pub allow: Option<&'static str>,
+}
+
+impl Answer {
+    fn json(status: u16, line: String) -> Self {
+        Answer {
+            status,
+            body: Some(line),
+            session_id: None,
+            allow: None,
+        }
+    }
+
+    fn empty(status: u16) -> Self {
+        Answer {
+            status,
+            body: None,
+            session_id: None,
+            allow: None,
+        }
+    }
+
+    /// A reply of the session itself (a lifecycle answer or a refusal of the era rule), in a
+    /// 200 response like every reply to an accepted legacy request.
+    fn reply(reply: Reply) -> Self {
+        Answer::json(super::outbox::LEGACY_REPLY_STATUS, reply.line)
+    }
+}
+
+/// Builds the outbox of a served legacy request around the host's own.
+pub type Wrap = Box<dyn FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox> + Send>;
+
+/// What the host does with one POSTed message.
+pub enum Post {
+    /// Not legacy: the modern path, unchanged.
+    Modern(Message),
+    /// Write this response.
+    Answer(Answer),
+    /// Serve this rewritten request with the outbox `Wrap` builds around the host's.
+    Serve(Request, Wrap),
+}
+
+impl std::fmt::Debug for Post {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Post::Modern(_) => f.write_str("Modern"),
+            Post::Answer(answer) => f.debug_tuple("Answer").field(answer).finish(),
+            Post::Serve(request, _) => f.debug_tuple("Serve").field(request).finish(),
+        }
+    }
+}
+
+struct Entry {
+    principal: Option<String>,
+    link: LegacyLink,
+    last_seen: Instant,
+    /// One clone per request in flight (held by its outbox).
+    in_flight: Arc<()>,
+}
+
+/// The live sessions of one server.
+#[derive(Default)]
+pub struct Sessions {
+    config: LegacyHttpConfig,
+    table: Mutex<HashMap<String, Entry>>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("config", &self.config)
+            .field("live", &lock(&self.table).len())
+            .finish()
+    }
+}
+
+/// A 128-bit id from the OS CSPRNG as lowercase hex.
+fn fresh_id() -> Option<String> {
+    let mut bytes = [0u8; SESSION_ID_BYTES];
+    getrandom::getrandom(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The error body for a refusal with an optional id (`null` when the message had none).
+fn refusal(id: Option<&RequestId>, cause: Cause, message: &str) -> String {
+    match id {
+        Some(id) => error_reply(id, cause, message, None).line,
+        None => crate::codec::encode_error(
+            None,
+            cause,
+            message,
+            None,
+            &crate::codec::EgressLimits::SERVER,
+        )
+        .body
+        .unwrap_or_default(),
+    }
+}
+
+fn not_found(id: Option<&RequestId>) -> Answer {
+    let id = id.map_or_else(|| "null".to_owned(), |i| i.as_raw().get().to_owned());
+    Answer::json(
+        404,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{SESSION_NOT_FOUND_CODE},"message":"Session not found"}}}}"#
+        ),
+    )
+}
+
+fn message_id(message: &Message) -> Option<&RequestId> {
+    match message {
+        Message::Request(r) => Some(&r.id),
+        _ => None,
+    }
+}
+
+fn message_is_modern(message: &Message) -> bool {
+    match message {
+        Message::Request(r) => has_modern_meta(r.params.as_deref()),
+        Message::Notification(n) => has_modern_meta(n.params.as_deref()),
+        Message::Response(_) => false,
+    }
+}
+
+impl Sessions {
+    /// An empty table with these bounds.
+    #[must_use]
+    pub fn new(config: LegacyHttpConfig) -> Self {
+        Sessions {
+            config,
+            table: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The bounds and mode.
+    #[must_use]
+    pub fn config(&self) -> &LegacyHttpConfig {
+        &self.config
+    }
+
+    /// Live sessions now (expired ones not yet swept included).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        lock(&self.table).len()
+    }
+
+    /// Whether no session is live.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// One POSTed message. `session_id` and `version` are the `Mcp-Session-Id` and
+    /// `MCP-Protocol-Version` header values (`Some("")`-free: an unreadable value is passed
+    /// as it is and matches nothing).
+    pub fn post(
+        &self,
+        server: &Server,
+        caller: &Caller,
+        session_id: Option<&str>,
+        version: Option<&str>,
+        message: Message,
+    ) -> Post {
+        self.post_at(Instant::now(), server, caller, session_id, version, message)
+    }
+
+    /// [`Sessions::post`] at a given instant (idle expiry is measured against it).
+    pub fn post_at(
+        &self,
+        now: Instant,
+        server: &Server,
+        caller: &Caller,
+        session_id: Option<&str>,
+        version: Option<&str>,
+        message: Message,
+    ) -> Post {
+        // A 2026-07-28 header, or modern `_meta`, is the modern path whatever else is sent
+        // (B23); so is everything when the switch is off.
+        if !server.legacy_era() || version == Some(PROTOCOL_REVISION) || message_is_modern(&message)
+        {
+            return Post::Modern(message);
+        }
+        let message = match message {
+            Message::Request(request)
+                if starts_legacy_session(&request.method, request.params.as_deref(), version) =>
+            {
+                return self.initialize(now, server, caller, request);
+            }
+            other => other,
+        };
+        match session_id {
+            Some(id) if !self.config.stateless => self.in_session(now, server, caller, id, message),
+            // Without a session id only a request that names a legacy revision in its header
+            // is legacy; the rest stays modern (D37/D38 and the modern checks apply).
+            _ if version.is_none() => Post::Modern(message),
+            _ if self.config.stateless => Self::stateless(server, version, message),
+            _ => Post::Answer(Answer::json(
+                400,
+                refusal(
+                    message_id(&message),
+                    Cause::InvalidRequest,
+                    "Mcp-Session-Id header is required",
+                ),
+            )),
+        }
+    }
+
+    fn initialize(&self, now: Instant, server: &Server, caller: &Caller, request: Request) -> Post {
+        let id = request.id.clone();
+        let mut link = LegacyLink::default();
+        let reply = match link.decide(server, request) {
+            Decision::Answered(reply) => reply,
+            // `initialize` without modern `_meta` is always answered by the lifecycle.
+            Decision::Modern(request) => return Post::Modern(Message::Request(request)),
+            Decision::Legacy(..) => {
+                return Post::Answer(Answer::json(
+                    500,
+                    refusal(Some(&id), Cause::Internal, "Internal error"),
+                ))
+            }
+        };
+        if link.session().is_none() || self.config.stateless {
+            // Refused params start nothing; stateless mode never issues an id.
+            return Post::Answer(Answer::reply(reply));
+        }
+        let mut table = lock(&self.table);
+        let expiry = self.config.idle_expiry;
+        table.retain(|_, e| now.saturating_duration_since(e.last_seen) <= expiry);
+        if table.len() >= self.config.max_sessions {
+            return Post::Answer(Answer::json(
+                Cause::Overloaded.http_status(),
+                refusal(
+                    Some(&id),
+                    Cause::Overloaded,
+                    "too many legacy sessions; try again later",
+                ),
+            ));
+        }
+        let Some(session_id) = fresh_id().filter(|s| !table.contains_key(s)) else {
+            return Post::Answer(Answer::json(
+                500,
+                refusal(Some(&id), Cause::Internal, "Internal error"),
+            ));
+        };
+        table.insert(
+            session_id.clone(),
+            Entry {
+                principal: caller.principal().map(str::to_owned),
+                link,
+                last_seen: now,
+                in_flight: Arc::new(()),
+            },
+        );
+        let mut answer = Answer::reply(reply);
+        answer.session_id = Some(session_id);
+        Post::Answer(answer)
+    }
+
+    fn in_session(
+        &self,
+        now: Instant,
+        server: &Server,
+        caller: &Caller,
+        session_id: &str,
+        message: Message,
+    ) -> Post {
+        let mut table = lock(&self.table);
+        let Some(entry) = self.live(&mut table, now, caller, session_id) else {
+            return Post::Answer(not_found(message_id(&message)));
+        };
+        entry.last_seen = now;
+        let request = match message {
+            Message::Request(request) => request,
+            Message::Notification(notification) => {
+                entry.link.notification(server, &notification);
+                return Post::Answer(Answer::empty(202));
+            }
+            // The server-role codec never lets a response through; kept total.
+            Message::Response(_) => return Post::Answer(Answer::empty(202)),
+        };
+        let in_flight = Arc::strong_count(&entry.in_flight) - 1;
+        if in_flight >= self.config.max_in_flight_per_session {
+            return Post::Answer(Answer::json(
+                TOO_MANY_IN_FLIGHT_STATUS,
+                refusal(
+                    Some(&request.id),
+                    Cause::InvalidRequest,
+                    "too many requests in flight for this session",
+                ),
+            ));
+        }
+        let token = Arc::clone(&entry.in_flight);
+        match entry.link.decide(server, request) {
+            Decision::Answered(reply) => Post::Answer(Answer::reply(reply)),
+            Decision::Modern(request) => Post::Modern(Message::Request(request)),
+            Decision::Legacy(request, original) => Post::Serve(request, wrap(original, token)),
+        }
+    }
+
+    /// The entry for `session_id` if it is live and `caller`'s; an expired one is removed.
+    fn live<'t>(
+        &self,
+        table: &'t mut HashMap<String, Entry>,
+        now: Instant,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Option<&'t mut Entry> {
+        let expired = table
+            .get(session_id)
+            .is_some_and(|e| now.saturating_duration_since(e.last_seen) > self.config.idle_expiry);
+        if expired {
+            table.remove(session_id);
+            return None;
+        }
+        table
+            .get_mut(session_id)
+            .filter(|e| e.principal.as_deref() == caller.principal())
+    }
+
+    fn stateless(server: &Server, version: Option<&str>, message: Message) -> Post {
+        let version = LEGACY_VERSIONS
+            .iter()
+            .copied()
+            .find(|v| Some(*v) == version)
+            .unwrap_or(LATEST_LEGACY_VERSION);
+        let request = match message {
+            Message::Request(request) => request,
+            _ => return Post::Answer(Answer::empty(202)),
+        };
+        match LegacyLink::established(version).decide(server, request) {
+            Decision::Answered(reply) => Post::Answer(Answer::reply(reply)),
+            Decision::Modern(request) => Post::Modern(Message::Request(request)),
+            Decision::Legacy(request, original) => {
+                Post::Serve(request, wrap(original, Arc::new(())))
+            }
+        }
+    }
+
+    /// A non-POST request carrying `session_id`: DELETE ends the session (204), GET is 405
+    /// (no standalone stream, see the module docs); an unknown or foreign id is 404. `None`:
+    /// not the legacy path's (stateless mode, or the switch off), the modern 405 applies.
+    pub fn other_method(
+        &self,
+        server: &Server,
+        caller: &Caller,
+        method: &str,
+        session_id: &str,
+    ) -> Option<Answer> {
+        self.other_method_at(Instant::now(), server, caller, method, session_id)
+    }
+
+    /// [`Sessions::other_method`] at a given instant.
+    pub fn other_method_at(
+        &self,
+        now: Instant,
+        server: &Server,
+        caller: &Caller,
+        method: &str,
+        session_id: &str,
+    ) -> Option<Answer> {
+        if !server.legacy_era() || self.config.stateless {
+            return None;
+        }
+        let mut table = lock(&self.table);
+        if self.live(&mut table, now, caller, session_id).is_none() {
+            return Some(not_found(None));
+        }
+        if method == "DELETE" {
+            table.remove(session_id);
+            return Some(Answer::empty(204));
+        }
+        let mut answer = Answer::empty(405);
+        answer.allow = Some("POST, DELETE");
+        Some(answer)
+    }
+}
+
+/// The outbox of one served request: replies rewritten to the legacy shape, and the session's
+/// in-flight count held until the request is done.
+fn wrap(original: Original, token: Arc<()>) -> Wrap {
+    Box::new(move |inner| {
+        Arc::new(Counted {
+            inner: LegacyLink::legacy_outbox(inner, original),
+            _token: token,
+        })
+    })
+}
+
+struct Counted {
+    inner: Arc<dyn Outbox>,
+    _token: Arc<()>,
+}
+
+impl Outbox for Counted {
+    fn notify(&self, line: String) -> bool {
+        self.inner.notify(line)
+    }
+    fn finish(&self, reply: Reply) {
+        self.inner.finish(reply);
+    }
+    fn transport(&self) -> crate::machine::subscriptions::Transport {
+        self.inner.transport()
+    }
+}
