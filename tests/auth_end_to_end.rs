@@ -32,7 +32,7 @@ use strict_mcp::client::auth::{
     MemoryTokenStore, OAuthClient, OAuthConfig,
 };
 use strict_mcp::client::http::HttpTransport;
-use strict_mcp::client::{CallOptions, Client, ClientOptions, Round, RoundInput};
+use strict_mcp::client::{CallOptions, Client, ClientOptions, ConnectError, Round, RoundInput};
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, Role};
 use strict_mcp::core::{Invocation, Outcome, PromptDef, PromptReply, RegistryBuilder, ToolDef};
 use strict_mcp::server::auth::{AuthConfig, AuthLayer, HttpFetcher, JwtVerifier, CALLER_SCOPE};
@@ -411,10 +411,18 @@ async fn authorised(url: &str) -> (OAuthClient, Arc<Mutex<Vec<u16>>>) {
         store: Arc::new(MemoryTokenStore::default()),
     };
     let oauth = OAuthClient::new(fetcher, url, config).unwrap();
-    tokio::time::timeout(STEP, oauth.authorize())
+    // The first connection is refused with 401 and the layer's challenge; that report of the
+    // transport is all the client acts on (it asks nothing again by itself).
+    let transport = HttpTransport::new(url, Some(oauth.decorator())).unwrap();
+    let refused = match Client::connect(Arc::new(transport), ClientOptions::default()).await {
+        Err(ConnectError::Discover(inner)) => inner,
+        other => panic!("expected the refusal, got {:?}", other.map(|_| ())),
+    };
+    let recovered = tokio::time::timeout(STEP, oauth.recover(&refused))
         .await
         .expect("authorised in time")
         .expect("authorised");
+    assert!(recovered, "a 401 is an authorization refusal");
     (oauth, seen)
 }
 

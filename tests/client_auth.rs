@@ -20,7 +20,10 @@ use strict_mcp::client::auth::{
     LoopbackFetcher, MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest,
     TokenAuthMethod, TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS, MAX_METADATA_BYTES,
 };
-use strict_mcp::client::http::Decorations;
+use strict_mcp::client::auth::{refusal, Challenge};
+use strict_mcp::client::http::{Decorations, HttpTransport};
+use strict_mcp::client::{Refusal, Transport as _, TransportError};
+use strict_mcp::wire::jsonrpc::{Message, Request as RpcRequest, RequestId};
 
 /// One request the mock saw.
 #[derive(Debug, Clone)]
@@ -368,6 +371,38 @@ fn header_of(client: &OAuthClient) -> Option<String> {
         .map(|(_, v)| v.to_str().unwrap().to_owned())
 }
 
+/// One `server/discover` request through the HTTP transport with the client's decorator:
+/// `None` when it goes through, else the status and challenge the transport reported (the
+/// client never asks again by itself).
+async fn probe(client: &OAuthClient) -> Option<(u16, Option<Challenge>)> {
+    let transport = HttpTransport::new(client.server_url(), Some(client.decorator())).unwrap();
+    let params = serde_json::value::RawValue::from_string(format!(
+        r#"{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{}"}}}}"#,
+        strict_mcp::wire::PROTOCOL_REVISION
+    ))
+    .unwrap();
+    let message = Message::Request(RpcRequest {
+        id: RequestId::integer(0),
+        method: "server/discover".into(),
+        params: Some(params),
+    });
+    match transport.send(&message).await {
+        Ok(_) => None,
+        Err(TransportError::Refused(Refusal::Http(error))) => {
+            Some(refusal(&error).expect("an authorization refusal"))
+        }
+        Err(other) => panic!("transport failed: {other}"),
+    }
+}
+
+/// The way to a token before the first real request: send one, handle its refusal.
+async fn authorize(client: &OAuthClient) -> Result<(), AuthError> {
+    match probe(client).await {
+        Some((status, challenge)) => client.handle(status, challenge.as_ref()).await,
+        None => Ok(()),
+    }
+}
+
 async fn timed<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future)
         .await
@@ -384,10 +419,10 @@ async fn d45_code_flow_pkce_resource_state_iss_end_to_end() {
         store.clone(),
     );
     assert_eq!(header_of(&client), None);
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     assert_eq!(header_of(&client).as_deref(), Some("Bearer AT-2"));
     // The probe now goes through.
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
     let b = &mock.base;
     assert_eq!(
         mock.paths(),
@@ -531,7 +566,7 @@ async fn d45_no_pkce_support_no_code_flow() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::PkceUnsupported)
     );
     assert!(!mock.paths().contains(&"GET /authorize".to_owned()));
@@ -550,7 +585,7 @@ async fn d45_wrong_callback_iss_never_redeems_code() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::CallbackIssuer)
     );
     assert!(!mock.paths().contains(&"POST /token".to_owned()));
@@ -565,7 +600,7 @@ async fn refresh_rotates_and_only_one_is_in_flight() {
         ClientCredentials::public("c"),
         store.clone(),
     ));
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     // The server forgets the access token: a 401 invalid_token for it.
     mock.inner.lock().unwrap().access.clear();
     let (a, b) = tokio::join!(client.handle(401, None), client.handle(401, None));
@@ -588,7 +623,7 @@ async fn refresh_rotates_and_only_one_is_in_flight() {
         store.load(&key).unwrap().refresh_token.unwrap().expose(),
         "RT-3"
     );
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -603,9 +638,9 @@ async fn step_up_requests_challenged_plus_granted_scopes() {
         ClientCredentials::public("c"),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     // The first token has mcp:basic; the server wants mcp:write: 403 insufficient_scope.
-    let (status, challenge) = timed(client.probe()).await.unwrap().unwrap();
+    let (status, challenge) = timed(probe(&client)).await.unwrap();
     assert_eq!(status, 403);
     timed(client.handle(status, challenge.as_ref()))
         .await
@@ -617,7 +652,7 @@ async fn step_up_requests_challenged_plus_granted_scopes() {
         .collect();
     assert_eq!(authorizes.len(), 2);
     assert_eq!(authorizes[1].query["scope"], "mcp:basic mcp:write");
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -633,16 +668,16 @@ async fn attempts_bounded_at_max_and_reset_on_success() {
         Arc::new(MemoryTokenStore::default()),
     );
     for _ in 0..MAX_AUTHORIZATION_ATTEMPTS {
-        timed(client.authorize()).await.unwrap();
+        timed(authorize(&client)).await.unwrap();
     }
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::TooManyAttempts {
             limit: MAX_AUTHORIZATION_ATTEMPTS
         })
     );
     client.succeeded().await;
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
 }
 
 #[tokio::test]
@@ -668,13 +703,13 @@ async fn client_secret_basic_and_post() {
         ClientCredentials::confidential("id:1", "s&cret", TokenAuthMethod::ClientSecretBasic),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(basic.authorize()).await.unwrap();
+    timed(authorize(&basic)).await.unwrap();
     let post = code_client(
         &mock,
         ClientCredentials::confidential("id2", "sec2", TokenAuthMethod::ClientSecretPost),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(post.authorize()).await.unwrap();
+    timed(authorize(&post)).await.unwrap();
     let tokens: Vec<Seen> = mock
         .seen()
         .into_iter()
@@ -706,7 +741,7 @@ async fn client_credentials_grant() {
         store: Arc::new(MemoryTokenStore::default()),
     };
     let client = OAuthClient::new(fetcher(), &format!("{}/mcp", mock.base), config).unwrap();
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     let token = mock
         .seen()
         .into_iter()
@@ -716,7 +751,7 @@ async fn client_credentials_grant() {
     assert_eq!(token.form["scope"], "mcp:basic");
     assert_eq!(token.form["resource"], format!("{}/mcp", mock.base));
     assert!(!mock.paths().contains(&"GET /authorize".to_owned()));
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -727,7 +762,7 @@ async fn errors_never_show_secrets() {
         ClientCredentials::confidential("id", "CLIENT-SECRET", TokenAuthMethod::ClientSecretBasic),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     mock.inner.lock().unwrap().refresh.clear();
     mock.inner.lock().unwrap().access.clear();
     // The refresh is refused (invalid_grant): the client authorizes anew and succeeds.
@@ -768,7 +803,7 @@ async fn dynamic_registration_only_on_opt_in() {
     let mock = start(Knobs::default()).await;
     let none = identity_client(&mock, ClientIdentity::default());
     assert_eq!(
-        timed(none.authorize()).await,
+        timed(authorize(&none)).await,
         Err(AuthError::NoClientIdentity)
     );
     assert!(!mock.paths().contains(&"POST /register".to_owned()));
@@ -779,7 +814,7 @@ async fn dynamic_registration_only_on_opt_in() {
             ..ClientIdentity::default()
         },
     );
-    timed(opted.authorize()).await.unwrap();
+    timed(authorize(&opted)).await.unwrap();
     let seen = mock.seen();
     let authorize = seen.iter().find(|s| s.path == "/authorize").unwrap();
     assert_eq!(authorize.query["client_id"], "dyn-1");
@@ -805,7 +840,7 @@ async fn client_id_metadata_document_when_supported_else_registration() {
         ..Knobs::default()
     })
     .await;
-    timed(identity_client(&cimd, identity.clone()).authorize())
+    timed(authorize(&identity_client(&cimd, identity.clone())))
         .await
         .unwrap();
     let seen = cimd.seen();
@@ -819,7 +854,7 @@ async fn client_id_metadata_document_when_supported_else_registration() {
     );
     assert!(!cimd.paths().contains(&"POST /register".to_owned()));
     let plain = start(Knobs::default()).await;
-    timed(identity_client(&plain, identity).authorize())
+    timed(authorize(&identity_client(&plain, identity)))
         .await
         .unwrap();
     assert!(plain.paths().contains(&"POST /register".to_owned()));
@@ -839,7 +874,7 @@ async fn d45_resource_sent_as_published_and_checked() {
         ClientCredentials::public("c"),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     let seen = root.seen();
     assert_eq!(
         seen.iter().find(|s| s.path == "/authorize").unwrap().query["resource"],
@@ -860,7 +895,7 @@ async fn d45_resource_sent_as_published_and_checked() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::ResourceMismatch {
             expected: format!("{}/mcp", other.base),
             found: "http://127.0.0.1:1/mcp".into()

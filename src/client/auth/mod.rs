@@ -45,8 +45,8 @@ pub use loopback::{
     MAX_CALLBACK_CONNECTIONS, MAX_CALLBACK_REQUEST_BYTES, MAX_CALLBACK_WAIT,
 };
 pub use provider::{
-    ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
-    MAX_AUTHORIZATION_ATTEMPTS, MAX_PROBE_BYTES,
+    http_refusal, refusal, ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig,
+    TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS,
 };
 #[cfg(unix)]
 pub use store::{FileTokenStore, TokenFileError, MAX_TOKEN_FILE_BYTES};

@@ -1,12 +1,12 @@
 //! [`OAuthClient`]: discovery, the grant, the token store and the HTTP transport's request
 //! decorator tied together for one MCP server.
 //!
-//! The transport reports a refused request as `HttpError::Status { status: 401 | 403 }`
-//! without its `WWW-Authenticate` header, so the client reads the challenge itself:
-//! [`OAuthClient::probe`] repeats a minimal `server/discover` POST through the fetcher with the
-//! current token and returns the status and challenge of a 401/403. [`OAuthClient::handle`]
-//! then refreshes, authorizes, or steps up (at most [`MAX_AUTHORIZATION_ATTEMPTS`] times until
-//! [`OAuthClient::succeeded`]), and the decorator sends the new token from the next request on.
+//! The HTTP transport reports a refused request as [`HttpError::Unauthorized`] with its status
+//! (401 or 403) and its `WWW-Authenticate` values; [`refusal`] reads the challenge from them
+//! and [`OAuthClient::recover`] (or [`OAuthClient::handle`] with the pair) refreshes,
+//! authorizes, or steps up (at most [`MAX_AUTHORIZATION_ATTEMPTS`] times until
+//! [`OAuthClient::succeeded`]). The decorator sends the new token from the next request on:
+//! the caller repeats the refused request, nothing is sent twice behind its back.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,25 +14,21 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use super::discovery::{canonical_resource, discover, parse_challenge, Challenge, Discovered};
-use super::fetch::{FetchRequest, Fetcher};
+use super::fetch::Fetcher;
 use super::flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
     register, ClientCredentials, RegistrationRequest, Secret, TokenAuthMethod, Tokens, UserStep,
 };
 use super::AuthError;
+use crate::client::error::ClientError;
+use crate::client::http::HttpError;
 use crate::client::http::{Decorations, Decorator};
+use crate::client::transport::{Refusal, TransportError};
 
 /// How many times [`OAuthClient::handle`] runs a grant before a request succeeds: a server
 /// that keeps refusing fresh tokens (or keeps asking for more scopes) must not loop the user
 /// through the authorization server forever.
 pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
-
-/// Largest body read from the MCP server by [`OAuthClient::probe`]: only status and header
-/// matter.
-pub const MAX_PROBE_BYTES: usize = 16 * 1024;
-
-/// The revision the probe names in its headers.
-const PROBE_PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Tokens are stored per authorization server and resource: a token is only ever sent to the
 /// resource it was issued for.
@@ -193,6 +189,34 @@ impl fmt::Debug for OAuthClient {
     }
 }
 
+/// The transport's authorization refusal inside a client error, if that is what it is.
+pub fn http_refusal(error: &ClientError) -> Option<&HttpError> {
+    match error {
+        ClientError::Transport(TransportError::Refused(Refusal::Http(
+            e @ HttpError::Unauthorized { .. },
+        ))) => Some(e),
+        _ => None,
+    }
+}
+
+/// The status and challenge of an [`HttpError::Unauthorized`]: the first `WWW-Authenticate`
+/// value that parses as a `Bearer` (or `DPoP`) challenge, `None` in the pair when none does
+/// (discovery then uses the well-known locations). `None` for any other error.
+pub fn refusal(error: &HttpError) -> Option<(u16, Option<Challenge>)> {
+    let HttpError::Unauthorized {
+        status,
+        www_authenticate,
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let challenge = www_authenticate
+        .iter()
+        .find_map(|value| parse_challenge(value).ok());
+    Some((*status, challenge))
+}
+
 fn scopes(value: &str) -> impl Iterator<Item = &str> {
     value.split(' ').filter(|s| !s.is_empty())
 }
@@ -249,92 +273,26 @@ impl OAuthClient {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = token;
     }
 
-    /// Sends a minimal `server/discover` POST with the current token and returns the status
-    /// and challenge when the server refuses it (401 or 403), `None` when it does not. A
-    /// challenge that does not parse is `None` in the pair (discovery then uses the
-    /// well-known locations).
-    ///
-    /// # Errors
-    /// [`AuthError::Fetch`] when the server cannot be reached.
-    pub async fn probe(&self) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
-        self.probe_request("server/discover", None, serde_json::json!({}))
-            .await
+    /// The MCP server's URL this client authorizes for.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
     }
 
-    /// As [`OAuthClient::probe`], repeating a specific request (`method`, the `Mcp-Name`
-    /// target and `params`), for a server that refuses only some operations (a 403
-    /// `insufficient_scope` on one tool).
+    /// Reacts to a failed request: when the transport reported an authorization refusal
+    /// ([`HttpError::Unauthorized`], with its status and challenges as they came), it is
+    /// handled as [`OAuthClient::handle`] does and `Ok(true)` says to send the request again;
+    /// any other failure is `Ok(false)` (nothing to do here). No request is repeated by this
+    /// client itself: the transport's report is all it reads.
     ///
     /// # Errors
-    /// [`AuthError::Fetch`] when the server cannot be reached.
-    pub async fn probe_request(
-        &self,
-        method: &str,
-        name: Option<&str>,
-        params: serde_json::Value,
-    ) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
-        let mut params = params;
-        if let Some(object) = params.as_object_mut() {
-            object.insert(
-                "_meta".into(),
-                serde_json::json!({"io.modelcontextprotocol/protocolVersion": PROBE_PROTOCOL_VERSION}),
-            );
-        }
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": method,
-            "params": params,
-        });
-        let mut request = FetchRequest::get(&self.server_url, MAX_PROBE_BYTES);
-        request.method = super::fetch::FetchMethod::Post;
-        request.body = Some(body.to_string().into_bytes());
-        request.headers = vec![
-            ("content-type".into(), "application/json".into()),
-            (
-                "accept".into(),
-                "application/json, text/event-stream".into(),
-            ),
-            (
-                "mcp-protocol-version".into(),
-                PROBE_PROTOCOL_VERSION.to_owned(),
-            ),
-            ("mcp-method".into(), method.to_owned()),
-        ];
-        if let Some(name) = name {
-            request.headers.push(("mcp-name".into(), name.to_owned()));
-        }
-        if let Some(token) = self.current_token() {
-            request
-                .headers
-                .push(("authorization".into(), format!("Bearer {}", token.expose())));
-        }
-        let response = self
-            .fetcher
-            .fetch(request)
-            .await
-            .map_err(|source| AuthError::Fetch {
-                url: self.server_url.clone(),
-                source,
-            })?;
-        if response.status != 401 && response.status != 403 {
-            return Ok(None);
-        }
-        let challenge = response
-            .header("www-authenticate")
-            .and_then(|value| parse_challenge(value).ok());
-        Ok(Some((response.status, challenge)))
-    }
-
-    /// Probes and, when refused, handles the refusal: the way to get a token before the first
-    /// request, or after the transport reported 401/403.
-    ///
-    /// # Errors
-    /// As [`OAuthClient::probe`] and [`OAuthClient::handle`].
-    pub async fn authorize(&self) -> Result<(), AuthError> {
-        match self.probe().await? {
-            Some((status, challenge)) => self.handle(status, challenge.as_ref()).await,
-            None => Ok(()),
+    /// As [`OAuthClient::handle`].
+    pub async fn recover(&self, error: &ClientError) -> Result<bool, AuthError> {
+        match http_refusal(error).and_then(refusal) {
+            Some((status, challenge)) => {
+                self.handle(status, challenge.as_ref()).await?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 
