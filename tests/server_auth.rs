@@ -1667,6 +1667,45 @@ async fn rfc9068_typ_absent_is_taken_only_when_configured() {
     );
 }
 
+/// The plain-`JWT` opt-in, both ways: the default refuses `typ: JWT` (before any key is looked
+/// up), `TokenTyp::AtJwtOrPlainJwt` takes it, and the other checks still hold under it (a
+/// `JWT`-typed token for another audience is refused).
+#[tokio::test]
+async fn rfc9068_typ_plain_jwt_only_when_opted_in() {
+    let key = new_key("k1");
+    let default = jwt_verifier(StubFetcher::serving(jwks(&[&key])), TestClock::new());
+    assert_eq!(
+        verify(&default, &typed(&key, Some("JWT"))).await.err(),
+        Some(VerifyError::NotAnAccessToken)
+    );
+    let opted = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(JWKS_URL, StubFetcher::serving(jwks(&[&key])))
+        .token_typ(TokenTyp::AtJwtOrPlainJwt)
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    for typ in [Some("JWT"), Some("application/jwt"), Some("at+jwt"), None] {
+        assert!(verify(&opted, &typed(&key, typ)).await.is_ok(), "{typ:?}");
+    }
+    assert_eq!(
+        verify(&opted, &typed(&key, Some("id_token+jwt"))).await.err(),
+        Some(VerifyError::NotAnAccessToken)
+    );
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    let mut other = claims("alice", "");
+    other["aud"] = json!("https://other.example/mcp");
+    // Header::new types it `JWT`, the JOSE default.
+    assert_eq!(header.typ.as_deref(), Some("JWT"));
+    let other = jsonwebtoken::encode(&header, &other, &key.encoding).unwrap();
+    assert_eq!(
+        verify(&opted, &other).await.err(),
+        Some(VerifyError::WrongAudience)
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The introspection answer cache
 
