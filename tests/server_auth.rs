@@ -1690,7 +1690,9 @@ async fn rfc9068_typ_plain_jwt_only_when_opted_in() {
         assert!(verify(&opted, &typed(&key, typ)).await.is_ok(), "{typ:?}");
     }
     assert_eq!(
-        verify(&opted, &typed(&key, Some("id_token+jwt"))).await.err(),
+        verify(&opted, &typed(&key, Some("id_token+jwt")))
+            .await
+            .err(),
         Some(VerifyError::NotAnAccessToken)
     );
     let mut header = Header::new(Algorithm::ES256);

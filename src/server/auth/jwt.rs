@@ -639,7 +639,12 @@ mod tests {
             assert!(!TokenTyp::AtJwt.accepts(Some(&typ)), "{typ}");
             assert!(!TokenTyp::AtJwtOrAbsent.accepts(Some(&typ)), "{typ}");
         }
-        for typ in [json!("JWT "), json!("id_token+jwt"), json!("jose"), json!(1)] {
+        for typ in [
+            json!("JWT "),
+            json!("id_token+jwt"),
+            json!("jose"),
+            json!(1),
+        ] {
             assert!(!TokenTyp::AtJwtOrPlainJwt.accepts(Some(&typ)), "{typ}");
         }
         assert!(TokenTyp::AtJwtOrPlainJwt.accepts(None));
