@@ -18,6 +18,22 @@ use crate::wire::headers::RequiredHeaderError;
 /// 1 KiB each.
 pub const MAX_WWW_AUTHENTICATE_BYTES: usize = 8 * 1024;
 
+/// The longest `DPoP-Nonce` value kept on [`HttpError::Unauthorized`] (RFC 9449 §9).
+///
+/// Threat: a server handing out a huge nonce that the client would then echo, signed, in
+/// every proof; real nonces are opaque strings of a few dozen bytes.
+pub const MAX_DPOP_NONCE_BYTES: usize = 512;
+
+/// Whether `value` is a DPoP nonce (RFC 9449 §8.1: `1*NQCHAR`, that is printable ASCII but
+/// space, `"` and `\`) of at most [`MAX_DPOP_NONCE_BYTES`].
+pub fn valid_dpop_nonce(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_DPOP_NONCE_BYTES
+        && value
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+}
+
 /// Why the HTTP transport could not carry a message or read its answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -83,6 +99,9 @@ pub enum HttpError {
         www_authenticate: Vec<String>,
         /// Values not kept because they would pass that bound.
         dropped: usize,
+        /// The response's `DPoP-Nonce` (RFC 9449 §9, with a DPoP `use_dpop_nonce` challenge),
+        /// the first one only and only when [`valid_dpop_nonce`].
+        dpop_nonce: Option<String>,
     },
     /// The answer's `Content-Type` is neither `application/json` nor `text/event-stream`.
     #[error("the server answered with an unexpected content type")]
