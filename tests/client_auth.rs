@@ -20,9 +20,9 @@ use strict_mcp::client::auth::{
     LoopbackFetcher, MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest,
     TokenAuthMethod, TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS, MAX_METADATA_BYTES,
 };
-use strict_mcp::client::auth::{refusal, Challenge};
-use strict_mcp::client::http::{Decorations, HttpTransport};
-use strict_mcp::client::{Refusal, Transport as _, TransportError};
+use strict_mcp::client::auth::{refusal, Challenge, DpopKey, Secret, Tokens};
+use strict_mcp::client::http::{Decorations, HttpError, HttpTransport};
+use strict_mcp::client::{ClientError, Refusal, Transport as _, TransportError};
 use strict_mcp::wire::jsonrpc::{Message, Request as RpcRequest, RequestId};
 
 /// One request the mock saw.
@@ -33,6 +33,8 @@ struct Seen {
     query: HashMap<String, String>,
     form: HashMap<String, String>,
     authorization: Option<String>,
+    /// The `DPoP` proof header.
+    dpop: Option<String>,
 }
 
 /// Knobs of the mock.
@@ -62,6 +64,18 @@ struct Knobs {
     cimd: bool,
     /// Pad the AS metadata document to this many bytes.
     pad_metadata_to: Option<usize>,
+    /// Advertise DPoP (`ES256`); a token request with a proof must carry the nonce
+    /// `AS_NONCE` (400 `use_dpop_nonce` first) and gets a `DPoP` token.
+    dpop: bool,
+}
+
+/// The mock authorization server's DPoP nonce.
+const AS_NONCE: &str = "as-nonce-1";
+
+/// The claims of a JWT (not verified: the proof's signature is the unit tests' matter).
+fn jwt_claims(jwt: &str) -> serde_json::Value {
+    let payload = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }
 
 #[derive(Default)]
@@ -117,6 +131,9 @@ impl Mock {
         });
         if self.knobs.cimd {
             m["client_id_metadata_document_supported"] = true.into();
+        }
+        if self.knobs.dpop {
+            m["dpop_signing_alg_values_supported"] = serde_json::json!(["ES256"]);
         }
         if self.knobs.no_pkce {
             m.as_object_mut()
@@ -200,10 +217,14 @@ impl Mock {
             ("POST", "/register") => json(201, serde_json::json!({"client_id": "dyn-1"})),
             ("POST", "/mcp") => {
                 let inner = self.inner.lock().unwrap();
-                let token = seen
-                    .authorization
-                    .as_deref()
-                    .and_then(|a| a.strip_prefix("Bearer "));
+                // A DPoP token only with a proof for it (`ath`, RFC 9449 §7.1).
+                let token = seen.authorization.as_deref().and_then(|a| {
+                    a.strip_prefix("Bearer ").or_else(|| {
+                        let token = a.strip_prefix("DPoP ")?;
+                        let ath = URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()));
+                        (jwt_claims(seen.dpop.as_deref()?)["ath"] == ath.as_str()).then_some(token)
+                    })
+                });
                 let scope = token.and_then(|t| inner.access.get(t));
                 match scope {
                     None => Response::builder()
@@ -244,6 +265,19 @@ impl Mock {
 
     fn token(&self, seen: &Seen) -> Response<Full<Bytes>> {
         let f = &seen.form;
+        let mut token_type = "Bearer";
+        if let (true, Some(proof)) = (self.knobs.dpop, &seen.dpop) {
+            if jwt_claims(proof)["nonce"] != AS_NONCE {
+                return Response::builder()
+                    .status(400)
+                    .header("content-type", "application/json")
+                    .header("dpop-nonce", AS_NONCE)
+                    .body(Full::new(Bytes::from(r#"{"error":"use_dpop_nonce"}"#)))
+                    .unwrap();
+            }
+            token_type = "DPoP";
+        }
+
         let mut inner = self.inner.lock().unwrap();
         inner.counter += 1;
         let n = inner.counter;
@@ -277,7 +311,7 @@ impl Mock {
         json(
             200,
             serde_json::json!({
-                "access_token": access, "token_type": "Bearer", "expires_in": 3600,
+                "access_token": access, "token_type": token_type, "expires_in": 3600,
                 "refresh_token": refresh, "scope": scope,
             }),
         )
@@ -318,10 +352,14 @@ async fn start(knobs: Knobs) -> Arc<Mock> {
                             let method = request.method().to_string();
                             let path = request.uri().path().to_owned();
                             let query = parse_form(request.uri().query().unwrap_or_default());
-                            let authorization = request
-                                .headers()
-                                .get("authorization")
-                                .map(|v| v.to_str().unwrap().to_owned());
+                            let header = |name: &str| {
+                                request
+                                    .headers()
+                                    .get(name)
+                                    .map(|v| v.to_str().unwrap().to_owned())
+                            };
+                            let authorization = header("authorization");
+                            let dpop = header("dpop");
                             let body = request.into_body().collect().await.unwrap().to_bytes();
                             let seen = Seen {
                                 method,
@@ -329,6 +367,7 @@ async fn start(knobs: Knobs) -> Arc<Mock> {
                                 query,
                                 form: parse_form(std::str::from_utf8(&body).unwrap()),
                                 authorization,
+                                dpop,
                             };
                             mock.inner.lock().unwrap().seen.push(seen.clone());
                             Ok::<_, Infallible>(mock.answer(&seen))
@@ -905,4 +944,161 @@ async fn d45_resource_sent_as_published_and_checked() {
         .paths()
         .iter()
         .any(|p| p.contains("oauth-authorization-server")));
+}
+
+fn header_named(client: &OAuthClient, name: &str) -> Option<String> {
+    let mut decorations = Decorations::default();
+    (client.decorator())("tools/call", &mut decorations).unwrap();
+    decorations
+        .headers()
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.to_str().unwrap().to_owned())
+}
+
+fn use_dpop_nonce(nonce: Option<&str>) -> ClientError {
+    ClientError::Transport(TransportError::Refused(Refusal::Http(
+        HttpError::Unauthorized {
+            status: 401,
+            www_authenticate: vec![r#"DPoP error="use_dpop_nonce""#.into()],
+            dropped: 0,
+            dpop_nonce: nonce.map(str::to_owned),
+        },
+    )))
+}
+
+/// RFC 9449 end to end against the mock: the token request carries a proof for the token
+/// endpoint, is sent once more with the authorization server's nonce after `use_dpop_nonce`,
+/// and yields a DPoP token; every MCP request then carries `Authorization: DPoP` and a fresh
+/// proof for the MCP URL with `ath`, which the mock checks (the probe goes through). The
+/// resource server's `use_dpop_nonce` is answered once per new nonce.
+#[tokio::test]
+async fn rfc9449_dpop_token_request_nonce_and_bound_requests() {
+    let mock = start(Knobs {
+        dpop: true,
+        ..Knobs::default()
+    })
+    .await;
+    let key = DpopKey::generate().unwrap();
+    let jkt = key.thumbprint().to_owned();
+    let store = Arc::new(MemoryTokenStore::default());
+    let client = code_client(&mock, ClientCredentials::public("c"), store.clone()).with_dpop(key);
+    timed(authorize(&client)).await.unwrap();
+    let b = &mock.base;
+    let tokens: Vec<Seen> = mock
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/token")
+        .collect();
+    assert_eq!(tokens.len(), 2, "sent again once, with the nonce");
+    let first = jwt_claims(tokens[0].dpop.as_deref().unwrap());
+    let second = jwt_claims(tokens[1].dpop.as_deref().unwrap());
+    assert_eq!(first["htm"], "POST");
+    assert_eq!(first["htu"], format!("{b}/token"));
+    assert!(first.get("nonce").is_none() && first.get("ath").is_none());
+    assert_eq!(second["nonce"], AS_NONCE);
+    assert_ne!(first["jti"], second["jti"]);
+    // The token is bound: DPoP scheme, a proof per request, never Bearer.
+    let access = header_named(&client, "authorization").unwrap();
+    assert!(access.starts_with("DPoP AT-"), "{access}");
+    let token = access.strip_prefix("DPoP ").unwrap();
+    let proof = jwt_claims(&header_named(&client, "dpop").unwrap());
+    assert_eq!(proof["htm"], "POST");
+    assert_eq!(proof["htu"], format!("{b}/mcp"));
+    assert_eq!(
+        proof["ath"],
+        URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()))
+    );
+    let again = jwt_claims(&header_named(&client, "dpop").unwrap());
+    assert_ne!(proof["jti"], again["jti"], "a fresh proof per request");
+    assert_eq!(timed(probe(&client)).await, None);
+    let stored = store
+        .load(&TokenKey {
+            issuer: b.clone(),
+            resource: format!("{b}/mcp"),
+        })
+        .unwrap();
+    assert_eq!(stored.dpop_jkt.as_deref(), Some(jkt.as_str()));
+    // The resource server's nonce: kept and put in the next proofs; the same one again is a
+    // refusal, and no nonce at all is one too.
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(Some("rs-1")))).await,
+        Ok(true)
+    );
+    assert_eq!(
+        jwt_claims(&header_named(&client, "dpop").unwrap())["nonce"],
+        "rs-1"
+    );
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(Some("rs-1")))).await,
+        Err(AuthError::DpopNonceRefused)
+    );
+    client.succeeded().await;
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(None))).await,
+        Err(AuthError::DpopNonceRefused)
+    );
+}
+
+/// DPoP is used only where both sides take it: without `with_dpop` the same server issues a
+/// bearer token (no proof is sent); with a key but a server that does not list `ES256`, no
+/// proof either. A stored token bound to another key is never sent: a new grant replaces it.
+#[tokio::test]
+async fn rfc9449_dpop_only_when_both_sides_take_it_and_only_with_its_key() {
+    let mock = start(Knobs {
+        dpop: true,
+        ..Knobs::default()
+    })
+    .await;
+    let plain = code_client(
+        &mock,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    );
+    timed(authorize(&plain)).await.unwrap();
+    assert!(header_of(&plain).unwrap().starts_with("Bearer "));
+    assert!(mock.seen().iter().all(|s| s.dpop.is_none()));
+
+    let no_dpop_server = start(Knobs::default()).await;
+    let keyed = code_client(
+        &no_dpop_server,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    )
+    .with_dpop(DpopKey::generate().unwrap());
+    timed(authorize(&keyed)).await.unwrap();
+    assert!(header_of(&keyed).unwrap().starts_with("Bearer "));
+    assert_eq!(header_named(&keyed, "dpop"), None);
+    assert!(no_dpop_server.seen().iter().all(|s| s.dpop.is_none()));
+
+    // A token bound to a key of an earlier run.
+    let b = &mock.base;
+    let key = TokenKey {
+        issuer: b.clone(),
+        resource: format!("{b}/mcp"),
+    };
+    let store = Arc::new(MemoryTokenStore::default());
+    store.save(
+        &key,
+        Tokens {
+            access_token: Secret::new("OLD-BOUND"),
+            refresh_token: Some(Secret::new("OLD-REFRESH")),
+            expires_at: None,
+            scope: None,
+            dpop_jkt: Some("another-key-thumbprint".into()),
+        },
+    );
+    let fresh = code_client(&mock, ClientCredentials::public("c"), store.clone())
+        .with_dpop(DpopKey::generate().unwrap());
+    let before = mock.seen().len();
+    timed(authorize(&fresh)).await.unwrap();
+    let access = header_named(&fresh, "authorization").unwrap();
+    assert!(access.starts_with("DPoP AT-"), "{access}");
+    let later: Vec<Seen> = mock.seen().into_iter().skip(before).collect();
+    assert!(later.iter().any(|s| s.path == "/authorize"), "a new grant");
+    assert!(
+        later.iter().all(|s| s.form.get("refresh_token").is_none()),
+        "the bound refresh token is not used"
+    );
+    assert_ne!(store.load(&key).unwrap().access_token.expose(), "OLD-BOUND");
 }

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use super::discovery::{canonical_resource, discover, parse_challenge, Challenge, Discovered};
+use super::dpop::{Dpop, DpopKey, NonceFrom};
 use super::fetch::Fetcher;
 use super::flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
@@ -22,7 +23,7 @@ use super::flow::{
 use super::AuthError;
 use crate::client::error::ClientError;
 use crate::client::http::HttpError;
-use crate::client::http::{Decorations, Decorator};
+use crate::client::http::{Decorations, Decorator, DecoratorError};
 use crate::client::transport::{Refusal, TransportError};
 
 /// How many times [`OAuthClient::handle`] runs a grant before a request succeeds: a server
@@ -176,8 +177,25 @@ pub struct OAuthClient {
     server_url: String,
     resource: String,
     config: OAuthConfig,
-    current: Arc<RwLock<Option<Secret>>>,
+    current: Arc<RwLock<Option<Current>>>,
     state: tokio::sync::Mutex<State>,
+    dpop: Option<Arc<Dpop>>,
+}
+
+/// The token the decorator sends, and whether it is DPoP-bound.
+#[derive(Clone, PartialEq, Eq)]
+struct Current {
+    token: Secret,
+    dpop: bool,
+}
+
+impl Current {
+    fn of(tokens: &Tokens) -> Current {
+        Current {
+            token: tokens.access_token.clone(),
+            dpop: tokens.dpop_jkt.is_some(),
+        }
+    }
 }
 
 impl fmt::Debug for OAuthClient {
@@ -238,7 +256,20 @@ impl OAuthClient {
             config,
             current: Arc::new(RwLock::new(None)),
             state: tokio::sync::Mutex::new(State::default()),
+            dpop: None,
         })
+    }
+
+    /// Uses DPoP (RFC 9449) with `key` wherever the authorization server lists
+    /// [`super::DPOP_ALGORITHM`] in `dpop_signing_alg_values_supported`: token requests carry
+    /// a proof, a `DPoP` token is sent as `Authorization: DPoP` with a fresh proof (`ath`
+    /// included) on every request, and both servers' `use_dpop_nonce` are answered. A stored
+    /// token bound to another key is never sent. Off unless called, since a key that lives
+    /// only in this process makes a persisted bound token useless after it.
+    #[must_use]
+    pub fn with_dpop(mut self, key: DpopKey) -> OAuthClient {
+        self.dpop = Some(Arc::new(Dpop::new(key)));
+        self
     }
 
     /// The canonical URI sent as `resource`.
@@ -247,16 +278,35 @@ impl OAuthClient {
     }
 
     /// The request decorator for `HttpTransport`: `Authorization: Bearer <token>` on every
-    /// request once a token is held, nothing before.
+    /// request once a token is held, nothing before; for a DPoP-bound token
+    /// `Authorization: DPoP <token>` and a fresh `DPoP` proof for this server's URL instead.
     pub fn decorator(&self) -> Decorator {
         let current = Arc::clone(&self.current);
+        let dpop = self.dpop.clone();
+        let url = self.server_url.clone();
         Arc::new(move |_method: &str, decorations: &mut Decorations| {
-            let token = current
+            let held = current
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
-            if let Some(token) = token {
-                decorations.insert("authorization", &format!("Bearer {}", token.expose()))?;
+            let Some(held) = held else {
+                return Ok(());
+            };
+            match (&dpop, held.dpop) {
+                (Some(dpop), true) => {
+                    let proof = dpop
+                        .proof(NonceFrom::ResourceServer, "POST", &url, Some(&held.token))
+                        .map_err(|e| DecoratorError::Failed(e.to_string()))?;
+                    decorations
+                        .insert("authorization", &format!("DPoP {}", held.token.expose()))?;
+                    decorations.insert("dpop", &proof)?;
+                }
+                // A bound token without its key is never sent (it is never made current).
+                (None, true) => {}
+                (_, false) => {
+                    decorations
+                        .insert("authorization", &format!("Bearer {}", held.token.expose()))?;
+                }
             }
             Ok(())
         })
@@ -266,11 +316,21 @@ impl OAuthClient {
         self.current
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_ref()
+            .map(|c| c.token.clone())
     }
 
-    fn set_current(&self, token: Option<Secret>) {
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = token;
+    fn set_current(&self, tokens: &Tokens) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Current::of(tokens));
+    }
+
+    /// Whether `tokens` can be sent by this client: a bound token only with its own key.
+    fn usable(&self, tokens: &Tokens) -> bool {
+        match (&tokens.dpop_jkt, &self.dpop) {
+            (None, _) => true,
+            (Some(jkt), Some(dpop)) => dpop.key().thumbprint() == jkt,
+            (Some(_), None) => false,
+        }
     }
 
     /// The MCP server's URL this client authorizes for.
@@ -287,12 +347,37 @@ impl OAuthClient {
     /// # Errors
     /// As [`OAuthClient::handle`].
     pub async fn recover(&self, error: &ClientError) -> Result<bool, AuthError> {
-        match http_refusal(error).and_then(refusal) {
-            Some((status, challenge)) => {
-                self.handle(status, challenge.as_ref()).await?;
-                Ok(true)
+        let Some(http) = http_refusal(error) else {
+            return Ok(false);
+        };
+        let Some((status, challenge)) = refusal(http) else {
+            return Ok(false);
+        };
+        if let (Some(dpop), HttpError::Unauthorized { dpop_nonce, .. }) = (&self.dpop, http) {
+            if challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("use_dpop_nonce") {
+                return self.resource_nonce(dpop, dpop_nonce.as_deref()).await;
             }
-            None => Ok(false),
+        }
+        self.handle(status, challenge.as_ref()).await?;
+        Ok(true)
+    }
+
+    /// RFC 9449 §9: the MCP server wants its nonce in the proof. Kept, and the request may be
+    /// sent again once per new nonce (a repeated nonce is a refusal), within the same attempt
+    /// budget as the grants.
+    async fn resource_nonce(&self, dpop: &Dpop, nonce: Option<&str>) -> Result<bool, AuthError> {
+        let mut state = self.state.lock().await;
+        if state.attempts >= MAX_AUTHORIZATION_ATTEMPTS {
+            return Err(AuthError::TooManyAttempts {
+                limit: MAX_AUTHORIZATION_ATTEMPTS,
+            });
+        }
+        state.attempts += 1;
+        let nonce = nonce.ok_or(AuthError::DpopNonceRefused)?;
+        if dpop.set_nonce(NonceFrom::ResourceServer, nonce)? {
+            Ok(true)
+        } else {
+            Err(AuthError::DpopNonceRefused)
         }
     }
 
@@ -377,11 +462,18 @@ impl OAuthClient {
             issuer: metadata.issuer.clone(),
             resource: found.resource.clone(),
         };
+        // DPoP where this authorization server takes our proofs.
+        let dpop = self.dpop.as_deref().filter(|_| metadata.supports_dpop());
         if !step_up {
-            if let Some(stored) = self.config.store.load(&key) {
+            let stored = self.config.store.load(&key);
+            if stored.as_ref().is_some_and(|t| !self.usable(t)) {
+                // Bound to a key this client does not hold (say, of an earlier run): its
+                // refresh token is bound too, so only a new grant helps.
+                self.config.store.remove(&key);
+            } else if let Some(stored) = stored {
                 let unexpired = stored.expires_at.is_none_or(|at| at > Instant::now());
                 if seen.as_ref() != Some(&stored.access_token) && unexpired {
-                    self.set_current(Some(stored.access_token));
+                    self.set_current(&stored);
                     return Ok(());
                 }
                 if let Some(refresh_token) = &stored.refresh_token {
@@ -391,11 +483,12 @@ impl OAuthClient {
                         &client,
                         refresh_token,
                         &found.resource,
+                        dpop,
                     )
                     .await
                     {
                         Ok(tokens) => {
-                            self.set_current(Some(tokens.access_token.clone()));
+                            self.set_current(&tokens);
                             self.config.store.save(&key, tokens);
                             return Ok(());
                         }
@@ -441,6 +534,7 @@ impl OAuthClient {
                     &client,
                     &found.resource,
                     scope.as_deref(),
+                    dpop,
                 )
                 .await?
             }
@@ -464,6 +558,7 @@ impl OAuthClient {
                     &request,
                     &code,
                     &found.resource,
+                    dpop,
                 )
                 .await?
             }
@@ -472,7 +567,7 @@ impl OAuthClient {
             Some(granted) => scopes(granted).map(str::to_owned).collect(),
             None => unique,
         };
-        self.set_current(Some(tokens.access_token.clone()));
+        self.set_current(&tokens);
         self.config.store.save(&key, tokens);
         Ok(())
     }

@@ -109,6 +109,9 @@ struct Entry {
     expires_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scope: Option<String>,
+    /// The DPoP key thumbprint a bound token needs (public, not a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_jkt: Option<String>,
 }
 
 type Entries = BTreeMap<(String, String), Tokens>;
@@ -262,6 +265,7 @@ fn read(path: &Path, user: u32) -> Result<Entries, TokenFileError> {
             refresh_token: entry.refresh_token.map(Secret::new),
             expires_at: entry.expires_at.map(instant_from_unix),
             scope: entry.scope,
+            dpop_jkt: entry.dpop_jkt,
         };
         if entries
             .insert((entry.issuer, entry.resource), tokens)
@@ -288,6 +292,7 @@ fn write(path: &Path, entries: &Entries) -> Result<(), TokenFileError> {
                 refresh_token: t.refresh_token.as_ref().map(|s| s.expose().to_owned()),
                 expires_at: t.expires_at.map(unix_from_instant),
                 scope: t.scope.clone(),
+                dpop_jkt: t.dpop_jkt.clone(),
             })
             .collect(),
     };
