@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::auth::{
-    ClientCredentials, ClientIdentity, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
+    ClientCredentials, ClientIdentity, DpopKey, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
     MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest, TokenAuthMethod,
     MAX_AUTHORIZATION_ATTEMPTS,
 };
@@ -143,7 +143,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(name: &str) -> Result<(), Failure> {
-    if AUTH_SCENARIOS.contains(&name) || MACHINE_AUTH_SCENARIOS.contains(&name) {
+    if AUTH_SCENARIOS.contains(&name)
+        || MACHINE_AUTH_SCENARIOS.contains(&name)
+        || DPOP_SCENARIOS.contains(&name)
+    {
         let url = std::env::args()
             .skip(1)
             .last()
@@ -605,6 +608,11 @@ const MACHINE_AUTH_SCENARIOS: [&str; 2] = [
     "auth/client-credentials-jwt",
 ];
 
+/// The DPoP extension scenarios (`io.modelcontextprotocol/auth/dpop`, run with `--force`):
+/// the code flow as above, with the DPoP key every [`run_auth`] client holds (the suite's
+/// authorization server there lists `ES256` in `dpop_signing_alg_values_supported`).
+const DPOP_SCENARIOS: [&str; 2] = ["auth/dpop", "auth/dpop-nonce"];
+
 /// This client's Client ID Metadata Document URL, the one the suite expects.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
@@ -675,7 +683,10 @@ async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
         grant,
         store: Arc::new(MemoryTokenStore::default()),
     };
-    let oauth = OAuthClient::new(fetcher, url, config).map_err(auth_failure)?;
+    // DPoP (RFC 9449) wherever the authorization server offers it; bearer tokens elsewhere.
+    let oauth = OAuthClient::new(fetcher, url, config)
+        .map_err(auth_failure)?
+        .with_dpop(DpopKey::generate().map_err(auth_failure)?);
     let plain = CallOptions::default();
     let mut attempt = 0;
     loop {
