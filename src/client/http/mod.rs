@@ -29,10 +29,12 @@ pub use crate::client::http_error::{
 };
 
 mod decorate;
-pub mod dial;
+/// The SSRF-safe dial policy, which lives below both roles in [`crate::net::dial`].
+pub use crate::net::dial;
 mod sse;
+/// The rustls setup, shared with [`crate::net::fetch`] in [`crate::net::tls`].
 #[cfg(feature = "https")]
-pub mod tls;
+pub use crate::net::tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
