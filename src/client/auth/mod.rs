@@ -36,8 +36,8 @@ pub use dpop::{
     MAX_KEY_GENERATION_TRIES,
 };
 pub use fetch::{
-    BoxFuture, FetchError, FetchMethod, FetchRequest, FetchResponse, Fetcher, LoopbackFetcher,
-    DEFAULT_FETCH_TIMEOUT,
+    BoxFuture, DialingFetcher, FetchError, FetchMethod, FetchRequest, FetchResponse, Fetcher,
+    LoopbackFetcher, DEFAULT_FETCH_TIMEOUT,
 };
 pub use flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
