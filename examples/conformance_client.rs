@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::auth::{
-    ClientCredentials, ClientIdentity, DpopKey, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
+    ClientCredentials, ClientIdentity, DialingFetcher, DpopKey, Fetcher, Grant, HeadlessUserStep,
     MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest, TokenAuthMethod,
     MAX_AUTHORIZATION_ATTEMPTS,
 };
@@ -669,7 +669,12 @@ fn auth_identity() -> Result<ClientIdentity, Failure> {
 /// sequence retried, at most [`MAX_AUTHORIZATION_ATTEMPTS`] times (the library bounds the
 /// grants as well).
 async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
-    let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
+    // The SSRF-safe fetcher below both roles (HTTPS included), its policy fixed from the
+    // server URL: the suite's loopback servers are reachable because that URL names localhost.
+    let fetcher: Arc<dyn Fetcher> = Arc::new(
+        DialingFetcher::for_server(url)
+            .map_err(|e| Failure::Usage(format!("the server URL is not usable for OAuth: {e}")))?,
+    );
     let grant = if machine {
         Grant::ClientCredentials
     } else {
