@@ -17,8 +17,8 @@ use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
 use crate::cli::output::{self, member, pretty, Records};
 use crate::cli::tap::{LogHook, Record, Tap};
 use crate::client::auth::{
-    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackFetcher, LoopbackUserStep,
-    OAuthClient, OAuthConfig,
+    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackUserStep, OAuthClient,
+    OAuthConfig,
 };
 use crate::client::digest::{digest_text, SnapshotKind};
 use crate::client::http::{Decorations, Decorator, HttpTransport};
@@ -129,7 +129,10 @@ fn oauth_client(global: &Global) -> Result<Option<Arc<OAuthClient>>, Failure> {
         },
         store: Arc::new(store),
     };
-    let oauth = OAuthClient::new(Arc::new(LoopbackFetcher::default()), url, config)
+    // The SSRF-safe fetcher (HTTPS included), its dial policy fixed from --url.
+    let fetcher = crate::client::auth::DialingFetcher::for_server(url)
+        .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    let oauth = OAuthClient::new(Arc::new(fetcher), url, config)
         .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
     Ok(Some(Arc::new(oauth)))
 }
