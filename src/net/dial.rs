@@ -332,10 +332,13 @@ impl DialSettings {
     }
 }
 
-/// The connector the pooled hyper client calls for each new connection.
+/// The connector the pooled hyper client (the client's HTTP transport) calls for each new
+/// connection.
+#[cfg(feature = "client")]
 #[derive(Clone)]
 pub(crate) struct Dialer(pub(crate) Arc<DialSettings>);
 
+#[cfg(feature = "client")]
 impl tower::Service<Uri> for Dialer {
     type Response = Stream;
     type Error = DialError;
@@ -406,6 +409,7 @@ impl hyper::rt::Write for Stream {
 }
 
 /// The [`DialError`] inside a hyper client error, if the dial failed.
+#[cfg(feature = "client")]
 pub(crate) fn dial_error(e: &(dyn std::error::Error + 'static)) -> Option<DialError> {
     let mut next = Some(e);
     while let Some(err) = next {
