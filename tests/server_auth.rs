@@ -27,11 +27,11 @@ use strict_mcp::core::{
 };
 use strict_mcp::server::auth::{
     AuthBody, AuthConfig, AuthLayer, AuthService, BearerToken, BoxFuture, ClientCredentials,
-    FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionConfigError,
-    IntrospectionVerifier, JwtVerifier, Principal, TokenTyp, TokenVerifier, VerifyError,
-    CALLER_SCOPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
-    MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, METADATA_CORS_ALLOW_HEADERS,
-    METADATA_CORS_MAX_AGE_SECS,
+    DialingFetcher, FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher,
+    IntrospectionConfigError, IntrospectionVerifier, JwtVerifier, Principal, TokenTyp,
+    TokenVerifier, VerifyError, CALLER_SCOPE, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY,
+    MAX_INTROSPECTION_CACHE_ENTRIES, MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES,
+    METADATA_CORS_ALLOW_HEADERS, METADATA_CORS_MAX_AGE_SECS,
 };
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
@@ -1311,6 +1311,83 @@ fn fetch_request(url: String, timeout: Duration) -> FetchRequest {
         max_body: MAX_JWKS_BYTES,
         timeout,
     }
+}
+
+/// The JWKS endpoint cases again through `DialingFetcher` (the SSRF-safe fetcher below both
+/// roles, its policy fixed from the configured key set URL): a key set is read and used, a
+/// slow endpoint times out within the request's time-out, a huge body (declared or chunked)
+/// is cut at the bound, and a redirect is refused without being followed.
+#[tokio::test]
+async fn d47_dialing_fetcher_key_set_slow_huge_and_redirecting() {
+    let k1 = new_key("k1");
+    let body = jwks(&[&k1]);
+    let (base, hits) = loopback(move || Response::new(Full::new(body.clone())), None).await;
+    let url = format!("{base}/jwks");
+    let verifier = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(&url, DialingFetcher::for_endpoint(&url).unwrap())
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    let principal = verify(&verifier, &mint(&k1, &claims("a", "")))
+        .await
+        .unwrap();
+    assert_eq!(principal.subject, "a");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    let (slow, _) = loopback(
+        || Response::new(Full::default()),
+        Some(Duration::from_secs(15)),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let fetcher = DialingFetcher::for_endpoint(&format!("{slow}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(
+            format!("{slow}/jwks"),
+            Duration::from_millis(200),
+        ))
+        .await;
+    assert_eq!(result.err(), Some(FetchError::Timeout));
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    let huge = Bytes::from(vec![b' '; MAX_JWKS_BYTES + 1]);
+    let (big, _) = loopback(move || Response::new(Full::new(huge.clone())), None).await;
+    let fetcher = DialingFetcher::for_endpoint(&format!("{big}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(format!("{big}/jwks"), Duration::from_secs(5)))
+        .await;
+    assert_eq!(
+        result.err(),
+        Some(FetchError::BodyTooLarge {
+            limit: MAX_JWKS_BYTES
+        })
+    );
+
+    let (target, target_hits) = loopback(|| Response::new(Full::default()), None).await;
+    let location = format!("{target}/jwks");
+    let (moved, moved_hits) = loopback(
+        move || {
+            Response::builder()
+                .status(302)
+                .header("location", location.clone())
+                .body(Full::default())
+                .unwrap()
+        },
+        None,
+    )
+    .await;
+    let fetcher = DialingFetcher::for_endpoint(&format!("{moved}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(
+            format!("{moved}/jwks"),
+            Duration::from_secs(5),
+        ))
+        .await;
+    assert_eq!(result.err(), Some(FetchError::Redirect(302)));
+    assert_eq!(moved_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(target_hits.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
