@@ -11,9 +11,10 @@
 //! to its end, 1 with a one-line reason on stderr when a step failed, 2 for a usage error
 //! (unknown scenario, no URL, a revision this client does not speak).
 //!
-//! The `auth/*` scenarios run through `client::auth`: probe, discover, register or identify,
-//! authorize headlessly (the suite's authorization server approves without a user), then
-//! `tools/list` and a call of `test-tool` with the token, stepping up on a 403.
+//! The `auth/*` scenarios run through `client::auth`: connect, and on the transport's 401
+//! discover, register or identify, authorize headlessly (the suite's authorization server
+//! approves without a user), then `tools/list` and a call of `test-tool` with the token,
+//! stepping up on a 403.
 //!
 //! The client does only what the library does: it answers `input_required` rounds itself
 //! (explicit rounds, as a host would), but header mirroring, dropping tools with invalid
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::auth::{
-    ClientCredentials, ClientIdentity, Fetcher, Grant, HeadlessUserStep, LoopbackFetcher,
+    ClientCredentials, ClientIdentity, DialingFetcher, DpopKey, Fetcher, Grant, HeadlessUserStep,
     MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest, TokenAuthMethod,
     MAX_AUTHORIZATION_ATTEMPTS,
 };
@@ -142,7 +143,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run(name: &str) -> Result<(), Failure> {
-    if AUTH_SCENARIOS.contains(&name) || MACHINE_AUTH_SCENARIOS.contains(&name) {
+    if AUTH_SCENARIOS.contains(&name)
+        || MACHINE_AUTH_SCENARIOS.contains(&name)
+        || DPOP_SCENARIOS.contains(&name)
+    {
         let url = std::env::args()
             .skip(1)
             .last()
@@ -604,20 +608,17 @@ const MACHINE_AUTH_SCENARIOS: [&str; 2] = [
     "auth/client-credentials-jwt",
 ];
 
+/// The DPoP extension scenarios (`io.modelcontextprotocol/auth/dpop`, run with `--force`):
+/// the code flow as above, with the DPoP key every [`run_auth`] client holds (the suite's
+/// authorization server there lists `ES256` in `dpop_signing_alg_values_supported`).
+const DPOP_SCENARIOS: [&str; 2] = ["auth/dpop", "auth/dpop-nonce"];
+
 /// This client's Client ID Metadata Document URL, the one the suite expects.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// Where the headless user step "returns"; never listened on (the redirect is read, not
 /// followed).
 const REDIRECT_URI: &str = "http://127.0.0.1:3999/callback";
-
-/// Whether a failed call may have been an authorization refusal: the transport reports a
-/// refused message as `TransportError::Refused` with text only (and a broken transport as
-/// `Failed`), so any transport failure is re-probed ([`OAuthClient::probe_request`]) for
-/// the status and challenge.
-fn maybe_refused(error: &ClientError) -> bool {
-    matches!(error, ClientError::Transport(_))
-}
 
 fn auth_failure(error: strict_mcp::client::auth::AuthError) -> Failure {
     Failure::Unexpected(format!("authorization: {error}"))
@@ -663,11 +664,17 @@ fn auth_identity() -> Result<ClientIdentity, Failure> {
     })
 }
 
-/// One `auth/*` scenario: authorize, then list and call with the token; a refused step
-/// (401/403) is handled and the whole sequence retried, at most
-/// [`MAX_AUTHORIZATION_ATTEMPTS`] times (the library bounds the grants as well).
+/// One `auth/*` scenario: connect, list and call; a step the transport reports refused
+/// (401/403, `HttpError::Unauthorized`) is handled by [`OAuthClient::recover`] and the whole
+/// sequence retried, at most [`MAX_AUTHORIZATION_ATTEMPTS`] times (the library bounds the
+/// grants as well).
 async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
-    let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
+    // The SSRF-safe fetcher below both roles (HTTPS included), its policy fixed from the
+    // server URL: the suite's loopback servers are reachable because that URL names localhost.
+    let fetcher: Arc<dyn Fetcher> = Arc::new(
+        DialingFetcher::for_server(url)
+            .map_err(|e| Failure::Usage(format!("the server URL is not usable for OAuth: {e}")))?,
+    );
     let grant = if machine {
         Grant::ClientCredentials
     } else {
@@ -681,8 +688,10 @@ async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
         grant,
         store: Arc::new(MemoryTokenStore::default()),
     };
-    let oauth = OAuthClient::new(fetcher, url, config).map_err(auth_failure)?;
-    oauth.authorize().await.map_err(auth_failure)?;
+    // DPoP (RFC 9449) wherever the authorization server offers it; bearer tokens elsewhere.
+    let oauth = OAuthClient::new(fetcher, url, config)
+        .map_err(auth_failure)?
+        .with_dpop(DpopKey::generate().map_err(auth_failure)?);
     let plain = CallOptions::default();
     let mut attempt = 0;
     loop {
@@ -701,23 +710,28 @@ async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
             default_deadline: CALL_DEADLINE,
             ..ClientOptions::default()
         };
-        let (step, refused) = match Client::connect(Arc::new(transport), options).await {
-            Err(ConnectError::Discover(inner)) if maybe_refused(&inner) => (
-                ("server/discover", None),
-                Failure::Connect(Box::new(ConnectError::Discover(inner))),
-            ),
+        // The transport reports a 401/403 with its status and challenges
+        // (`HttpError::Unauthorized`); that report is what the OAuth client acts on.
+        let (error, refused) = match Client::connect(Arc::new(transport), options).await {
+            Err(ConnectError::Discover(inner)) => {
+                let error = (*inner).clone();
+                (
+                    error,
+                    Failure::Connect(Box::new(ConnectError::Discover(inner))),
+                )
+            }
             Err(error) => return Err(Failure::Connect(Box::new(error))),
             Ok(client) => {
                 let outcome = async {
                     client
                         .list_tools(&plain)
                         .await
-                        .map_err(|e| (("tools/list", None), e))?;
+                        .map_err(|e| ("tools/list", e))?;
                     client
                         .call("test-tool", Some(Map::new()), &plain)
                         .await
-                        .map_err(|e| (("tools/call", Some("test-tool")), e))?;
-                    Ok::<(), ((&str, Option<&str>), ClientError)>(())
+                        .map_err(|e| ("tools/call", e))?;
+                    Ok::<(), (&str, ClientError)>(())
                 }
                 .await;
                 client.close().await;
@@ -726,40 +740,21 @@ async fn run_auth(url: &str, machine: bool) -> Result<(), Failure> {
                         oauth.succeeded().await;
                         return Ok(());
                     }
-                    Err((step, error)) if maybe_refused(&error) => (
-                        step,
+                    Err((step, error)) => (
+                        error.clone(),
                         Failure::Call {
-                            step: step.0.to_owned(),
+                            step: step.to_owned(),
                             source: Box::new(error),
                         },
                     ),
-                    Err((step, error)) => {
-                        return Err(Failure::Call {
-                            step: step.0.to_owned(),
-                            source: Box::new(error),
-                        })
-                    }
                 }
             }
         };
         if attempt > MAX_AUTHORIZATION_ATTEMPTS as usize {
             return Err(refused);
         }
-        let (method, name) = step;
-        let params = match name {
-            Some(name) => json!({"name": name, "arguments": {}}),
-            None => json!({}),
-        };
-        match oauth
-            .probe_request(method, name, params)
-            .await
-            .map_err(auth_failure)?
-        {
-            Some((status, challenge)) => oauth
-                .handle(status, challenge.as_ref())
-                .await
-                .map_err(auth_failure)?,
-            None => return Err(refused),
+        if !oauth.recover(&error).await.map_err(auth_failure)? {
+            return Err(refused);
         }
     }
 }

@@ -23,6 +23,8 @@ pub mod codec;
 pub mod core;
 pub mod generated;
 pub mod machine;
+#[cfg(feature = "http")]
+pub mod net;
 #[cfg(feature = "redis")]
 pub mod scale;
 #[cfg(feature = "server")]

@@ -55,6 +55,7 @@ fn tokens(access: &str) -> Tokens {
         refresh_token: Some(Secret::new(format!("{access}-refresh"))),
         expires_at: Some(Instant::now() + Duration::from_secs(3600)),
         scope: Some("mcp:use".into()),
+        dpop_jkt: None,
     }
 }
 

@@ -26,13 +26,13 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tower::Layer as _;
 
 use strict_mcp::client::auth::{
-    ClientCredentials, ClientIdentity, Fetcher, Grant, LoopbackFetcher, LoopbackUserStep,
+    ClientCredentials, ClientIdentity, DialingFetcher, Fetcher, Grant, LoopbackUserStep,
     MemoryTokenStore, OAuthClient, OAuthConfig,
 };
 use strict_mcp::client::http::HttpTransport;
-use strict_mcp::client::{CallOptions, Client, ClientOptions, Round, RoundInput};
+use strict_mcp::client::{CallOptions, Client, ClientOptions, ConnectError, Round, RoundInput};
 use strict_mcp::core::RegistryBuilder;
-use strict_mcp::server::auth::{AuthConfig, AuthLayer, HttpFetcher, JwtVerifier};
+use strict_mcp::server::auth::{AuthConfig, AuthLayer, JwtVerifier};
 use strict_mcp::server::http::{HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 
@@ -41,6 +41,11 @@ use support::auth::{greet, whoami};
 
 /// Every exchange of the test is bounded by this.
 const STEP: Duration = Duration::from_secs(20);
+
+/// The machine client the authorization server knows (client credentials grant).
+const MACHINE_CLIENT: &str = "ts-machine";
+/// Its secret (`client_secret_basic`).
+const MACHINE_SECRET: &str = "ts-machine-secret";
 
 // ---------------------------------------------------------------------------------------------
 // The authorization server
@@ -117,6 +122,11 @@ impl AuthServer {
         let path = request.uri().path().to_owned();
         let query = request.uri().query().unwrap_or("").to_owned();
         let method = request.method().clone();
+        let basic = request
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = request.into_body().collect().await.unwrap().to_bytes();
         match (method.as_str(), path.as_str()) {
             ("GET", "/.well-known/oauth-authorization-server") => json_response(
@@ -127,15 +137,22 @@ impl AuthServer {
                     "token_endpoint": format!("{}/token", self.issuer),
                     "jwks_uri": format!("{}/jwks", self.issuer),
                     "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
                     "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
+                    "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                     "authorization_response_iss_parameter_supported": true,
                 }),
             ),
             ("GET", "/jwks") => json_response(StatusCode::OK, &json!({"keys": [self.jwk]})),
             ("GET", "/authorize") => self.authorize(&form(&query)),
-            ("POST", "/token") => self.token(&form(std::str::from_utf8(&body).unwrap())),
+            ("POST", "/token") => {
+                let f = form(std::str::from_utf8(&body).unwrap());
+                if f.get("grant_type").map(String::as_str) == Some("client_credentials") {
+                    self.client_credentials(&f, basic.as_deref())
+                } else {
+                    self.token(&f)
+                }
+            }
             _ => json_response(StatusCode::NOT_FOUND, &json!({})),
         }
     }
@@ -172,6 +189,46 @@ impl AuthServer {
                 .unwrap(),
         );
         r
+    }
+
+    /// The client credentials grant for the one machine client (`MACHINE_CLIENT`, its secret
+    /// by `client_secret_basic`): a token for the `resource` asked for (RFC 8707), subject the
+    /// client itself.
+    fn client_credentials(
+        &self,
+        f: &HashMap<String, String>,
+        basic: Option<&str>,
+    ) -> Response<Full<Bytes>> {
+        let refuse = |status, error: &str| json_response(status, &json!({"error": error}));
+        let expected = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD
+                .encode(format!("{MACHINE_CLIENT}:{MACHINE_SECRET}"))
+        );
+        if basic != Some(expected.as_str()) {
+            return refuse(StatusCode::UNAUTHORIZED, "invalid_client");
+        }
+        let Some(resource) = f.get("resource") else {
+            return refuse(StatusCode::BAD_REQUEST, "invalid_target");
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = json!({
+            "iss": self.issuer, "sub": MACHINE_CLIENT, "aud": resource, "scope": "mcp:use",
+            "client_id": MACHINE_CLIENT, "iat": now, "exp": now + 600,
+        });
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("as-1".into());
+        header.typ = Some("at+jwt".into());
+        let token = jsonwebtoken::encode(&header, &claims, &self.key).unwrap();
+        self.issued.fetch_add(1, Ordering::SeqCst);
+        json_response(
+            StatusCode::OK,
+            &json!({"access_token": token, "token_type": "Bearer", "expires_in": 600,
+                "scope": "mcp:use"}),
+        )
     }
 
     /// Redeems a code once: PKCE S256, the same redirect URI, client and resource (RFC 8707).
@@ -283,7 +340,11 @@ async fn start() -> (String, Arc<AuthServer>) {
         .unwrap();
     let verifier = JwtVerifier::builder(&resource)
         .issuer(&issuer)
-        .jwks(format!("{issuer}/jwks"), HttpFetcher::new())
+        .jwks(
+            format!("{issuer}/jwks"),
+            strict_mcp::server::auth::DialingFetcher::for_endpoint(&format!("{issuer}/jwks"))
+                .unwrap(),
+        )
         .build()
         .unwrap();
     let service = AuthLayer::new(config, verifier).layer(McpHttp::new(
@@ -363,7 +424,7 @@ fn loopback_step(seen: Arc<Mutex<Vec<u16>>>) -> Arc<LoopbackUserStep> {
 async fn authorised(url: &str) -> (OAuthClient, Arc<Mutex<Vec<u16>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let step = loopback_step(seen.clone());
-    let fetcher: Arc<dyn Fetcher> = Arc::new(LoopbackFetcher::default());
+    let fetcher: Arc<dyn Fetcher> = Arc::new(DialingFetcher::for_server(url).unwrap());
     let config = OAuthConfig {
         identity: ClientIdentity::registered(ClientCredentials::public("e2e-client")),
         grant: Grant::AuthorizationCode {
@@ -373,10 +434,18 @@ async fn authorised(url: &str) -> (OAuthClient, Arc<Mutex<Vec<u16>>>) {
         store: Arc::new(MemoryTokenStore::default()),
     };
     let oauth = OAuthClient::new(fetcher, url, config).unwrap();
-    tokio::time::timeout(STEP, oauth.authorize())
+    // The first connection is refused with 401 and the layer's challenge; that report of the
+    // transport is all the client acts on (it asks nothing again by itself).
+    let transport = HttpTransport::new(url, Some(oauth.decorator())).unwrap();
+    let refused = match Client::connect(Arc::new(transport), ClientOptions::default()).await {
+        Err(ConnectError::Discover(inner)) => inner,
+        other => panic!("expected the refusal, got {:?}", other.map(|_| ())),
+    };
+    let recovered = tokio::time::timeout(STEP, oauth.recover(&refused))
         .await
         .expect("authorised in time")
         .expect("authorised");
+    assert!(recovered, "a 401 is an authorization refusal");
     (oauth, seen)
 }
 
@@ -561,4 +630,109 @@ async fn cli_oauth_authorises_once_and_keeps_the_token_in_a_0600_file() {
     assert!(stdout.contains("alice"), "{stdout}");
     assert!(seen.is_empty(), "{seen:?}");
     assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+}
+
+/// D44 interop: the TypeScript SDK v2 client (`@modelcontextprotocol/client`, pinned in
+/// `interop/node`) authorises against our protected server with its own OAuth provider
+/// (`ClientCredentialsProvider`): it reads our 401 challenge, our Protected Resource Metadata
+/// and the test's authorization server metadata, obtains a token for our resource and calls
+/// `whoami`, which runs as the token's subject. The node process is bounded by `STEP` and
+/// killed on drop; with `CI=true` a missing peer fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d44_the_typescript_sdk_client_authorises_against_our_layer() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let node = root.join(".interop/node/bin/node");
+    let script = root.join("interop/node/ts_oauth_client.mjs");
+    let sdk = root.join("interop/node/node_modules/@modelcontextprotocol/client/package.json");
+    if !node.exists() || !sdk.exists() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "TypeScript peer missing under CI=true (run .ci/install-peers)"
+        );
+        eprintln!("SKIP: the TypeScript peer is not installed (run .ci/install-peers)");
+        return;
+    }
+    let (url, auth_server) = start().await;
+    let issuer = auth_server.issuer.clone();
+    let output = tokio::time::timeout(
+        STEP,
+        tokio::process::Command::new(&node)
+            .arg(&script)
+            .args([&url, MACHINE_CLIENT, MACHINE_SECRET, &issuer, "whoami"])
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the TypeScript client finished in time")
+    .expect("node ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["ok"], true, "{line}");
+    // The typed tool's output, as this server wraps it (`value`).
+    let text = line["result"]["structuredContent"]["value"].clone();
+    assert_eq!(
+        text,
+        json!({"principal": MACHINE_CLIENT, "scope": "mcp:use"}),
+        "{line}"
+    );
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+}
+
+/// D44 interop, the other way: our client (`OAuthClient` through `DialingFetcher` and the
+/// loopback user step) authorises against a protected server built from the TypeScript SDK
+/// v2's own auth support (`interop/node/ts_protected_server.mjs`: `requireBearerAuth`,
+/// `buildOAuthProtectedResourceMetadata`, tokens verified against the test authorization
+/// server's JWKS), then calls its `whoami`, which sees our token's client and scope. The node
+/// process is bounded by `STEP` and killed on drop; with `CI=true` a missing peer fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn d44_our_client_authorises_against_a_typescript_sdk_protected_server() {
+    use tokio::io::AsyncBufReadExt as _;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let node = root.join(".interop/node/bin/node");
+    let sdk = root.join("interop/node/node_modules/@modelcontextprotocol/server/package.json");
+    if !node.exists() || !sdk.exists() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "TypeScript peer missing under CI=true (run .ci/install-peers)"
+        );
+        eprintln!("SKIP: the TypeScript peer is not installed (run .ci/install-peers)");
+        return;
+    }
+    let (_, auth_server) = start().await;
+    let mut child = tokio::process::Command::new(&node)
+        .arg(root.join("interop/node/ts_protected_server.mjs"))
+        .arg(&auth_server.issuer)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node started");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(STEP, lines.next_line())
+        .await
+        .expect("the TypeScript server listened in time")
+        .unwrap()
+        .expect("a listening line");
+    let listening: Value = serde_json::from_str(&first).unwrap();
+    let url = listening["listening"].as_str().unwrap().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    let (oauth, seen) = authorised(&url).await;
+    assert_eq!(*seen.lock().unwrap(), [302, 200]);
+    let client = connect(&url, &oauth).await;
+    let outcome = client
+        .call("whoami", Some(Map::new()), &CallOptions::default())
+        .await
+        .unwrap();
+    let text = format!("{outcome:?}");
+    assert!(text.contains("e2e-client mcp:use"), "{text}");
+    assert_eq!(auth_server.issued.load(Ordering::SeqCst), 1);
+    client.close().await;
+    child.kill().await.unwrap();
 }

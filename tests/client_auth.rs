@@ -20,7 +20,10 @@ use strict_mcp::client::auth::{
     LoopbackFetcher, MemoryTokenStore, OAuthClient, OAuthConfig, RegistrationRequest,
     TokenAuthMethod, TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS, MAX_METADATA_BYTES,
 };
-use strict_mcp::client::http::Decorations;
+use strict_mcp::client::auth::{refusal, Challenge, DpopKey, Secret, Tokens};
+use strict_mcp::client::http::{Decorations, HttpError, HttpTransport};
+use strict_mcp::client::{ClientError, Refusal, Transport as _, TransportError};
+use strict_mcp::wire::jsonrpc::{Message, Request as RpcRequest, RequestId};
 
 /// One request the mock saw.
 #[derive(Debug, Clone)]
@@ -30,6 +33,8 @@ struct Seen {
     query: HashMap<String, String>,
     form: HashMap<String, String>,
     authorization: Option<String>,
+    /// The `DPoP` proof header.
+    dpop: Option<String>,
 }
 
 /// Knobs of the mock.
@@ -59,6 +64,18 @@ struct Knobs {
     cimd: bool,
     /// Pad the AS metadata document to this many bytes.
     pad_metadata_to: Option<usize>,
+    /// Advertise DPoP (`ES256`); a token request with a proof must carry the nonce
+    /// `AS_NONCE` (400 `use_dpop_nonce` first) and gets a `DPoP` token.
+    dpop: bool,
+}
+
+/// The mock authorization server's DPoP nonce.
+const AS_NONCE: &str = "as-nonce-1";
+
+/// The claims of a JWT (not verified: the proof's signature is the unit tests' matter).
+fn jwt_claims(jwt: &str) -> serde_json::Value {
+    let payload = jwt.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }
 
 #[derive(Default)]
@@ -114,6 +131,9 @@ impl Mock {
         });
         if self.knobs.cimd {
             m["client_id_metadata_document_supported"] = true.into();
+        }
+        if self.knobs.dpop {
+            m["dpop_signing_alg_values_supported"] = serde_json::json!(["ES256"]);
         }
         if self.knobs.no_pkce {
             m.as_object_mut()
@@ -197,10 +217,14 @@ impl Mock {
             ("POST", "/register") => json(201, serde_json::json!({"client_id": "dyn-1"})),
             ("POST", "/mcp") => {
                 let inner = self.inner.lock().unwrap();
-                let token = seen
-                    .authorization
-                    .as_deref()
-                    .and_then(|a| a.strip_prefix("Bearer "));
+                // A DPoP token only with a proof for it (`ath`, RFC 9449 §7.1).
+                let token = seen.authorization.as_deref().and_then(|a| {
+                    a.strip_prefix("Bearer ").or_else(|| {
+                        let token = a.strip_prefix("DPoP ")?;
+                        let ath = URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()));
+                        (jwt_claims(seen.dpop.as_deref()?)["ath"] == ath.as_str()).then_some(token)
+                    })
+                });
                 let scope = token.and_then(|t| inner.access.get(t));
                 match scope {
                     None => Response::builder()
@@ -241,6 +265,19 @@ impl Mock {
 
     fn token(&self, seen: &Seen) -> Response<Full<Bytes>> {
         let f = &seen.form;
+        let mut token_type = "Bearer";
+        if let (true, Some(proof)) = (self.knobs.dpop, &seen.dpop) {
+            if jwt_claims(proof)["nonce"] != AS_NONCE {
+                return Response::builder()
+                    .status(400)
+                    .header("content-type", "application/json")
+                    .header("dpop-nonce", AS_NONCE)
+                    .body(Full::new(Bytes::from(r#"{"error":"use_dpop_nonce"}"#)))
+                    .unwrap();
+            }
+            token_type = "DPoP";
+        }
+
         let mut inner = self.inner.lock().unwrap();
         inner.counter += 1;
         let n = inner.counter;
@@ -274,7 +311,7 @@ impl Mock {
         json(
             200,
             serde_json::json!({
-                "access_token": access, "token_type": "Bearer", "expires_in": 3600,
+                "access_token": access, "token_type": token_type, "expires_in": 3600,
                 "refresh_token": refresh, "scope": scope,
             }),
         )
@@ -315,10 +352,14 @@ async fn start(knobs: Knobs) -> Arc<Mock> {
                             let method = request.method().to_string();
                             let path = request.uri().path().to_owned();
                             let query = parse_form(request.uri().query().unwrap_or_default());
-                            let authorization = request
-                                .headers()
-                                .get("authorization")
-                                .map(|v| v.to_str().unwrap().to_owned());
+                            let header = |name: &str| {
+                                request
+                                    .headers()
+                                    .get(name)
+                                    .map(|v| v.to_str().unwrap().to_owned())
+                            };
+                            let authorization = header("authorization");
+                            let dpop = header("dpop");
                             let body = request.into_body().collect().await.unwrap().to_bytes();
                             let seen = Seen {
                                 method,
@@ -326,6 +367,7 @@ async fn start(knobs: Knobs) -> Arc<Mock> {
                                 query,
                                 form: parse_form(std::str::from_utf8(&body).unwrap()),
                                 authorization,
+                                dpop,
                             };
                             mock.inner.lock().unwrap().seen.push(seen.clone());
                             Ok::<_, Infallible>(mock.answer(&seen))
@@ -368,6 +410,38 @@ fn header_of(client: &OAuthClient) -> Option<String> {
         .map(|(_, v)| v.to_str().unwrap().to_owned())
 }
 
+/// One `server/discover` request through the HTTP transport with the client's decorator:
+/// `None` when it goes through, else the status and challenge the transport reported (the
+/// client never asks again by itself).
+async fn probe(client: &OAuthClient) -> Option<(u16, Option<Challenge>)> {
+    let transport = HttpTransport::new(client.server_url(), Some(client.decorator())).unwrap();
+    let params = serde_json::value::RawValue::from_string(format!(
+        r#"{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"{}"}}}}"#,
+        strict_mcp::wire::PROTOCOL_REVISION
+    ))
+    .unwrap();
+    let message = Message::Request(RpcRequest {
+        id: RequestId::integer(0),
+        method: "server/discover".into(),
+        params: Some(params),
+    });
+    match transport.send(&message).await {
+        Ok(_) => None,
+        Err(TransportError::Refused(Refusal::Http(error))) => {
+            Some(refusal(&error).expect("an authorization refusal"))
+        }
+        Err(other) => panic!("transport failed: {other}"),
+    }
+}
+
+/// The way to a token before the first real request: send one, handle its refusal.
+async fn authorize(client: &OAuthClient) -> Result<(), AuthError> {
+    match probe(client).await {
+        Some((status, challenge)) => client.handle(status, challenge.as_ref()).await,
+        None => Ok(()),
+    }
+}
+
 async fn timed<T>(future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), future)
         .await
@@ -384,10 +458,10 @@ async fn d45_code_flow_pkce_resource_state_iss_end_to_end() {
         store.clone(),
     );
     assert_eq!(header_of(&client), None);
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     assert_eq!(header_of(&client).as_deref(), Some("Bearer AT-2"));
     // The probe now goes through.
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
     let b = &mock.base;
     assert_eq!(
         mock.paths(),
@@ -531,7 +605,7 @@ async fn d45_no_pkce_support_no_code_flow() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::PkceUnsupported)
     );
     assert!(!mock.paths().contains(&"GET /authorize".to_owned()));
@@ -550,7 +624,7 @@ async fn d45_wrong_callback_iss_never_redeems_code() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::CallbackIssuer)
     );
     assert!(!mock.paths().contains(&"POST /token".to_owned()));
@@ -565,7 +639,7 @@ async fn refresh_rotates_and_only_one_is_in_flight() {
         ClientCredentials::public("c"),
         store.clone(),
     ));
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     // The server forgets the access token: a 401 invalid_token for it.
     mock.inner.lock().unwrap().access.clear();
     let (a, b) = tokio::join!(client.handle(401, None), client.handle(401, None));
@@ -588,7 +662,7 @@ async fn refresh_rotates_and_only_one_is_in_flight() {
         store.load(&key).unwrap().refresh_token.unwrap().expose(),
         "RT-3"
     );
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -603,9 +677,9 @@ async fn step_up_requests_challenged_plus_granted_scopes() {
         ClientCredentials::public("c"),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     // The first token has mcp:basic; the server wants mcp:write: 403 insufficient_scope.
-    let (status, challenge) = timed(client.probe()).await.unwrap().unwrap();
+    let (status, challenge) = timed(probe(&client)).await.unwrap();
     assert_eq!(status, 403);
     timed(client.handle(status, challenge.as_ref()))
         .await
@@ -617,7 +691,7 @@ async fn step_up_requests_challenged_plus_granted_scopes() {
         .collect();
     assert_eq!(authorizes.len(), 2);
     assert_eq!(authorizes[1].query["scope"], "mcp:basic mcp:write");
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -633,16 +707,16 @@ async fn attempts_bounded_at_max_and_reset_on_success() {
         Arc::new(MemoryTokenStore::default()),
     );
     for _ in 0..MAX_AUTHORIZATION_ATTEMPTS {
-        timed(client.authorize()).await.unwrap();
+        timed(authorize(&client)).await.unwrap();
     }
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::TooManyAttempts {
             limit: MAX_AUTHORIZATION_ATTEMPTS
         })
     );
     client.succeeded().await;
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
 }
 
 #[tokio::test]
@@ -668,13 +742,13 @@ async fn client_secret_basic_and_post() {
         ClientCredentials::confidential("id:1", "s&cret", TokenAuthMethod::ClientSecretBasic),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(basic.authorize()).await.unwrap();
+    timed(authorize(&basic)).await.unwrap();
     let post = code_client(
         &mock,
         ClientCredentials::confidential("id2", "sec2", TokenAuthMethod::ClientSecretPost),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(post.authorize()).await.unwrap();
+    timed(authorize(&post)).await.unwrap();
     let tokens: Vec<Seen> = mock
         .seen()
         .into_iter()
@@ -706,7 +780,7 @@ async fn client_credentials_grant() {
         store: Arc::new(MemoryTokenStore::default()),
     };
     let client = OAuthClient::new(fetcher(), &format!("{}/mcp", mock.base), config).unwrap();
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     let token = mock
         .seen()
         .into_iter()
@@ -716,7 +790,7 @@ async fn client_credentials_grant() {
     assert_eq!(token.form["scope"], "mcp:basic");
     assert_eq!(token.form["resource"], format!("{}/mcp", mock.base));
     assert!(!mock.paths().contains(&"GET /authorize".to_owned()));
-    assert_eq!(timed(client.probe()).await.unwrap(), None);
+    assert_eq!(timed(probe(&client)).await, None);
 }
 
 #[tokio::test]
@@ -727,7 +801,7 @@ async fn errors_never_show_secrets() {
         ClientCredentials::confidential("id", "CLIENT-SECRET", TokenAuthMethod::ClientSecretBasic),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     mock.inner.lock().unwrap().refresh.clear();
     mock.inner.lock().unwrap().access.clear();
     // The refresh is refused (invalid_grant): the client authorizes anew and succeeds.
@@ -768,7 +842,7 @@ async fn dynamic_registration_only_on_opt_in() {
     let mock = start(Knobs::default()).await;
     let none = identity_client(&mock, ClientIdentity::default());
     assert_eq!(
-        timed(none.authorize()).await,
+        timed(authorize(&none)).await,
         Err(AuthError::NoClientIdentity)
     );
     assert!(!mock.paths().contains(&"POST /register".to_owned()));
@@ -779,7 +853,7 @@ async fn dynamic_registration_only_on_opt_in() {
             ..ClientIdentity::default()
         },
     );
-    timed(opted.authorize()).await.unwrap();
+    timed(authorize(&opted)).await.unwrap();
     let seen = mock.seen();
     let authorize = seen.iter().find(|s| s.path == "/authorize").unwrap();
     assert_eq!(authorize.query["client_id"], "dyn-1");
@@ -805,7 +879,7 @@ async fn client_id_metadata_document_when_supported_else_registration() {
         ..Knobs::default()
     })
     .await;
-    timed(identity_client(&cimd, identity.clone()).authorize())
+    timed(authorize(&identity_client(&cimd, identity.clone())))
         .await
         .unwrap();
     let seen = cimd.seen();
@@ -819,7 +893,7 @@ async fn client_id_metadata_document_when_supported_else_registration() {
     );
     assert!(!cimd.paths().contains(&"POST /register".to_owned()));
     let plain = start(Knobs::default()).await;
-    timed(identity_client(&plain, identity).authorize())
+    timed(authorize(&identity_client(&plain, identity)))
         .await
         .unwrap();
     assert!(plain.paths().contains(&"POST /register".to_owned()));
@@ -839,7 +913,7 @@ async fn d45_resource_sent_as_published_and_checked() {
         ClientCredentials::public("c"),
         Arc::new(MemoryTokenStore::default()),
     );
-    timed(client.authorize()).await.unwrap();
+    timed(authorize(&client)).await.unwrap();
     let seen = root.seen();
     assert_eq!(
         seen.iter().find(|s| s.path == "/authorize").unwrap().query["resource"],
@@ -860,7 +934,7 @@ async fn d45_resource_sent_as_published_and_checked() {
         Arc::new(MemoryTokenStore::default()),
     );
     assert_eq!(
-        timed(client.authorize()).await,
+        timed(authorize(&client)).await,
         Err(AuthError::ResourceMismatch {
             expected: format!("{}/mcp", other.base),
             found: "http://127.0.0.1:1/mcp".into()
@@ -870,4 +944,161 @@ async fn d45_resource_sent_as_published_and_checked() {
         .paths()
         .iter()
         .any(|p| p.contains("oauth-authorization-server")));
+}
+
+fn header_named(client: &OAuthClient, name: &str) -> Option<String> {
+    let mut decorations = Decorations::default();
+    (client.decorator())("tools/call", &mut decorations).unwrap();
+    decorations
+        .headers()
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.to_str().unwrap().to_owned())
+}
+
+fn use_dpop_nonce(nonce: Option<&str>) -> ClientError {
+    ClientError::Transport(TransportError::Refused(Refusal::Http(
+        HttpError::Unauthorized {
+            status: 401,
+            www_authenticate: vec![r#"DPoP error="use_dpop_nonce""#.into()],
+            dropped: 0,
+            dpop_nonce: nonce.map(str::to_owned),
+        },
+    )))
+}
+
+/// RFC 9449 end to end against the mock: the token request carries a proof for the token
+/// endpoint, is sent once more with the authorization server's nonce after `use_dpop_nonce`,
+/// and yields a DPoP token; every MCP request then carries `Authorization: DPoP` and a fresh
+/// proof for the MCP URL with `ath`, which the mock checks (the probe goes through). The
+/// resource server's `use_dpop_nonce` is answered once per new nonce.
+#[tokio::test]
+async fn rfc9449_dpop_token_request_nonce_and_bound_requests() {
+    let mock = start(Knobs {
+        dpop: true,
+        ..Knobs::default()
+    })
+    .await;
+    let key = DpopKey::generate().unwrap();
+    let jkt = key.thumbprint().to_owned();
+    let store = Arc::new(MemoryTokenStore::default());
+    let client = code_client(&mock, ClientCredentials::public("c"), store.clone()).with_dpop(key);
+    timed(authorize(&client)).await.unwrap();
+    let b = &mock.base;
+    let tokens: Vec<Seen> = mock
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/token")
+        .collect();
+    assert_eq!(tokens.len(), 2, "sent again once, with the nonce");
+    let first = jwt_claims(tokens[0].dpop.as_deref().unwrap());
+    let second = jwt_claims(tokens[1].dpop.as_deref().unwrap());
+    assert_eq!(first["htm"], "POST");
+    assert_eq!(first["htu"], format!("{b}/token"));
+    assert!(first.get("nonce").is_none() && first.get("ath").is_none());
+    assert_eq!(second["nonce"], AS_NONCE);
+    assert_ne!(first["jti"], second["jti"]);
+    // The token is bound: DPoP scheme, a proof per request, never Bearer.
+    let access = header_named(&client, "authorization").unwrap();
+    assert!(access.starts_with("DPoP AT-"), "{access}");
+    let token = access.strip_prefix("DPoP ").unwrap();
+    let proof = jwt_claims(&header_named(&client, "dpop").unwrap());
+    assert_eq!(proof["htm"], "POST");
+    assert_eq!(proof["htu"], format!("{b}/mcp"));
+    assert_eq!(
+        proof["ath"],
+        URL_SAFE_NO_PAD.encode(Sha256::digest(token.as_bytes()))
+    );
+    let again = jwt_claims(&header_named(&client, "dpop").unwrap());
+    assert_ne!(proof["jti"], again["jti"], "a fresh proof per request");
+    assert_eq!(timed(probe(&client)).await, None);
+    let stored = store
+        .load(&TokenKey {
+            issuer: b.clone(),
+            resource: format!("{b}/mcp"),
+        })
+        .unwrap();
+    assert_eq!(stored.dpop_jkt.as_deref(), Some(jkt.as_str()));
+    // The resource server's nonce: kept and put in the next proofs; the same one again is a
+    // refusal, and no nonce at all is one too.
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(Some("rs-1")))).await,
+        Ok(true)
+    );
+    assert_eq!(
+        jwt_claims(&header_named(&client, "dpop").unwrap())["nonce"],
+        "rs-1"
+    );
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(Some("rs-1")))).await,
+        Err(AuthError::DpopNonceRefused)
+    );
+    client.succeeded().await;
+    assert_eq!(
+        timed(client.recover(&use_dpop_nonce(None))).await,
+        Err(AuthError::DpopNonceRefused)
+    );
+}
+
+/// DPoP is used only where both sides take it: without `with_dpop` the same server issues a
+/// bearer token (no proof is sent); with a key but a server that does not list `ES256`, no
+/// proof either. A stored token bound to another key is never sent: a new grant replaces it.
+#[tokio::test]
+async fn rfc9449_dpop_only_when_both_sides_take_it_and_only_with_its_key() {
+    let mock = start(Knobs {
+        dpop: true,
+        ..Knobs::default()
+    })
+    .await;
+    let plain = code_client(
+        &mock,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    );
+    timed(authorize(&plain)).await.unwrap();
+    assert!(header_of(&plain).unwrap().starts_with("Bearer "));
+    assert!(mock.seen().iter().all(|s| s.dpop.is_none()));
+
+    let no_dpop_server = start(Knobs::default()).await;
+    let keyed = code_client(
+        &no_dpop_server,
+        ClientCredentials::public("c"),
+        Arc::new(MemoryTokenStore::default()),
+    )
+    .with_dpop(DpopKey::generate().unwrap());
+    timed(authorize(&keyed)).await.unwrap();
+    assert!(header_of(&keyed).unwrap().starts_with("Bearer "));
+    assert_eq!(header_named(&keyed, "dpop"), None);
+    assert!(no_dpop_server.seen().iter().all(|s| s.dpop.is_none()));
+
+    // A token bound to a key of an earlier run.
+    let b = &mock.base;
+    let key = TokenKey {
+        issuer: b.clone(),
+        resource: format!("{b}/mcp"),
+    };
+    let store = Arc::new(MemoryTokenStore::default());
+    store.save(
+        &key,
+        Tokens {
+            access_token: Secret::new("OLD-BOUND"),
+            refresh_token: Some(Secret::new("OLD-REFRESH")),
+            expires_at: None,
+            scope: None,
+            dpop_jkt: Some("another-key-thumbprint".into()),
+        },
+    );
+    let fresh = code_client(&mock, ClientCredentials::public("c"), store.clone())
+        .with_dpop(DpopKey::generate().unwrap());
+    let before = mock.seen().len();
+    timed(authorize(&fresh)).await.unwrap();
+    let access = header_named(&fresh, "authorization").unwrap();
+    assert!(access.starts_with("DPoP AT-"), "{access}");
+    let later: Vec<Seen> = mock.seen().into_iter().skip(before).collect();
+    assert!(later.iter().any(|s| s.path == "/authorize"), "a new grant");
+    assert!(
+        later.iter().all(|s| !s.form.contains_key("refresh_token")),
+        "the bound refresh token is not used"
+    );
+    assert_ne!(store.load(&key).unwrap().access_token.expose(), "OLD-BOUND");
 }

@@ -632,6 +632,7 @@ fn http_with(status: &str, headers: &[String], content_type: &str, body: &[u8]) 
 async fn d5_401_and_403_refusals_carry_status_and_www_authenticate_at_the_bound() {
     const META: &str = r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp", scope="mcp:basic""#;
     const SCOPE: &str = r#"Bearer error="insufficient_scope", scope="mcp:write""#;
+    const NONCE: &str = r#"DPoP error="use_dpop_nonce""#;
     let at = MAX_WWW_AUTHENTICATE_BYTES;
     let (url, _) = raw_server(move |head, _| {
         let www = |v: &str| format!("WWW-Authenticate: {v}");
@@ -655,6 +656,19 @@ async fn d5_401_and_403_refusals_carry_status_and_www_authenticate_at_the_bound(
                 rpc_error,
             ),
             "none" => http("401 Unauthorized", "text/plain", b"no"),
+            // RFC 9449 §9: a resource server's nonce comes with its DPoP challenge.
+            "nonce" => http_with(
+                "401 Unauthorized",
+                &[www(NONCE), "DPoP-Nonce: rs-nonce-1".into()],
+                "text/plain",
+                b"",
+            ),
+            "bad-nonce" => http_with(
+                "401 Unauthorized",
+                &[www(NONCE), "DPoP-Nonce: has space".into()],
+                "text/plain",
+                b"",
+            ),
             "body" => http("403 Forbidden", "application/json", rpc_error),
             "at" => http_with(
                 "401 Unauthorized",
@@ -689,6 +703,7 @@ async fn d5_401_and_403_refusals_carry_status_and_www_authenticate_at_the_bound(
         status,
         www_authenticate: values,
         dropped,
+        dpop_nonce: None,
     };
     let err = transport.send(&named("two")).await.expect_err("401");
     assert_eq!(
@@ -698,6 +713,19 @@ async fn d5_401_and_403_refusals_carry_status_and_www_authenticate_at_the_bound(
     // A challenge outranks a JSON-RPC body: it is what the caller can act on.
     let err = transport.send(&named("scope")).await.expect_err("403");
     assert_eq!(refused(err), unauthorized(403, vec![SCOPE.into()], 0));
+    // The DPoP nonce is kept when it is 1*NQCHAR (MAX_DPOP_NONCE_BYTES), else left out.
+    let err = transport.send(&named("nonce")).await.expect_err("401");
+    assert_eq!(
+        refused(err),
+        HttpError::Unauthorized {
+            status: 401,
+            www_authenticate: vec![NONCE.into()],
+            dropped: 0,
+            dpop_nonce: Some("rs-nonce-1".into()),
+        }
+    );
+    let err = transport.send(&named("bad-nonce")).await.expect_err("401");
+    assert_eq!(refused(err), unauthorized(401, vec![NONCE.into()], 0));
     // No header: the status alone.
     let err = transport.send(&named("none")).await.expect_err("401");
     assert_eq!(refused(err), unauthorized(401, Vec::new(), 0));

@@ -471,6 +471,7 @@ async fn d47_errors_never_contain_authorization_or_cookie_values() {
                 status: 401,
                 www_authenticate: Vec::new(),
                 dropped: 0,
+                dpop_nonce: None,
             },
         ),
         ("found", HttpError::Redirect { status: 302 }),

@@ -1,6 +1,7 @@
 //! The layers call only downwards (`generated` ← `wire` ← `codec` ← `machine` ← `core` ←
-//! `server` / `client`), everything below the roles builds without tokio or hyper, and the two
-//! roles never import each other: the rules both need live below both (docs/rules.md).
+//! `server` / `client`), everything below the roles builds without tokio or hyper (except
+//! `net`, the outbound HTTP below both roles, which names no other layer), and the two roles
+//! never import each other: the rules both need live below both (docs/rules.md).
 //! A source scan, so a violation names the file and line.
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,20 @@ const RULES: &[(&str, &[&str])] = &[
             "redis",
             "tokio",
             "hyper",
+        ],
+    ),
+    // Outbound HTTP (the dial policy, TLS, the SSRF-safe fetcher) sits below both roles:
+    // the client's transport and both roles' OAuth fetchers use it, it names neither.
+    (
+        "src/net",
+        &[
+            "crate::codec",
+            "crate::machine",
+            "crate::core",
+            "crate::server",
+            "crate::client",
+            "crate::testing",
+            "crate::scale",
         ],
     ),
     (

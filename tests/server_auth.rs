@@ -21,11 +21,11 @@ use tower::{Layer as _, ServiceExt as _};
 use strict_mcp::core::{Clock, Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::auth::{
     AuthBody, AuthConfig, AuthLayer, AuthService, BearerToken, BoxFuture, ClientCredentials,
-    FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, IntrospectionConfigError,
-    IntrospectionVerifier, JwtVerifier, Principal, TokenTyp, TokenVerifier, VerifyError,
-    DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY, MAX_INTROSPECTION_CACHE_ENTRIES,
-    MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES, METADATA_CORS_ALLOW_HEADERS,
-    METADATA_CORS_MAX_AGE_SECS,
+    DialingFetcher, FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher,
+    IntrospectionConfigError, IntrospectionVerifier, JwtVerifier, Principal, TokenTyp,
+    TokenVerifier, VerifyError, DEFAULT_JWKS_REFETCH_INTERVAL, DEFAULT_LEEWAY,
+    MAX_INTROSPECTION_CACHE_ENTRIES, MAX_INTROSPECTION_CACHE_TTL, MAX_JWKS_BYTES, MAX_TOKEN_BYTES,
+    METADATA_CORS_ALLOW_HEADERS, METADATA_CORS_MAX_AGE_SECS,
 };
 use strict_mcp::server::http::{HttpBody, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
@@ -1270,6 +1270,83 @@ fn fetch_request(url: String, timeout: Duration) -> FetchRequest {
     }
 }
 
+/// The JWKS endpoint cases again through `DialingFetcher` (the SSRF-safe fetcher below both
+/// roles, its policy fixed from the configured key set URL): a key set is read and used, a
+/// slow endpoint times out within the request's time-out, a huge body (declared or chunked)
+/// is cut at the bound, and a redirect is refused without being followed.
+#[tokio::test]
+async fn d47_dialing_fetcher_key_set_slow_huge_and_redirecting() {
+    let k1 = new_key("k1");
+    let body = jwks(&[&k1]);
+    let (base, hits) = loopback(move || Response::new(Full::new(body.clone())), None).await;
+    let url = format!("{base}/jwks");
+    let verifier = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(&url, DialingFetcher::for_endpoint(&url).unwrap())
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    let principal = verify(&verifier, &mint(&k1, &claims("a", "")))
+        .await
+        .unwrap();
+    assert_eq!(principal.subject, "a");
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    let (slow, _) = loopback(
+        || Response::new(Full::default()),
+        Some(Duration::from_secs(15)),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let fetcher = DialingFetcher::for_endpoint(&format!("{slow}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(
+            format!("{slow}/jwks"),
+            Duration::from_millis(200),
+        ))
+        .await;
+    assert_eq!(result.err(), Some(FetchError::Timeout));
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    let huge = Bytes::from(vec![b' '; MAX_JWKS_BYTES + 1]);
+    let (big, _) = loopback(move || Response::new(Full::new(huge.clone())), None).await;
+    let fetcher = DialingFetcher::for_endpoint(&format!("{big}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(format!("{big}/jwks"), Duration::from_secs(5)))
+        .await;
+    assert_eq!(
+        result.err(),
+        Some(FetchError::BodyTooLarge {
+            limit: MAX_JWKS_BYTES
+        })
+    );
+
+    let (target, target_hits) = loopback(|| Response::new(Full::default()), None).await;
+    let location = format!("{target}/jwks");
+    let (moved, moved_hits) = loopback(
+        move || {
+            Response::builder()
+                .status(302)
+                .header("location", location.clone())
+                .body(Full::default())
+                .unwrap()
+        },
+        None,
+    )
+    .await;
+    let fetcher = DialingFetcher::for_endpoint(&format!("{moved}/jwks")).unwrap();
+    let result = fetcher
+        .fetch(fetch_request(
+            format!("{moved}/jwks"),
+            Duration::from_secs(5),
+        ))
+        .await;
+    assert_eq!(result.err(), Some(FetchError::Redirect(302)));
+    assert_eq!(moved_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(target_hits.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test]
 async fn d47_http_fetcher_reads_a_key_set_from_loopback() {
     let k1 = new_key("k1");
@@ -1621,6 +1698,47 @@ async fn rfc9068_typ_absent_is_taken_only_when_configured() {
     assert_eq!(
         verify(&verifier, &typed(&key, Some("JWT"))).await.err(),
         Some(VerifyError::NotAnAccessToken)
+    );
+}
+
+/// The plain-`JWT` opt-in, both ways: the default refuses `typ: JWT` (before any key is looked
+/// up), `TokenTyp::AtJwtOrPlainJwt` takes it, and the other checks still hold under it (a
+/// `JWT`-typed token for another audience is refused).
+#[tokio::test]
+async fn rfc9068_typ_plain_jwt_only_when_opted_in() {
+    let key = new_key("k1");
+    let default = jwt_verifier(StubFetcher::serving(jwks(&[&key])), TestClock::new());
+    assert_eq!(
+        verify(&default, &typed(&key, Some("JWT"))).await.err(),
+        Some(VerifyError::NotAnAccessToken)
+    );
+    let opted = JwtVerifier::builder(RESOURCE)
+        .issuer(ISSUER)
+        .algorithms([Algorithm::ES256])
+        .jwks(JWKS_URL, StubFetcher::serving(jwks(&[&key])))
+        .token_typ(TokenTyp::AtJwtOrPlainJwt)
+        .clock(TestClock::new())
+        .build()
+        .unwrap();
+    for typ in [Some("JWT"), Some("application/jwt"), Some("at+jwt"), None] {
+        assert!(verify(&opted, &typed(&key, typ)).await.is_ok(), "{typ:?}");
+    }
+    assert_eq!(
+        verify(&opted, &typed(&key, Some("id_token+jwt")))
+            .await
+            .err(),
+        Some(VerifyError::NotAnAccessToken)
+    );
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    let mut other = claims("alice", "");
+    other["aud"] = json!("https://other.example/mcp");
+    // Header::new types it `JWT`, the JOSE default.
+    assert_eq!(header.typ.as_deref(), Some("JWT"));
+    let other = jsonwebtoken::encode(&header, &other, &key.encoding).unwrap();
+    assert_eq!(
+        verify(&opted, &other).await.err(),
+        Some(VerifyError::WrongAudience)
     );
 }
 

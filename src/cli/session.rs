@@ -19,8 +19,8 @@ use crate::cli::output::{self, member, pretty, Records};
 use crate::cli::progress::ProgressView;
 use crate::cli::tap::{Record, Tap};
 use crate::client::auth::{
-    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackFetcher, LoopbackUserStep,
-    OAuthClient, OAuthConfig,
+    ClientCredentials, ClientIdentity, FileTokenStore, Grant, LoopbackUserStep, OAuthClient,
+    OAuthConfig,
 };
 use crate::client::digest::{digest_text, SnapshotKind};
 use crate::client::http::{Decorations, Decorator, HttpTransport};
@@ -134,7 +134,10 @@ fn oauth_client(global: &Global) -> Result<Option<Arc<OAuthClient>>, Failure> {
         },
         store: Arc::new(store),
     };
-    let oauth = OAuthClient::new(Arc::new(LoopbackFetcher::default()), url, config)
+    // The SSRF-safe fetcher (HTTPS included), its dial policy fixed from --url.
+    let fetcher = crate::client::auth::DialingFetcher::for_server(url)
+        .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
+    let oauth = OAuthClient::new(Arc::new(fetcher), url, config)
         .map_err(|e| Failure::usage(format!("--oauth: {e}")))?;
     Ok(Some(Arc::new(oauth)))
 }
@@ -339,14 +342,6 @@ pub async fn run(global: &Global, command: Command) -> Exit {
             return f.exit;
         }
     };
-    if let Some(oauth) = &opened.oauth {
-        // A stored token is used as it is; a refusal (401/403) is answered by refreshing or
-        // by a new authorization through the loopback redirect.
-        if let Err(e) = oauth.authorize().await {
-            eprintln!("error: authorization failed: {e}");
-            return Exit::Transport;
-        }
-    }
     let tap = Arc::clone(&opened.tap);
     let client_options = ClientOptions {
         default_deadline: Duration::from_secs(global.timeout),
@@ -355,7 +350,31 @@ pub async fn run(global: &Global, command: Command) -> Exit {
     let mut session: Option<Session> = None;
     let work = async {
         let transport: Arc<dyn Transport> = Arc::clone(&tap) as Arc<dyn Transport>;
-        let client = match Client::connect(transport, client_options).await {
+        // With --oauth, a refused discovery (the transport's 401/403 with its challenge) is
+        // answered by the stored token, a refresh or a new authorization through the loopback
+        // redirect, and discovery is sent again, within the OAuth client's attempt bound.
+        let mut connected = Client::connect(Arc::clone(&transport), client_options.clone()).await;
+        if let Some(oauth) = &opened.oauth {
+            while let Err(crate::client::ConnectError::Discover(inner)) = &connected {
+                match oauth.recover(inner).await {
+                    Ok(true) => {
+                        // The refused attempt is not part of the run's record.
+                        let _ = tap.drain();
+                        connected =
+                            Client::connect(Arc::clone(&transport), client_options.clone()).await;
+                    }
+                    Ok(false) => break,
+                    Err(e) => {
+                        eprintln!("error: authorization failed: {e}");
+                        return Exit::Transport;
+                    }
+                }
+            }
+            if connected.is_ok() {
+                oauth.succeeded().await;
+            }
+        }
+        let client = match connected {
             Ok(c) => c,
             Err(e) => {
                 let (records, _) = tap.drain();

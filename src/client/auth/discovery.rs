@@ -50,9 +50,9 @@ pub enum ChallengeError {
     Malformed,
 }
 
-/// Reads the `Bearer` challenge of a `WWW-Authenticate` value (RFC 9110 §11.6.1 grammar:
-/// `Bearer k=v, k="quoted \" v"`). Other schemes listed before it are skipped; parameters of
-/// a scheme after it end it.
+/// Reads the `Bearer` (or RFC 9449 `DPoP`) challenge of a `WWW-Authenticate` value (RFC 9110
+/// §11.6.1 grammar: `Bearer k=v, k="quoted \" v"`). Other schemes listed before it are
+/// skipped; parameters of a scheme after it end it.
 ///
 /// # Errors
 /// [`ChallengeError`] when the value is too long, has no Bearer challenge or is malformed.
@@ -120,7 +120,8 @@ pub fn parse_challenge(value: &str) -> Result<Challenge, ChallengeError> {
             if found {
                 break;
             }
-            in_bearer = token.eq_ignore_ascii_case("bearer");
+            // RFC 9449 §7.1: a DPoP challenge carries the same parameters.
+            in_bearer = token.eq_ignore_ascii_case("bearer") || token.eq_ignore_ascii_case("dpop");
             found = in_bearer;
             rest = after;
         }
@@ -265,9 +266,20 @@ pub struct AuthorizationServerMetadata {
     /// Client ID Metadata Documents are accepted as `client_id`.
     #[serde(default)]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// RFC 9449 §5.1: the DPoP proof algorithms the server accepts (DPoP is used only when
+    /// it lists [`super::DPOP_ALGORITHM`]).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
+    /// Whether DPoP proofs signed [`super::DPOP_ALGORITHM`] are advertised.
+    pub fn supports_dpop(&self) -> bool {
+        self.dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == super::DPOP_ALGORITHM))
+    }
+
     /// Whether PKCE `S256` is advertised.
     pub fn supports_s256(&self) -> bool {
         self.code_challenge_methods_supported
@@ -442,6 +454,13 @@ mod tests {
             Err(ChallengeError::Malformed)
         );
         assert_eq!(parse_challenge("Bearer"), Ok(Challenge::default()));
+        // RFC 9449 §7.1: a DPoP challenge is read the same way.
+        let c = parse_challenge(
+            r#"DPoP error="use_dpop_nonce", resource_metadata="http://127.0.0.1:1/m""#,
+        )
+        .unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://127.0.0.1:1/m"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! headless authorization step) goes through one [`Fetcher`], so a deployment chooses how to
 //! dial (TLS, proxies, resolvers) and a test sees every request.
 //!
-//! [`LoopbackFetcher`] is the bundled implementation: plain HTTP/1.1 to loopback addresses
+//! [`DialingFetcher`] is the one for deployments (the SSRF-safe dialer below both roles, with
+//! HTTPS); [`LoopbackFetcher`] is the minimal one for tests: plain HTTP/1.1 to loopback addresses
 //! only (`127.0.0.0/8`, `::1`, and `localhost`, which it maps to `127.0.0.1` itself without a
 //! resolver), bodies read under a cap, the whole exchange under a time-out, and redirects never
 //! followed (a `3xx` is returned as is, `Location` included, for the caller to judge).
@@ -172,6 +173,74 @@ impl LoopbackFetcher {
     /// A fetcher whose exchanges each take at most `timeout`.
     pub fn with_timeout(timeout: Duration) -> Self {
         LoopbackFetcher { timeout }
+    }
+}
+
+/// The fetcher for real deployments: every request through [`crate::net::fetch::SafeFetcher`]
+/// (the SSRF-safe dial policy fixed from the MCP server's URL, checked at every dial; HTTPS
+/// through rustls; bounded body and time; no redirects followed). A refused destination is
+/// [`FetchError::Refused`] and never dialled.
+#[derive(Debug, Clone)]
+pub struct DialingFetcher {
+    inner: crate::net::fetch::SafeFetcher,
+}
+
+impl DialingFetcher {
+    /// A fetcher for the OAuth side of the MCP server at `server_url`: loopback (or another
+    /// special address) is reachable only when that URL names it.
+    ///
+    /// # Errors
+    /// [`FetchError::BadUrl`] when `server_url` is not an absolute `http(s)` URL.
+    pub fn for_server(server_url: &str) -> Result<DialingFetcher, FetchError> {
+        let inner =
+            crate::net::fetch::SafeFetcher::for_base(server_url).map_err(|_| FetchError::BadUrl)?;
+        Ok(DialingFetcher { inner })
+    }
+
+    /// A fetcher over a configured [`crate::net::fetch::SafeFetcher`] (own resolver,
+    /// connector, roots or time-out).
+    pub fn with(inner: crate::net::fetch::SafeFetcher) -> DialingFetcher {
+        DialingFetcher { inner }
+    }
+}
+
+impl Fetcher for DialingFetcher {
+    fn fetch(&self, request: FetchRequest) -> BoxFuture<'_, Result<FetchResponse, FetchError>> {
+        use crate::net::fetch::SafeFetchError;
+        Box::pin(async move {
+            let method = match request.method {
+                FetchMethod::Get => hyper::Method::GET,
+                FetchMethod::Post => hyper::Method::POST,
+            };
+            let body = request.body.map(Bytes::from);
+            match self
+                .inner
+                .fetch(
+                    method,
+                    &request.url,
+                    &request.headers,
+                    body,
+                    request.max_body,
+                )
+                .await
+            {
+                Ok(response) => Ok(FetchResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: response.body.to_vec(),
+                }),
+                Err(SafeFetchError::BadUrl) => Err(FetchError::BadUrl),
+                Err(SafeFetchError::Dial(e @ crate::net::dial::DialError::Blocked { .. })) => {
+                    Err(FetchError::Refused(e.to_string()))
+                }
+                Err(SafeFetchError::Dial(e)) => Err(FetchError::Exchange(e.to_string())),
+                Err(SafeFetchError::Exchange(e)) => Err(FetchError::Exchange(e)),
+                Err(SafeFetchError::BodyTooLarge { limit }) => {
+                    Err(FetchError::BodyTooLarge { limit })
+                }
+                Err(SafeFetchError::Timeout { .. }) => Err(FetchError::Timeout),
+            }
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
 
 use super::discovery::{check_endpoint, AuthorizationServerMetadata};
+use super::dpop::{Dpop, NonceFrom};
 use super::fetch::{BoxFuture, FetchMethod, FetchRequest, Fetcher};
 use super::AuthError;
 
@@ -220,6 +221,9 @@ pub struct Tokens {
     pub expires_at: Option<Instant>,
     /// The granted scopes, if the server said.
     pub scope: Option<String>,
+    /// For a DPoP-bound token (`token_type: DPoP`, RFC 9449 §5): the thumbprint of the key it
+    /// is bound to. It is sent only with proofs of that key, and useless without it.
+    pub dpop_jkt: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -360,15 +364,103 @@ pub fn authorization_code(
     code.map(Secret::new).ok_or(AuthError::NoCode)
 }
 
-/// Sends one token request with the client's authentication and reads the answer.
+/// How many times a token request is sent again after the authorization server answered
+/// `use_dpop_nonce` with a new nonce (RFC 9449 §8): once, as the RFC has it; a server that
+/// refuses the nonce it just supplied is not asked a third time.
+pub const MAX_DPOP_NONCE_RETRIES: usize = 1;
+
+/// Sends one token request with the client's authentication and reads the answer; with `dpop`
+/// it carries a proof (and the server's latest nonce), is sent once more on `use_dpop_nonce`,
+/// and may come back DPoP-bound.
 async fn token_request(
     fetcher: &dyn Fetcher,
     metadata: &AuthorizationServerMetadata,
     client: &ClientCredentials,
     params: &[(&str, &str)],
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, AuthError> {
     let endpoint = metadata.token_endpoint.as_str();
     check_endpoint(endpoint)?;
+    let mut retries = 0;
+    let response = loop {
+        let mut request = token_fetch(metadata, client, params)?;
+        if let Some(dpop) = dpop {
+            let proof = dpop.proof(NonceFrom::AuthorizationServer, "POST", endpoint, None)?;
+            request.headers.push(("dpop".into(), proof));
+        }
+        let response = fetcher
+            .fetch(request)
+            .await
+            .map_err(|source| AuthError::Fetch {
+                url: endpoint.to_owned(),
+                source,
+            })?;
+        let Some(dpop) = dpop else {
+            break response;
+        };
+        // RFC 9449 §8.2: any answer may carry the nonce for the next proofs (one that is not
+        // a valid nonce is ignored, unless it is the one asked for).
+        let fresh = match response.header("dpop-nonce") {
+            Some(nonce) => dpop.set_nonce(NonceFrom::AuthorizationServer, nonce),
+            None => Ok(false),
+        };
+        let asks_nonce = response.status == 400
+            && serde_json::from_slice::<TokenErrorResponse>(&response.body)
+                .is_ok_and(|e| e.error == "use_dpop_nonce");
+        if !asks_nonce {
+            break response;
+        }
+        if !fresh? || retries == MAX_DPOP_NONCE_RETRIES {
+            return Err(AuthError::DpopNonceRefused);
+        }
+        retries += 1;
+    };
+    match response.status {
+        200 => {
+            let answer: TokenResponse = serde_json::from_slice(&response.body)
+                .map_err(|_| AuthError::InvalidTokenResponse)?;
+            let dpop_jkt = if answer.token_type.eq_ignore_ascii_case("bearer") {
+                None
+            } else if answer.token_type.eq_ignore_ascii_case("dpop") {
+                // Only a proof's sender can be handed a DPoP token.
+                let dpop = dpop.ok_or(AuthError::InvalidTokenResponse)?;
+                Some(dpop.key().thumbprint().to_owned())
+            } else {
+                return Err(AuthError::InvalidTokenResponse);
+            };
+            if answer.access_token.is_empty() {
+                return Err(AuthError::InvalidTokenResponse);
+            }
+            Ok(Tokens {
+                access_token: Secret::new(answer.access_token),
+                refresh_token: answer.refresh_token.map(Secret::new),
+                expires_at: answer
+                    .expires_in
+                    .map(|s| Instant::now() + Duration::from_secs(s.min(u64::from(u32::MAX)))),
+                scope: answer.scope,
+                dpop_jkt,
+            })
+        }
+        400 | 401 => {
+            let error = serde_json::from_slice::<TokenErrorResponse>(&response.body)
+                .map(|e| error_code(&e.error))
+                .unwrap_or_else(|_| "invalid_request".to_owned());
+            Err(AuthError::TokenEndpoint { error })
+        }
+        status => Err(AuthError::Status {
+            url: endpoint.to_owned(),
+            status,
+        }),
+    }
+}
+
+/// The token request itself, with the client's authentication (a fresh assertion each time).
+fn token_fetch(
+    metadata: &AuthorizationServerMetadata,
+    client: &ClientCredentials,
+    params: &[(&str, &str)],
+) -> Result<FetchRequest, AuthError> {
+    let endpoint = metadata.token_endpoint.as_str();
     let mut body = form_urlencoded::Serializer::new(String::new());
     for (name, value) in params {
         body.append_pair(name, value);
@@ -403,43 +495,10 @@ async fn token_request(
     if let Some(basic) = basic {
         request.headers.push(("authorization".into(), basic));
     }
-    let response = fetcher
-        .fetch(request)
-        .await
-        .map_err(|source| AuthError::Fetch {
-            url: endpoint.to_owned(),
-            source,
-        })?;
-    match response.status {
-        200 => {
-            let answer: TokenResponse = serde_json::from_slice(&response.body)
-                .map_err(|_| AuthError::InvalidTokenResponse)?;
-            if !answer.token_type.eq_ignore_ascii_case("bearer") || answer.access_token.is_empty() {
-                return Err(AuthError::InvalidTokenResponse);
-            }
-            Ok(Tokens {
-                access_token: Secret::new(answer.access_token),
-                refresh_token: answer.refresh_token.map(Secret::new),
-                expires_at: answer
-                    .expires_in
-                    .map(|s| Instant::now() + Duration::from_secs(s.min(u64::from(u32::MAX)))),
-                scope: answer.scope,
-            })
-        }
-        400 | 401 => {
-            let error = serde_json::from_slice::<TokenErrorResponse>(&response.body)
-                .map(|e| error_code(&e.error))
-                .unwrap_or_else(|_| "invalid_request".to_owned());
-            Err(AuthError::TokenEndpoint { error })
-        }
-        status => Err(AuthError::Status {
-            url: endpoint.to_owned(),
-            status,
-        }),
-    }
+    Ok(request)
 }
 
-/// Redeems an authorization code (with the verifier and `resource`).
+/// Redeems an authorization code (with the verifier and `resource`; with `dpop`, a proof).
 ///
 /// # Errors
 /// As the token endpoint fails: [`AuthError::TokenEndpoint`], [`AuthError::Status`],
@@ -451,6 +510,7 @@ pub async fn exchange_code(
     request: &AuthorizationRequest,
     code: &Secret,
     resource: &str,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, AuthError> {
     token_request(
         fetcher,
@@ -463,6 +523,7 @@ pub async fn exchange_code(
             ("code_verifier", request.pkce.verifier().expose()),
             ("resource", resource),
         ],
+        dpop,
     )
     .await
 }
@@ -478,6 +539,7 @@ pub async fn refresh(
     client: &ClientCredentials,
     refresh_token: &Secret,
     resource: &str,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, AuthError> {
     let mut tokens = token_request(
         fetcher,
@@ -488,6 +550,7 @@ pub async fn refresh(
             ("refresh_token", refresh_token.expose()),
             ("resource", resource),
         ],
+        dpop,
     )
     .await?;
     if tokens.refresh_token.is_none() {
@@ -506,12 +569,13 @@ pub async fn client_credentials(
     client: &ClientCredentials,
     resource: &str,
     scope: Option<&str>,
+    dpop: Option<&Dpop>,
 ) -> Result<Tokens, AuthError> {
     let mut params = vec![("grant_type", "client_credentials"), ("resource", resource)];
     if let Some(scope) = scope {
         params.push(("scope", scope));
     }
-    token_request(fetcher, metadata, client, &params).await
+    token_request(fetcher, metadata, client, &params, dpop).await
 }
 
 /// Largest registration endpoint answer read.
@@ -898,6 +962,7 @@ mod tests {
             refresh_token: Some(Secret::new("RT-SECRET")),
             expires_at: None,
             scope: Some("a".into()),
+            dpop_jkt: None,
         };
         let client =
             ClientCredentials::confidential("id", "CS-SECRET", TokenAuthMethod::ClientSecretBasic);

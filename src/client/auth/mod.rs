@@ -8,6 +8,7 @@
 //!   `iss` checks, refresh with rotation, client credentials; `resource` on every request.
 //! - [`provider`]: [`OAuthClient`] ties them to a [`TokenStore`] and the HTTP transport's
 //!   request decorator, with refresh, step-up and a bounded number of attempts.
+//! - [`dpop`]: RFC 9449 proofs and nonces, opt-in with [`OAuthClient::with_dpop`].
 //! - [`loopback`]: [`LoopbackUserStep`], the redirect listener for CLIs and desktop apps.
 //! - [`store`]: [`FileTokenStore`], tokens kept between runs in a `0600` file (Unix).
 //!
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod discovery;
+pub mod dpop;
 pub mod fetch;
 pub mod flow;
 pub mod loopback;
@@ -29,24 +31,28 @@ pub use discovery::{
     AuthorizationServerMetadata, Challenge, ChallengeError, Discovered, ProtectedResourceMetadata,
     MAX_CHALLENGE_BYTES, MAX_METADATA_BYTES,
 };
+pub use dpop::{
+    Dpop, DpopKey, NonceFrom, DPOP_ALGORITHM, DPOP_JTI_BYTES, DPOP_PROOF_TYP,
+    MAX_KEY_GENERATION_TRIES,
+};
 pub use fetch::{
-    BoxFuture, FetchError, FetchMethod, FetchRequest, FetchResponse, Fetcher, LoopbackFetcher,
-    DEFAULT_FETCH_TIMEOUT,
+    BoxFuture, DialingFetcher, FetchError, FetchMethod, FetchRequest, FetchResponse, Fetcher,
+    LoopbackFetcher, DEFAULT_FETCH_TIMEOUT,
 };
 pub use flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
     register, AuthorizationRequest, ClientCredentials, HeadlessUserStep, Pkce, RegistrationRequest,
     Secret, TokenAuthMethod, Tokens, UserStep, CLIENT_ASSERTION_LIFETIME, MAX_AUTHORIZE_PAGE_BYTES,
-    MAX_ERROR_CODE_CHARS, MAX_REGISTRATION_RESPONSE_BYTES, MAX_TOKEN_RESPONSE_BYTES,
-    PKCE_VERIFIER_BYTES, STATE_BYTES,
+    MAX_DPOP_NONCE_RETRIES, MAX_ERROR_CODE_CHARS, MAX_REGISTRATION_RESPONSE_BYTES,
+    MAX_TOKEN_RESPONSE_BYTES, PKCE_VERIFIER_BYTES, STATE_BYTES,
 };
 pub use loopback::{
     LoopbackUserStep, CALLBACK_PATH, CALLBACK_READ_TIMEOUT, DEFAULT_CALLBACK_WAIT,
     MAX_CALLBACK_CONNECTIONS, MAX_CALLBACK_REQUEST_BYTES, MAX_CALLBACK_WAIT,
 };
 pub use provider::{
-    ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig, TokenKey, TokenStore,
-    MAX_AUTHORIZATION_ATTEMPTS, MAX_PROBE_BYTES,
+    http_refusal, refusal, ClientIdentity, Grant, MemoryTokenStore, OAuthClient, OAuthConfig,
+    TokenKey, TokenStore, MAX_AUTHORIZATION_ATTEMPTS,
 };
 #[cfg(unix)]
 pub use store::{FileTokenStore, TokenFileError, MAX_TOKEN_FILE_BYTES};
@@ -182,6 +188,12 @@ pub enum AuthError {
         /// The system's error kind.
         kind: std::io::ErrorKind,
     },
+    /// A server's DPoP nonce is not `1*NQCHAR` within the bound (RFC 9449 §8.1).
+    #[error("the server's DPoP nonce is not a valid nonce")]
+    InvalidDpopNonce,
+    /// The server asked again for the DPoP nonce the proof already carried.
+    #[error("the server refused the DPoP nonce it supplied")]
+    DpopNonceRefused,
     /// No callback with the right `state` arrived in time.
     #[error("no authorization callback arrived within {waited_ms} ms")]
     CallbackTimeout {

@@ -1,12 +1,12 @@
 //! [`OAuthClient`]: discovery, the grant, the token store and the HTTP transport's request
 //! decorator tied together for one MCP server.
 //!
-//! The transport reports a refused request as `HttpError::Status { status: 401 | 403 }`
-//! without its `WWW-Authenticate` header, so the client reads the challenge itself:
-//! [`OAuthClient::probe`] repeats a minimal `server/discover` POST through the fetcher with the
-//! current token and returns the status and challenge of a 401/403. [`OAuthClient::handle`]
-//! then refreshes, authorizes, or steps up (at most [`MAX_AUTHORIZATION_ATTEMPTS`] times until
-//! [`OAuthClient::succeeded`]), and the decorator sends the new token from the next request on.
+//! The HTTP transport reports a refused request as [`HttpError::Unauthorized`] with its status
+//! (401 or 403) and its `WWW-Authenticate` values; [`refusal`] reads the challenge from them
+//! and [`OAuthClient::recover`] (or [`OAuthClient::handle`] with the pair) refreshes,
+//! authorizes, or steps up (at most [`MAX_AUTHORIZATION_ATTEMPTS`] times until
+//! [`OAuthClient::succeeded`]). The decorator sends the new token from the next request on:
+//! the caller repeats the refused request, nothing is sent twice behind its back.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,25 +14,22 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use super::discovery::{canonical_resource, discover, parse_challenge, Challenge, Discovered};
-use super::fetch::{FetchRequest, Fetcher};
+use super::dpop::{Dpop, DpopKey, NonceFrom};
+use super::fetch::Fetcher;
 use super::flow::{
     authorization_code, authorization_request, client_credentials, exchange_code, refresh,
     register, ClientCredentials, RegistrationRequest, Secret, TokenAuthMethod, Tokens, UserStep,
 };
 use super::AuthError;
-use crate::client::http::{Decorations, Decorator};
+use crate::client::error::ClientError;
+use crate::client::http::HttpError;
+use crate::client::http::{Decorations, Decorator, DecoratorError};
+use crate::client::transport::{Refusal, TransportError};
 
 /// How many times [`OAuthClient::handle`] runs a grant before a request succeeds: a server
 /// that keeps refusing fresh tokens (or keeps asking for more scopes) must not loop the user
 /// through the authorization server forever.
 pub const MAX_AUTHORIZATION_ATTEMPTS: u32 = 3;
-
-/// Largest body read from the MCP server by [`OAuthClient::probe`]: only status and header
-/// matter.
-pub const MAX_PROBE_BYTES: usize = 16 * 1024;
-
-/// The revision the probe names in its headers.
-const PROBE_PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Tokens are stored per authorization server and resource: a token is only ever sent to the
 /// resource it was issued for.
@@ -180,8 +177,25 @@ pub struct OAuthClient {
     server_url: String,
     resource: String,
     config: OAuthConfig,
-    current: Arc<RwLock<Option<Secret>>>,
+    current: Arc<RwLock<Option<Current>>>,
     state: tokio::sync::Mutex<State>,
+    dpop: Option<Arc<Dpop>>,
+}
+
+/// The token the decorator sends, and whether it is DPoP-bound.
+#[derive(Clone, PartialEq, Eq)]
+struct Current {
+    token: Secret,
+    dpop: bool,
+}
+
+impl Current {
+    fn of(tokens: &Tokens) -> Current {
+        Current {
+            token: tokens.access_token.clone(),
+            dpop: tokens.dpop_jkt.is_some(),
+        }
+    }
 }
 
 impl fmt::Debug for OAuthClient {
@@ -191,6 +205,34 @@ impl fmt::Debug for OAuthClient {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// The transport's authorization refusal inside a client error, if that is what it is.
+pub fn http_refusal(error: &ClientError) -> Option<&HttpError> {
+    match error {
+        ClientError::Transport(TransportError::Refused(Refusal::Http(
+            e @ HttpError::Unauthorized { .. },
+        ))) => Some(e),
+        _ => None,
+    }
+}
+
+/// The status and challenge of an [`HttpError::Unauthorized`]: the first `WWW-Authenticate`
+/// value that parses as a `Bearer` (or `DPoP`) challenge, `None` in the pair when none does
+/// (discovery then uses the well-known locations). `None` for any other error.
+pub fn refusal(error: &HttpError) -> Option<(u16, Option<Challenge>)> {
+    let HttpError::Unauthorized {
+        status,
+        www_authenticate,
+        ..
+    } = error
+    else {
+        return None;
+    };
+    let challenge = www_authenticate
+        .iter()
+        .find_map(|value| parse_challenge(value).ok());
+    Some((*status, challenge))
 }
 
 fn scopes(value: &str) -> impl Iterator<Item = &str> {
@@ -214,7 +256,20 @@ impl OAuthClient {
             config,
             current: Arc::new(RwLock::new(None)),
             state: tokio::sync::Mutex::new(State::default()),
+            dpop: None,
         })
+    }
+
+    /// Uses DPoP (RFC 9449) with `key` wherever the authorization server lists
+    /// [`super::DPOP_ALGORITHM`] in `dpop_signing_alg_values_supported`: token requests carry
+    /// a proof, a `DPoP` token is sent as `Authorization: DPoP` with a fresh proof (`ath`
+    /// included) on every request, and both servers' `use_dpop_nonce` are answered. A stored
+    /// token bound to another key is never sent. Off unless called, since a key that lives
+    /// only in this process makes a persisted bound token useless after it.
+    #[must_use]
+    pub fn with_dpop(mut self, key: DpopKey) -> OAuthClient {
+        self.dpop = Some(Arc::new(Dpop::new(key)));
+        self
     }
 
     /// The canonical URI sent as `resource`.
@@ -223,16 +278,35 @@ impl OAuthClient {
     }
 
     /// The request decorator for `HttpTransport`: `Authorization: Bearer <token>` on every
-    /// request once a token is held, nothing before.
+    /// request once a token is held, nothing before; for a DPoP-bound token
+    /// `Authorization: DPoP <token>` and a fresh `DPoP` proof for this server's URL instead.
     pub fn decorator(&self) -> Decorator {
         let current = Arc::clone(&self.current);
+        let dpop = self.dpop.clone();
+        let url = self.server_url.clone();
         Arc::new(move |_method: &str, decorations: &mut Decorations| {
-            let token = current
+            let held = current
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
-            if let Some(token) = token {
-                decorations.insert("authorization", &format!("Bearer {}", token.expose()))?;
+            let Some(held) = held else {
+                return Ok(());
+            };
+            match (&dpop, held.dpop) {
+                (Some(dpop), true) => {
+                    let proof = dpop
+                        .proof(NonceFrom::ResourceServer, "POST", &url, Some(&held.token))
+                        .map_err(|e| DecoratorError::Failed(e.to_string()))?;
+                    decorations
+                        .insert("authorization", &format!("DPoP {}", held.token.expose()))?;
+                    decorations.insert("dpop", &proof)?;
+                }
+                // A bound token without its key is never sent (it is never made current).
+                (None, true) => {}
+                (_, false) => {
+                    decorations
+                        .insert("authorization", &format!("Bearer {}", held.token.expose()))?;
+                }
             }
             Ok(())
         })
@@ -242,99 +316,68 @@ impl OAuthClient {
         self.current
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_ref()
+            .map(|c| c.token.clone())
     }
 
-    fn set_current(&self, token: Option<Secret>) {
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = token;
+    fn set_current(&self, tokens: &Tokens) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Current::of(tokens));
     }
 
-    /// Sends a minimal `server/discover` POST with the current token and returns the status
-    /// and challenge when the server refuses it (401 or 403), `None` when it does not. A
-    /// challenge that does not parse is `None` in the pair (discovery then uses the
-    /// well-known locations).
+    /// Whether `tokens` can be sent by this client: a bound token only with its own key.
+    fn usable(&self, tokens: &Tokens) -> bool {
+        match (&tokens.dpop_jkt, &self.dpop) {
+            (None, _) => true,
+            (Some(jkt), Some(dpop)) => dpop.key().thumbprint() == jkt,
+            (Some(_), None) => false,
+        }
+    }
+
+    /// The MCP server's URL this client authorizes for.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
+    }
+
+    /// Reacts to a failed request: when the transport reported an authorization refusal
+    /// ([`HttpError::Unauthorized`], with its status and challenges as they came), it is
+    /// handled as [`OAuthClient::handle`] does and `Ok(true)` says to send the request again;
+    /// any other failure is `Ok(false)` (nothing to do here). No request is repeated by this
+    /// client itself: the transport's report is all it reads.
     ///
     /// # Errors
-    /// [`AuthError::Fetch`] when the server cannot be reached.
-    pub async fn probe(&self) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
-        self.probe_request("server/discover", None, serde_json::json!({}))
-            .await
+    /// As [`OAuthClient::handle`].
+    pub async fn recover(&self, error: &ClientError) -> Result<bool, AuthError> {
+        let Some(http) = http_refusal(error) else {
+            return Ok(false);
+        };
+        let Some((status, challenge)) = refusal(http) else {
+            return Ok(false);
+        };
+        if let (Some(dpop), HttpError::Unauthorized { dpop_nonce, .. }) = (&self.dpop, http) {
+            if challenge.as_ref().and_then(|c| c.error.as_deref()) == Some("use_dpop_nonce") {
+                return self.resource_nonce(dpop, dpop_nonce.as_deref()).await;
+            }
+        }
+        self.handle(status, challenge.as_ref()).await?;
+        Ok(true)
     }
 
-    /// As [`OAuthClient::probe`], repeating a specific request (`method`, the `Mcp-Name`
-    /// target and `params`), for a server that refuses only some operations (a 403
-    /// `insufficient_scope` on one tool).
-    ///
-    /// # Errors
-    /// [`AuthError::Fetch`] when the server cannot be reached.
-    pub async fn probe_request(
-        &self,
-        method: &str,
-        name: Option<&str>,
-        params: serde_json::Value,
-    ) -> Result<Option<(u16, Option<Challenge>)>, AuthError> {
-        let mut params = params;
-        if let Some(object) = params.as_object_mut() {
-            object.insert(
-                "_meta".into(),
-                serde_json::json!({"io.modelcontextprotocol/protocolVersion": PROBE_PROTOCOL_VERSION}),
-            );
+    /// RFC 9449 §9: the MCP server wants its nonce in the proof. Kept, and the request may be
+    /// sent again once per new nonce (a repeated nonce is a refusal), within the same attempt
+    /// budget as the grants.
+    async fn resource_nonce(&self, dpop: &Dpop, nonce: Option<&str>) -> Result<bool, AuthError> {
+        let mut state = self.state.lock().await;
+        if state.attempts >= MAX_AUTHORIZATION_ATTEMPTS {
+            return Err(AuthError::TooManyAttempts {
+                limit: MAX_AUTHORIZATION_ATTEMPTS,
+            });
         }
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": method,
-            "params": params,
-        });
-        let mut request = FetchRequest::get(&self.server_url, MAX_PROBE_BYTES);
-        request.method = super::fetch::FetchMethod::Post;
-        request.body = Some(body.to_string().into_bytes());
-        request.headers = vec![
-            ("content-type".into(), "application/json".into()),
-            (
-                "accept".into(),
-                "application/json, text/event-stream".into(),
-            ),
-            (
-                "mcp-protocol-version".into(),
-                PROBE_PROTOCOL_VERSION.to_owned(),
-            ),
-            ("mcp-method".into(), method.to_owned()),
-        ];
-        if let Some(name) = name {
-            request.headers.push(("mcp-name".into(), name.to_owned()));
-        }
-        if let Some(token) = self.current_token() {
-            request
-                .headers
-                .push(("authorization".into(), format!("Bearer {}", token.expose())));
-        }
-        let response = self
-            .fetcher
-            .fetch(request)
-            .await
-            .map_err(|source| AuthError::Fetch {
-                url: self.server_url.clone(),
-                source,
-            })?;
-        if response.status != 401 && response.status != 403 {
-            return Ok(None);
-        }
-        let challenge = response
-            .header("www-authenticate")
-            .and_then(|value| parse_challenge(value).ok());
-        Ok(Some((response.status, challenge)))
-    }
-
-    /// Probes and, when refused, handles the refusal: the way to get a token before the first
-    /// request, or after the transport reported 401/403.
-    ///
-    /// # Errors
-    /// As [`OAuthClient::probe`] and [`OAuthClient::handle`].
-    pub async fn authorize(&self) -> Result<(), AuthError> {
-        match self.probe().await? {
-            Some((status, challenge)) => self.handle(status, challenge.as_ref()).await,
-            None => Ok(()),
+        state.attempts += 1;
+        let nonce = nonce.ok_or(AuthError::DpopNonceRefused)?;
+        if dpop.set_nonce(NonceFrom::ResourceServer, nonce)? {
+            Ok(true)
+        } else {
+            Err(AuthError::DpopNonceRefused)
         }
     }
 
@@ -419,11 +462,18 @@ impl OAuthClient {
             issuer: metadata.issuer.clone(),
             resource: found.resource.clone(),
         };
+        // DPoP where this authorization server takes our proofs.
+        let dpop = self.dpop.as_deref().filter(|_| metadata.supports_dpop());
         if !step_up {
-            if let Some(stored) = self.config.store.load(&key) {
+            let stored = self.config.store.load(&key);
+            if stored.as_ref().is_some_and(|t| !self.usable(t)) {
+                // Bound to a key this client does not hold (say, of an earlier run): its
+                // refresh token is bound too, so only a new grant helps.
+                self.config.store.remove(&key);
+            } else if let Some(stored) = stored {
                 let unexpired = stored.expires_at.is_none_or(|at| at > Instant::now());
                 if seen.as_ref() != Some(&stored.access_token) && unexpired {
-                    self.set_current(Some(stored.access_token));
+                    self.set_current(&stored);
                     return Ok(());
                 }
                 if let Some(refresh_token) = &stored.refresh_token {
@@ -433,11 +483,12 @@ impl OAuthClient {
                         &client,
                         refresh_token,
                         &found.resource,
+                        dpop,
                     )
                     .await
                     {
                         Ok(tokens) => {
-                            self.set_current(Some(tokens.access_token.clone()));
+                            self.set_current(&tokens);
                             self.config.store.save(&key, tokens);
                             return Ok(());
                         }
@@ -483,6 +534,7 @@ impl OAuthClient {
                     &client,
                     &found.resource,
                     scope.as_deref(),
+                    dpop,
                 )
                 .await?
             }
@@ -506,6 +558,7 @@ impl OAuthClient {
                     &request,
                     &code,
                     &found.resource,
+                    dpop,
                 )
                 .await?
             }
@@ -514,7 +567,7 @@ impl OAuthClient {
             Some(granted) => scopes(granted).map(str::to_owned).collect(),
             None => unique,
         };
-        self.set_current(Some(tokens.access_token.clone()));
+        self.set_current(&tokens);
         self.config.store.save(&key, tokens);
         Ok(())
     }

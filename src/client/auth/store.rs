@@ -4,7 +4,8 @@
 //!   Every write goes to a new temporary file (`0600`, created exclusively) in the same
 //!   directory, is flushed to disk and renamed over the old one, so a reader (or a crash)
 //!   never sees a half-written file and the mode is never wider, not even for a moment.
-//! - An existing file is refused when its group or others have any permission bit
+//! - An existing file is refused when it is not owned by the user running the process
+//!   ([`TokenFileError::Owner`]), when its group or others have any permission bit
 //!   ([`TokenFileError::Permissions`]: someone widened it, or it was never ours), when it is
 //!   a symbolic link or not a regular file, when it is larger than [`MAX_TOKEN_FILE_BYTES`],
 //!   or when it is not the store's JSON document. The store never repairs or overwrites such a
@@ -57,6 +58,17 @@ pub enum TokenFileError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The file belongs to another user than the one running this process: its tokens are
+    /// not this user's, and whoever owns it can change them at will.
+    #[error("{path} is owned by uid {owner}, not by this user (uid {user})")]
+    Owner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner's uid.
+        owner: u32,
+        /// This process's real uid.
+        user: u32,
+    },
     /// The path is a symbolic link or not a regular file.
     #[error("{path} is not a regular file")]
     NotAFile {
@@ -97,6 +109,9 @@ struct Entry {
     expires_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scope: Option<String>,
+    /// The DPoP key thumbprint a bound token needs (public, not a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_jkt: Option<String>,
 }
 
 type Entries = BTreeMap<(String, String), Tokens>;
@@ -142,7 +157,7 @@ impl FileTokenStore {
             Ok(meta) if !meta.file_type().is_file() => {
                 return Err(TokenFileError::NotAFile { path })
             }
-            Ok(_) => read(&path)?,
+            Ok(_) => read(&path, rustix::process::getuid().as_raw())?,
         };
         Ok(FileTokenStore {
             path,
@@ -202,14 +217,22 @@ impl TokenStore for FileTokenStore {
     }
 }
 
-/// Reads and checks an existing store file.
-fn read(path: &Path) -> Result<Entries, TokenFileError> {
+/// Reads and checks an existing store file, which `user` (a uid) must own.
+fn read(path: &Path, user: u32) -> Result<Entries, TokenFileError> {
     let file = fs::File::open(path).map_err(io_error(path))?;
     // Judged on the opened file itself, so a swap after the first look changes nothing.
     let meta = file.metadata().map_err(io_error(path))?;
     if !meta.is_file() {
         return Err(TokenFileError::NotAFile {
             path: path.to_owned(),
+        });
+    }
+    let owner = std::os::unix::fs::MetadataExt::uid(&meta);
+    if owner != user {
+        return Err(TokenFileError::Owner {
+            path: path.to_owned(),
+            owner,
+            user,
         });
     }
     let mode = meta.permissions().mode() & 0o777;
@@ -242,6 +265,7 @@ fn read(path: &Path) -> Result<Entries, TokenFileError> {
             refresh_token: entry.refresh_token.map(Secret::new),
             expires_at: entry.expires_at.map(instant_from_unix),
             scope: entry.scope,
+            dpop_jkt: entry.dpop_jkt,
         };
         if entries
             .insert((entry.issuer, entry.resource), tokens)
@@ -268,6 +292,7 @@ fn write(path: &Path, entries: &Entries) -> Result<(), TokenFileError> {
                 refresh_token: t.refresh_token.as_ref().map(|s| s.expose().to_owned()),
                 expires_at: t.expires_at.map(unix_from_instant),
                 scope: t.scope.clone(),
+                dpop_jkt: t.dpop_jkt.clone(),
             })
             .collect(),
     };
@@ -356,5 +381,53 @@ fn instant_from_unix(secs: u64) -> Instant {
         Ok(ahead) => now.checked_add(ahead).unwrap_or(now),
         // Already past: as far back as the monotonic clock allows, which reads as expired.
         Err(behind) => now.checked_sub(behind.duration()).unwrap_or(now),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store file in a fresh owner-only directory below the system's temporary directory.
+    fn store_file(name: &str) -> PathBuf {
+        let mut random = [0u8; 8];
+        getrandom::getrandom(&mut random).unwrap();
+        let dir = std::env::temp_dir().join(format!(
+            "strict-mcp-store-{name}-{}",
+            u64::from_le_bytes(random)
+        ));
+        fs::DirBuilder::new().mode(0o700).create(&dir).unwrap();
+        let path = dir.join("tokens.json");
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .unwrap()
+            .write_all(br#"{"version":1,"tokens":[]}"#)
+            .unwrap();
+        path
+    }
+
+    /// The token file must belong to the user running the process: the owner is judged on the
+    /// opened file, for the process's real uid, and another uid is a typed refusal that names
+    /// both (no token read).
+    #[test]
+    fn a_token_file_owned_by_another_user_is_refused() {
+        let path = store_file("owner");
+        let me = rustix::process::getuid().as_raw();
+        assert_eq!(read(&path, me).unwrap().len(), 0);
+        let other = me.wrapping_add(1);
+        assert_eq!(
+            read(&path, other).unwrap_err(),
+            TokenFileError::Owner {
+                path: path.clone(),
+                owner: me,
+                user: other,
+            }
+        );
+        // Through the public constructor the file is ours, so it opens.
+        assert!(FileTokenStore::open(&path).is_ok());
+        fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }

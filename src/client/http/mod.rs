@@ -24,13 +24,17 @@
 //!   `tools/list` results it carries, since the core hands the transport messages only.
 #![forbid(unsafe_code)]
 
-pub use crate::client::http_error::{HttpError, MAX_WWW_AUTHENTICATE_BYTES};
+pub use crate::client::http_error::{
+    valid_dpop_nonce, HttpError, MAX_DPOP_NONCE_BYTES, MAX_WWW_AUTHENTICATE_BYTES,
+};
 
 mod decorate;
-pub mod dial;
+/// The SSRF-safe dial policy, which lives below both roles in [`crate::net::dial`].
+pub use crate::net::dial;
 mod sse;
+/// The rustls setup, shared with [`crate::net::fetch`] in [`crate::net::tls`].
 #[cfg(feature = "https")]
-pub mod tls;
+pub use crate::net::tls;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -504,10 +508,16 @@ fn challenge_of(status: StatusCode, headers: &hyper::HeaderMap) -> Option<HttpEr
             dropped += 1;
         }
     }
+    let dpop_nonce = headers
+        .get("dpop-nonce")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| valid_dpop_nonce(v))
+        .map(str::to_owned);
     Some(HttpError::Unauthorized {
         status: status.as_u16(),
         www_authenticate: kept,
         dropped,
+        dpop_nonce,
     })
 }
 

@@ -119,6 +119,78 @@ pub trait Fetcher: Send + Sync + 'static {
     fn fetch(&self, request: FetchRequest) -> BoxFuture<'_, Result<FetchResponse, FetchError>>;
 }
 
+/// The fetcher for real deployments: every request through [`crate::net::fetch::SafeFetcher`]
+/// (the SSRF-safe dial policy fixed from the configured endpoint's URL, checked at every dial;
+/// HTTPS through rustls; bounded body; no redirects followed), each under its request's
+/// time-out.
+#[derive(Debug, Clone)]
+pub struct DialingFetcher {
+    inner: crate::net::fetch::SafeFetcher,
+}
+
+impl DialingFetcher {
+    /// A fetcher for the JWKS or introspection endpoint at `endpoint_url`: loopback (or
+    /// another special address) is reachable only when that URL names it.
+    ///
+    /// # Errors
+    /// [`FetchError::UrlNotAllowed`] when it is not an absolute `http(s)` URL.
+    pub fn for_endpoint(endpoint_url: &str) -> Result<DialingFetcher, FetchError> {
+        let inner = crate::net::fetch::SafeFetcher::for_base(endpoint_url)
+            .map_err(|_| FetchError::UrlNotAllowed("not an absolute http(s) URL"))?;
+        Ok(DialingFetcher { inner })
+    }
+
+    /// A fetcher over a configured [`crate::net::fetch::SafeFetcher`].
+    pub fn with(inner: crate::net::fetch::SafeFetcher) -> DialingFetcher {
+        DialingFetcher { inner }
+    }
+}
+
+impl Fetcher for DialingFetcher {
+    fn fetch(&self, request: FetchRequest) -> BoxFuture<'_, Result<FetchResponse, FetchError>> {
+        use crate::net::fetch::SafeFetchError;
+        Box::pin(async move {
+            let headers: Vec<(String, String)> = request
+                .headers
+                .iter()
+                .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+                .collect();
+            let fetcher = self.inner.clone().timeout(request.timeout);
+            match fetcher
+                .fetch(
+                    request.method.clone(),
+                    &request.url,
+                    &headers,
+                    request.body.clone(),
+                    request.max_body,
+                )
+                .await
+            {
+                Ok(response) if (300..400).contains(&response.status) => {
+                    Err(FetchError::Redirect(response.status))
+                }
+                Ok(response) => Ok(FetchResponse {
+                    status: response.status,
+                    content_type: response
+                        .headers
+                        .iter()
+                        .find(|(n, _)| n == "content-type")
+                        .map(|(_, v)| v.clone()),
+                    body: response.body,
+                }),
+                Err(SafeFetchError::BadUrl) => {
+                    Err(FetchError::UrlNotAllowed("not an absolute http(s) URL"))
+                }
+                Err(SafeFetchError::BodyTooLarge { limit }) => {
+                    Err(FetchError::BodyTooLarge { limit })
+                }
+                Err(SafeFetchError::Timeout { .. }) => Err(FetchError::Timeout),
+                Err(other) => Err(FetchError::Transport(other.to_string())),
+            }
+        })
+    }
+}
+
 /// Runs `request` on `fetcher` under its time-out and body bound, and refuses non-2xx answers.
 pub(crate) async fn fetch_checked(
     fetcher: &dyn Fetcher,

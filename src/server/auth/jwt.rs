@@ -86,6 +86,13 @@ const DEFAULT_ALGORITHMS: [Algorithm; 9] = [
 /// omit `typ`; [`TokenTyp::AtJwtOrAbsent`] takes those, and then the audience check (which
 /// must name this resource, where an ID token names the client) is what keeps other JWTs
 /// out. A `typ` of any other value (`JWT` included) is refused under both.
+///
+/// Some identity providers issue access tokens typed plainly `JWT` (the JOSE default), as
+/// their ID tokens are. [`TokenTyp::AtJwtOrPlainJwt`] is the explicit opt-in for those: it
+/// also takes `JWT` (and `application/jwt`) and a missing `typ`, leaving the audience
+/// (RFC 8707: this resource), issuer and expiry checks as the only thing that tells an access
+/// token from an ID token of the same issuer. Off by default; choose it only for such a
+/// provider, whose ID tokens must then never carry this resource as their audience.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum TokenTyp {
@@ -94,15 +101,22 @@ pub enum TokenTyp {
     AtJwt,
     /// Also a token with no `typ` header at all.
     AtJwtOrAbsent,
+    /// Also `typ: JWT` / `application/jwt` (any case) and no `typ`: for providers that issue
+    /// plain JWT access tokens (see above). Never the default.
+    AtJwtOrPlainJwt,
 }
 
 impl TokenTyp {
     /// Whether a header's `typ` (absent: `None`) is acceptable.
     fn accepts(self, typ: Option<&Value>) -> bool {
         match typ {
-            None => self == TokenTyp::AtJwtOrAbsent,
+            None => self != TokenTyp::AtJwt,
             Some(Value::String(t)) => {
-                t.eq_ignore_ascii_case("at+jwt") || t.eq_ignore_ascii_case("application/at+jwt")
+                t.eq_ignore_ascii_case("at+jwt")
+                    || t.eq_ignore_ascii_case("application/at+jwt")
+                    || (self == TokenTyp::AtJwtOrPlainJwt
+                        && (t.eq_ignore_ascii_case("jwt")
+                            || t.eq_ignore_ascii_case("application/jwt")))
             }
             Some(_) => false,
         }
@@ -616,7 +630,24 @@ mod tests {
             let typ = json!(typ);
             assert!(TokenTyp::AtJwt.accepts(Some(&typ)), "{typ}");
             assert!(TokenTyp::AtJwtOrAbsent.accepts(Some(&typ)), "{typ}");
+            assert!(TokenTyp::AtJwtOrPlainJwt.accepts(Some(&typ)), "{typ}");
         }
+        // The plain-JWT opt-in: `JWT` / `application/jwt` in any case, and nothing else more.
+        for typ in ["JWT", "jwt", "application/jwt", "Application/JWT"] {
+            let typ = json!(typ);
+            assert!(TokenTyp::AtJwtOrPlainJwt.accepts(Some(&typ)), "{typ}");
+            assert!(!TokenTyp::AtJwt.accepts(Some(&typ)), "{typ}");
+            assert!(!TokenTyp::AtJwtOrAbsent.accepts(Some(&typ)), "{typ}");
+        }
+        for typ in [
+            json!("JWT "),
+            json!("id_token+jwt"),
+            json!("jose"),
+            json!(1),
+        ] {
+            assert!(!TokenTyp::AtJwtOrPlainJwt.accepts(Some(&typ)), "{typ}");
+        }
+        assert!(TokenTyp::AtJwtOrPlainJwt.accepts(None));
         for typ in [
             json!("JWT"),
             json!("at+jwt "),

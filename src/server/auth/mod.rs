@@ -58,7 +58,8 @@ mod jwt;
 mod metadata;
 
 pub use fetch::{
-    BoxFuture, FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher, DEFAULT_FETCH_TIMEOUT,
+    BoxFuture, DialingFetcher, FetchError, FetchRequest, FetchResponse, Fetcher, HttpFetcher,
+    DEFAULT_FETCH_TIMEOUT,
 };
 pub use introspect::{
     ClientCredentials, IntrospectionBuilder, IntrospectionConfigError, IntrospectionVerifier,

@@ -1,4 +1,5 @@
-//! HTTPS for the client transport through rustls (feature `https`).
+//! HTTPS for every outbound connection (the client's HTTP transport and the [`super::fetch`]
+//! fetcher both roles' OAuth code uses) through rustls (feature `https`).
 //!
 //! - **Crypto provider: `ring`.** It needs only a C compiler to build (aws-lc-rs needs cmake
 //!   and builds far slower) and covers every suite rustls' safe defaults use. The provider is
@@ -6,8 +7,8 @@
 //! - **Roots: the bundled Mozilla set (`webpki-roots`).** Trust is the same on every host and
 //!   in minimal containers without a CA bundle, and never changes under a running binary. A
 //!   server behind a private CA is trusted by adding that CA
-//!   ([`crate::client::http::HttpTransport::add_root_certificate`]), or exclusively with
-//!   [`crate::client::http::HttpTransport::only_custom_roots`].
+//!   (`HttpTransport::add_root_certificate`, [`super::fetch::SafeFetcher::add_root_certificate`]),
+//!   or exclusively with `HttpTransport::only_custom_roots`.
 //! - TLS 1.2 and 1.3 (rustls' safe defaults), ALPN `http/1.1`, SNI from the URL's host; an IP
 //!   literal host is verified against the certificate's IP addresses.
 #![forbid(unsafe_code)]
@@ -19,7 +20,7 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
 use tokio_rustls::rustls::{self, CertificateError, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
-pub use crate::client::http_error::{CertificateFault, TlsError};
+pub use super::error::{CertificateFault, TlsError};
 
 /// The roots the client trusts.
 #[derive(Debug, Clone, Default)]

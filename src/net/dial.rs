@@ -38,9 +38,9 @@ use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::client::transport::BoxFuture;
+use super::BoxFuture;
 
-pub use crate::client::http_error::{AddressClass, DialError};
+pub use super::error::{AddressClass, DialError};
 
 /// Most resolved addresses one dial considers; the rest of an answer is ignored.
 ///
@@ -49,7 +49,7 @@ pub use crate::client::http_error::{AddressClass, DialError};
 pub const MAX_DIAL_ADDRESSES: usize = 16;
 
 /// How long one new connection may take to resolve, connect and finish its TLS handshake. A
-/// silent peer must not hold a send until the request deadline, and a bare [`super::HttpTransport`]
+/// silent peer must not hold a send until the request deadline, and a bare HTTP transport
 /// used without a client has no deadline at all; ten seconds covers a slow handshake across
 /// continents while still failing well before the default request deadline.
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -268,7 +268,7 @@ pub(crate) struct DialSettings {
 
 impl DialSettings {
     /// [`DialSettings::dial`] bounded by the dial limit.
-    async fn dial_within(&self, uri: &Uri) -> Result<Stream, DialError> {
+    pub(crate) async fn dial_within(&self, uri: &Uri) -> Result<Stream, DialError> {
         tokio::time::timeout(self.timeout, self.dial(uri))
             .await
             .map_err(|_| DialError::Timeout {
@@ -332,10 +332,13 @@ impl DialSettings {
     }
 }
 
-/// The connector the pooled hyper client calls for each new connection.
+/// The connector the pooled hyper client (the client's HTTP transport) calls for each new
+/// connection.
+#[cfg(feature = "client")]
 #[derive(Clone)]
 pub(crate) struct Dialer(pub(crate) Arc<DialSettings>);
 
+#[cfg(feature = "client")]
 impl tower::Service<Uri> for Dialer {
     type Response = Stream;
     type Error = DialError;
@@ -406,6 +409,7 @@ impl hyper::rt::Write for Stream {
 }
 
 /// The [`DialError`] inside a hyper client error, if the dial failed.
+#[cfg(feature = "client")]
 pub(crate) fn dial_error(e: &(dyn std::error::Error + 'static)) -> Option<DialError> {
     let mut next = Some(e);
     while let Some(err) = next {
