@@ -561,12 +561,27 @@ impl Server {
     ) {
         match message {
             Message::Request(request) => {
-                admission::serve_request(self, caller, request, outbox, cancel).await;
+                admission::serve_request(self, caller, request, outbox, cancel, None).await;
             }
             // A11: never answered. Cancellation is routed by the driver through
             // [`Server::cancelled_request`]; any other notification means nothing here.
             Message::Notification(_) | Message::Response(_) => {}
         }
+    }
+
+    /// Serves one request as [`Server::serve`] does, after a host's check of its mirrored
+    /// headers (HTTP, D15–D30) on the server's own parse of the params; a refusal is the
+    /// request's one reply.
+    #[cfg(feature = "http")]
+    pub(crate) async fn serve_checked(
+        &self,
+        caller: Caller,
+        request: crate::wire::jsonrpc::Request,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+        check: context::HostCheck<'_>,
+    ) {
+        admission::serve_request(self, caller, request, outbox, cancel, Some(check)).await;
     }
 
     /// For a `notifications/cancelled`, the exact JSON text of the `requestId` it cancels.

@@ -59,7 +59,11 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     // The invocation carries every answer of the chain (`run` puts them there), so
     // publication gets the params without `inputResponses`. Checked once, reported when the
     // handler would run (a rejected state is answered before a malformed call).
-    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present());
+    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present())
+        .map(|call| CallParams {
+            decided: ctx.tool_access,
+            ..call
+        });
     let publication = ctx.server.publication();
     mrtr::run(
         ctx,

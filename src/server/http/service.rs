@@ -20,7 +20,7 @@ use crate::codec;
 use crate::core::{Caller, CancelToken};
 use crate::server::outbox::Outbox;
 use crate::wire::errors::Cause;
-use crate::wire::headers::{self, Mirrored};
+use crate::wire::headers::{self, Mirrored, ParamHeader};
 use crate::wire::jsonrpc::{Message, Request as RpcRequest};
 
 use super::body::{drain, read_capped};
@@ -277,48 +277,17 @@ impl<D: Dispatch> Inner<D> {
                 return refusal(Cause::InvalidRequest, None, "unexpected response");
             }
         };
-        let mirrored = Mirrored::of(request.params.as_deref());
-        let span = request_span(&request, &mirrored);
+        let span = request_span(&request);
         fault(fault_points::HTTP_HEADERS);
-        if let Err(e) = self.check_headers(&parts.headers, &caller, &request, &mirrored) {
-            span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
-            return refusal(
-                Cause::HeaderMismatch,
-                Some(request.id.clone()),
-                &e.to_string(),
-            );
-        }
-        drop(mirrored);
-        self.clone().respond(caller, request, span).await
-    }
-
-    /// The mirrored headers against the body (D15–D30). A method this revision removed that
-    /// arrives without `MCP-Protocol-Version` (an initialise-era client's `initialize`) is not
-    /// checked: the dispatcher answers it -32601 with the supported versions, as on stdio
-    /// (B22), which tells such a client what to speak instead of a header complaint.
-    fn check_headers(
-        &self,
-        headers: &HeaderMap,
-        caller: &Caller,
-        request: &RpcRequest,
-        mirrored: &Mirrored<'_>,
-    ) -> Result<(), HeaderError> {
-        let method = request.method.as_str();
-        if crate::wire::methods::is_removed(method) && !headers.contains_key(&PROTOCOL_VERSION_NAME)
-        {
-            return Ok(());
-        }
-        let params = match (method, mirrored.name()) {
-            ("tools/call", Some(name)) => self.dispatch.published_param_headers(caller, name),
-            _ => None,
-        };
-        headers::check_request_headers(&HyperHeaders(headers), method, mirrored, params.as_deref())
+        let check = header_check(parts.headers, span.clone());
+        self.clone().respond(caller, request, check, span).await
     }
 
     async fn respond(
         self: Arc<Self>,
         caller: Caller,
         request: RpcRequest,
+        check: HeaderCheck,
         span: tracing::Span,
     ) -> Response<HttpBody> {
         let config = &self.config;
@@ -335,7 +304,7 @@ impl<D: Dispatch> Inner<D> {
         let outbox: Arc<dyn Outbox> = shared.clone();
         let work = self
             .dispatch
-            .dispatch(caller, Message::Request(request), outbox, cancel);
+            .dispatch_request(caller, request, check, outbox, cancel);
         // The dispatch runs as its own task. Polling it inside this response future instead
         // saves the spawn and its wake-ups (-7% instructions, far fewer futex calls) but costs
         // more CPU per request under concurrent load (bench/load, interleaved A/B on 2 cores):
@@ -402,14 +371,12 @@ pub fn span_name(method: &str, target: Option<&str>) -> String {
     }
 }
 
-fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
-    let target = match request.method.as_str() {
-        "tools/call" | "prompts/get" => probe.name(),
-        _ => None,
-    };
-    let span = tracing::info_span!(
+/// The request's span, opened before dispatch; what the params say is recorded by
+/// [`record_params`] when the header check reads them.
+fn request_span(request: &RpcRequest) -> tracing::Span {
+    tracing::info_span!(
         "mcp.server.request",
-        otel.name = %span_name(&request.method, target),
+        otel.name = tracing::field::Empty,
         otel.kind = "server",
         mcp.method.name = %request.method,
         mcp.request.id = %request.id.token(),
@@ -418,7 +385,16 @@ fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
         gen_ai.prompt.name = tracing::field::Empty,
         traceparent = tracing::field::Empty,
         tracestate = tracing::field::Empty,
-    );
+    )
+}
+
+/// Records the span fields the params carry (name, protocol version, trace context).
+fn record_params(span: &tracing::Span, request: &RpcRequest, probe: &Mirrored<'_>) {
+    let target = match request.method.as_str() {
+        "tools/call" | "prompts/get" => probe.name(),
+        _ => None,
+    };
+    span.record("otel.name", span_name(&request.method, target).as_str());
     if let Some(v) = probe.protocol_version() {
         span.record("mcp.protocol.version", v);
     }
@@ -437,7 +413,36 @@ fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
     if let Some(v) = probe.tracestate() {
         span.record("tracestate", v);
     }
-    span
+}
+
+/// The header check the dispatcher runs on its own read of the params: records the span's
+/// fields, then checks the mirrored headers (D15–D30) against the body.
+fn header_check(headers: HeaderMap, span: tracing::Span) -> HeaderCheck {
+    HeaderCheck(Box::new(move |request, mirrored, annotations| {
+        record_params(&span, request, mirrored);
+        let checked = check_headers(&headers, request, mirrored, annotations);
+        if let Err(e) = &checked {
+            span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
+        }
+        checked
+    }))
+}
+
+/// The mirrored headers against the body (D15–D30). A method this revision removed that
+/// arrives without `MCP-Protocol-Version` (an initialise-era client's `initialize`) is not
+/// checked: the dispatcher answers it -32601 with the supported versions, as on stdio
+/// (B22), which tells such a client what to speak instead of a header complaint.
+fn check_headers(
+    headers: &HeaderMap,
+    request: &RpcRequest,
+    mirrored: &Mirrored<'_>,
+    annotations: Option<&[ParamHeader]>,
+) -> Result<(), HeaderError> {
+    let method = request.method.as_str();
+    if crate::wire::methods::is_removed(method) && !headers.contains_key(&PROTOCOL_VERSION_NAME) {
+        return Ok(());
+    }
+    headers::check_request_headers(&HyperHeaders(headers), method, mirrored, annotations)
 }
 
 // ---------------------------------------------------------------------------------------------
