@@ -211,6 +211,9 @@ impl<D: Dispatch> Inner<D> {
         None
     }
 
+    /// Steps 1–10 of the module docs for one request: the head checks, the capped body read,
+    /// the codec, then the dispatch (which checks the mirrored headers on its own read of the
+    /// params) and the response.
     async fn handle_unguarded<B>(self: Arc<Self>, request: Request<B>) -> Response<HttpBody>
     where
         B: Body + Send + 'static,
@@ -226,26 +229,9 @@ impl<D: Dispatch> Inner<D> {
             return refused;
         }
         let limits = self.dispatch.ingress_limits();
-        let read = read_capped(
-            &parts.headers,
-            body.as_mut(),
-            limits.max_frame_bytes,
-            self.config.body_read_timeout,
-        )
-        .await;
-        let body = match read {
+        let body = match self.read_body(&parts.headers, body, &limits).await {
             Ok(bytes) => bytes,
-            Err(cause) => {
-                let message = match cause {
-                    Cause::BodyTooLarge => format!(
-                        "request body exceeds the {}-byte limit",
-                        limits.max_frame_bytes
-                    ),
-                    Cause::BodyTimeout => "request body not received in time".to_owned(),
-                    _ => "request body could not be read".to_owned(),
-                };
-                return refusal(cause, None, &message);
-            }
+            Err(refused) => return refused,
         };
         fault(fault_points::HTTP_BODY);
         let caller = parts
@@ -253,36 +239,82 @@ impl<D: Dispatch> Inner<D> {
             .get::<Caller>()
             .cloned()
             .unwrap_or_else(|| self.anonymous.clone());
-        let message = match codec::decode(&body, &limits) {
-            Ok(message) => message,
-            Err(rejection) => return rejected(&rejection),
+        let request = match self.decode_request(&body, &limits, &caller).await {
+            Ok(request) => request,
+            Err(answered) => return answered,
         };
         drop(body);
-        let request = match message {
-            Message::Request(request) => request,
-            Message::Notification(notification) => {
-                let outbox: Arc<dyn Outbox> = Arc::new(NoReply);
-                self.dispatch
-                    .dispatch(
-                        caller,
-                        Message::Notification(notification),
-                        outbox,
-                        CancelToken::new(),
-                    )
-                    .await;
-                return plain(StatusCode::ACCEPTED);
-            }
-            Message::Response(_) => {
-                // The server-role codec refuses responses; kept total for safety.
-                return refusal(Cause::InvalidRequest, None, "unexpected response");
-            }
-        };
         let span = request_span(&request);
         fault(fault_points::HTTP_HEADERS);
         let check = header_check(parts.headers, span.clone());
         self.clone().respond(caller, request, check, span).await
     }
 
+    /// The body, read within the frame cap and the read time-out; `Err` is the refusal
+    /// (413, 408, 400).
+    async fn read_body<B>(
+        &self,
+        headers: &HeaderMap,
+        body: Pin<&mut B>,
+        limits: &codec::IngressLimits,
+    ) -> Result<hyper::body::Bytes, Response<HttpBody>>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let read = read_capped(
+            headers,
+            body,
+            limits.max_frame_bytes,
+            self.config.body_read_timeout,
+        )
+        .await;
+        read.map_err(|cause| {
+            let message = match cause {
+                Cause::BodyTooLarge => format!(
+                    "request body exceeds the {}-byte limit",
+                    limits.max_frame_bytes
+                ),
+                Cause::BodyTimeout => "request body not received in time".to_owned(),
+                _ => "request body could not be read".to_owned(),
+            };
+            refusal(cause, None, &message)
+        })
+    }
+
+    /// The body through the codec: a request goes on; a notification is dispatched here and
+    /// answered 202; anything the codec refuses is answered with its error. `Err` is the
+    /// response already decided.
+    async fn decode_request(
+        &self,
+        body: &[u8],
+        limits: &codec::IngressLimits,
+        caller: &Caller,
+    ) -> Result<RpcRequest, Response<HttpBody>> {
+        match codec::decode(body, limits) {
+            Ok(Message::Request(request)) => Ok(request),
+            Ok(Message::Notification(notification)) => {
+                let outbox: Arc<dyn Outbox> = Arc::new(NoReply);
+                self.dispatch
+                    .dispatch(
+                        caller.clone(),
+                        Message::Notification(notification),
+                        outbox,
+                        CancelToken::new(),
+                    )
+                    .await;
+                Err(plain(StatusCode::ACCEPTED))
+            }
+            // The server-role codec refuses responses; kept total for safety.
+            Ok(Message::Response(_)) => {
+                Err(refusal(Cause::InvalidRequest, None, "unexpected response"))
+            }
+            Err(rejection) => Err(rejected(&rejection)),
+        }
+    }
+
+    /// Dispatches the request as its own task and answers with its first output: the reply as
+    /// JSON, or an SSE stream once a notification (or `stream_after`'s silence) comes first.
     async fn respond(
         self: Arc<Self>,
         caller: Caller,
@@ -296,7 +328,7 @@ impl<D: Dispatch> Inner<D> {
             cancel.clone(),
             config.max_queued_notifications.max(1),
         ));
-        let guard = CancelGuard {
+        let mut guard = CancelGuard {
             shared: shared.clone(),
             armed: true,
         };
@@ -305,18 +337,7 @@ impl<D: Dispatch> Inner<D> {
         let work = self
             .dispatch
             .dispatch_request(caller, request, check, outbox, cancel);
-        // The dispatch runs as its own task. Polling it inside this response future instead
-        // saves the spawn and its wake-ups (-7% instructions, far fewer futex calls) but costs
-        // more CPU per request under concurrent load (bench/load, interleaved A/B on 2 cores):
-        // the spawn spreads the work over the runtime's workers.
-        let ended = EndGuard(shared.clone());
-        tokio::spawn(
-            async move {
-                let _ended = ended;
-                work.await;
-            }
-            .instrument(span),
-        );
+        spawn_dispatch(work, EndGuard(shared.clone()), span);
         let head = Head {
             shared: &shared,
             stream_after: config.stream_after,
@@ -324,42 +345,60 @@ impl<D: Dispatch> Inner<D> {
         };
         match head.await {
             First::Orphaned => {
-                let mut guard = guard;
                 guard.armed = false;
                 tracing::error!("dispatch ended without a final reply");
                 json_response(Cause::Internal.http_status(), internal_error_line(&id))
             }
             First::Reply(reply) => {
-                let mut guard = guard;
                 guard.armed = false;
                 json_response(reply.status, reply.line)
             }
-            First::Stream => {
-                let body = SseBody {
-                    shared,
-                    guard,
-                    orphan_line: internal_error_line(&id),
-                    keep_alive: tokio::time::interval_at(
-                        tokio::time::Instant::now() + config.keep_alive,
-                        config.keep_alive,
-                    ),
-                    done: false,
-                };
-                let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
-                let h = response.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-                h.insert(
-                    HeaderName::from_static("x-accel-buffering"),
-                    HeaderValue::from_static("no"),
-                );
-                response
-            }
+            First::Stream => sse_response(SseBody {
+                shared,
+                guard,
+                orphan_line: internal_error_line(&id),
+                keep_alive: tokio::time::interval_at(
+                    tokio::time::Instant::now() + config.keep_alive,
+                    config.keep_alive,
+                ),
+                done: false,
+            }),
         }
     }
+}
+
+/// Runs the dispatch as its own task in the request's span. Polling it inside the response
+/// future instead saves the spawn and its wake-ups (-7% instructions, far fewer futex calls)
+/// but costs more CPU per request under concurrent load (bench/load, interleaved A/B on 2
+/// cores): the spawn spreads the work over the runtime's workers.
+fn spawn_dispatch(
+    work: Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
+    ended: EndGuard,
+    span: tracing::Span,
+) {
+    tokio::spawn(
+        async move {
+            let _ended = ended;
+            work.await;
+        }
+        .instrument(span),
+    );
+}
+
+/// The response of a request answered as an event stream (D8).
+fn sse_response(body: SseBody) -> Response<HttpBody> {
+    let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
 }
 
 /// The span name per the OpenTelemetry MCP conventions: `{method} {target}` when the request
