@@ -84,6 +84,7 @@ mod cursor;
 pub mod descriptor;
 mod error;
 mod invocation;
+pub mod lifecycle;
 mod policy;
 mod prompt;
 mod registry;
