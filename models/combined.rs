@@ -21,7 +21,7 @@ use strict_mcp::core::continuation::{
 use strict_mcp::core::lifecycle::{route_epoch_effect, EpochRoute};
 use strict_mcp::machine::epoch::{CallId, EpochEffect, EpochEvent, EpochFaults, Lifecycle, Phase};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEvent, LedgerFaults, Method, Rejection,
+    Binding, Chain, ChainId, ChainRejection, InputMethod, LedgerConfig, LedgerEvent, LedgerFaults,
     RequestState, Resume,
 };
 use strict_mcp::machine::subscriptions::{
@@ -243,7 +243,7 @@ impl Model for CombinedModel {
                 };
                 let binding = Binding {
                     principal: PRINCIPALS[i],
-                    method: Method::ToolsCall,
+                    method: InputMethod::ToolsCall,
                     request: REQUESTS[i],
                 };
                 let chain = s.chains[i].get_or_insert_with(|| {
@@ -298,7 +298,7 @@ impl Model for CombinedModel {
                 let resume = Resume {
                     state: token,
                     principal: PRINCIPALS[by],
-                    method: Method::ToolsCall,
+                    method: InputMethod::ToolsCall,
                     request: REQUESTS[owner],
                     serving_epoch: serving,
                     answer: Some(vec![token.round]),
@@ -322,7 +322,9 @@ impl Model for CombinedModel {
                         }
                     }
                     ResumeStep::Recover => s.recovery_seen = true,
-                    ResumeStep::Reject(Some(Rejection::OldEpoch)) => s.old_epoch_rejected = true,
+                    ResumeStep::Reject(Some(ChainRejection::OldEpoch)) => {
+                        s.old_epoch_rejected = true
+                    }
                     // Asked again, or refused for another reason: the call just ends.
                     ResumeStep::AskAgain { .. } | ResumeStep::Reject(_) => {}
                     // A decision this model does not know yet must not pass unnoticed.

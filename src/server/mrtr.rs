@@ -34,7 +34,8 @@ use crate::core::seal::{
 use crate::core::store::{LedgerStore, StoreError};
 use crate::core::{CancelToken, CoreError, FailureCode, InputRequest, Invocation, Outcome};
 use crate::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
+    Binding, Chain, ChainId, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent, RequestState,
+    Resume,
 };
 use crate::machine::{Epoch, Tick};
 
@@ -102,15 +103,15 @@ const CAS_ATTEMPTS: usize = 4;
 /// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
 /// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
 /// protocol error there); compact `call_tool` keeps it inside its failure envelope.
-pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
+pub(crate) fn refuse(ctx: &Ctx, method: InputMethod, code: FailureCode, message: &str) -> Answer {
     let as_error = match method {
-        Method::ToolsCall => {
+        InputMethod::ToolsCall => {
             matches!(
                 code,
                 FailureCode::StateRejected | FailureCode::StateUnavailable
             ) && ctx.server.mode() == PublishMode::Direct
         }
-        Method::ResourcesRead | Method::PromptsGet => true,
+        InputMethod::ResourcesRead | InputMethod::PromptsGet => true,
     };
     if !as_error {
         return Answer::ToolResult(failure_result(ctx.server.publication(), code, message));
@@ -126,7 +127,7 @@ pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str
     }
 }
 
-fn rejected(ctx: &Ctx, method: Method) -> Answer {
+fn rejected(ctx: &Ctx, method: InputMethod) -> Answer {
     refuse(
         ctx,
         method,
@@ -142,7 +143,7 @@ fn internal() -> Answer {
 /// A store failure. An outage (unavailable, timed out) neither accepts nor rejects the state:
 /// it is the retryable `state_unavailable` failure, a JSON-RPC -32603 where [`refuse`] answers
 /// errors. Any other store failure (full, conflicts exhausted) is a plain internal error.
-fn store_failed(ctx: &Ctx, method: Method, e: &StoreError) -> Answer {
+fn store_failed(ctx: &Ctx, method: InputMethod, e: &StoreError) -> Answer {
     tracing::warn!(error = %e, "ledger store failed");
     if !e.is_outage() {
         return internal();
@@ -160,7 +161,7 @@ fn store_failed(ctx: &Ctx, method: Method, e: &StoreError) -> Answer {
 /// by the method family.
 pub(crate) async fn run<'c, F, Fut>(
     ctx: &'c Ctx,
-    method: Method,
+    method: InputMethod,
     target: &str,
     args: &[u8],
     continuation: Continuation,
@@ -214,7 +215,7 @@ async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
 /// retries.
 async fn resume<'c, F, Fut>(
     ctx: &'c Ctx,
-    method: Method,
+    method: InputMethod,
     binding: Binding,
     token: &str,
     responses: &BTreeMap<String, Box<RawValue>>,
@@ -273,7 +274,7 @@ where
 
 /// The stored chain a resume continues: a chain the store no longer has rejects the state; a
 /// store failure answers as [`store_failed`] does (retryable on an outage).
-async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Answer> {
+async fn load_chain(ctx: &Ctx, method: InputMethod, id: ChainId) -> Result<Chain, Answer> {
     match ctx.server.continuations().store.load(id).await {
         Ok(Some(chain)) => Ok(chain),
         Ok(None) => Err(rejected(ctx, method)),
@@ -283,7 +284,12 @@ async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Ans
 
 /// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
 /// answer and must complete; asking again is `already_completed`.
-async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
+async fn recover<'c, F, Fut>(
+    ctx: &'c Ctx,
+    method: InputMethod,
+    chain: &Chain,
+    handler: &F,
+) -> Answer
 where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
@@ -308,7 +314,7 @@ where
 /// Feeds how a dispatched handler ended back into its chain and answers accordingly.
 async fn finish_round(
     ctx: &Ctx,
-    method: Method,
+    method: InputMethod,
     mut chain: Chain,
     out: Result<HandlerOut, Answer>,
 ) -> Answer {

@@ -11,7 +11,7 @@ use super::context::{string_param, Continuation, Ctx, Params};
 use super::mrtr::{self, timed_round};
 use super::Cause;
 use crate::core::{CoreError, PromptReply};
-use crate::machine::ledger::Method;
+use crate::machine::ledger::InputMethod;
 
 /// `prompts/get` with continuations, bounded like a read (the same default time-out, or the
 /// prompt's own).
@@ -47,7 +47,7 @@ async fn get_named(
     };
     mrtr::run(
         ctx,
-        Method::PromptsGet,
+        InputMethod::PromptsGet,
         name,
         arg_bytes.as_bytes(),
         continuation,

@@ -11,7 +11,7 @@ use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
 use crate::core::CoreError;
-use crate::machine::ledger::Method;
+use crate::machine::ledger::InputMethod;
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
 pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
@@ -67,7 +67,7 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     let publication = ctx.server.publication();
     mrtr::run(
         ctx,
-        Method::ToolsCall,
+        InputMethod::ToolsCall,
         target,
         args.as_bytes(),
         continuation,
