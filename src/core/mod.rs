@@ -94,7 +94,9 @@ pub mod seal;
 pub mod store;
 mod tool;
 
-pub use caller::{Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic};
+pub use caller::{
+    Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic, WaitUntil,
+};
 pub use cursor::{CursorKey, ListKind};
 pub use error::{
     AppCode, AppCodeError, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure,

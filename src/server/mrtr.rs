@@ -74,10 +74,11 @@ pub(crate) enum HandlerOut {
 }
 
 /// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
-/// both families share: `work` runs within `limit` on the handler's `token`; a complete result
+/// both families share: `work` runs within `limit` on `clock` and the handler's `token`; a complete result
 /// goes through `finish` inside the time-out (its conversion and final size check count); a
 /// request for input is passed on; expiry answers `timed_out`'s error.
 pub(crate) async fn timed_round<T>(
+    clock: &dyn crate::core::MonotonicClock,
     limit: std::time::Duration,
     token: &CancelToken,
     work: impl std::future::Future<Output = Result<Outcome<T>, CoreError>>,
@@ -91,7 +92,7 @@ pub(crate) async fn timed_round<T>(
             Err(e) => Err(Answer::from_core(&e)),
         }
     };
-    within(limit, token, round)
+    within(clock, limit, token, round)
         .await
         .unwrap_or_else(|Expired| Err(Answer::from_core(&timed_out())))
 }

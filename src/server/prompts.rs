@@ -56,7 +56,8 @@ async fn get_named(
             async move {
                 let token = inv.cancel_token().clone();
                 let work = ctx.registry.get_prompt(inv, name, arguments);
-                timed_round(limit, &token, work, encode_prompt, || {
+                let clock = ctx.server.monotonic_clock();
+                timed_round(&*clock, limit, &token, work, encode_prompt, || {
                     CoreError::PromptTimedOut {
                         name: name.to_owned(),
                     }

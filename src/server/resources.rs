@@ -41,7 +41,9 @@ async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> 
         |inv, _| async move {
             let token = inv.cancel_token().clone();
             let work = ctx.registry.read_routed(inv, uri, route);
+            let clock = ctx.server.monotonic_clock();
             timed_round(
+                &*clock,
                 limit,
                 &token,
                 work,
