@@ -188,13 +188,13 @@ pub trait Dispatch: Send + Sync + 'static {
 /// The HTTP host's check of one request's mirrored headers against its params (D15–D30),
 /// handed to [`Dispatch::dispatch_request`] so the check runs on the dispatcher's own read
 /// of the params. Built by the host only.
-pub struct HeaderCheck(
-    Box<
-        dyn Fn(&RpcRequest, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
-            + Send
-            + Sync,
-    >,
-);
+pub struct HeaderCheck(Box<CheckFn>);
+
+/// The check itself: the request, its mirrored members and the published annotations of
+/// the tool it names (D28) in, the refusal out.
+type CheckFn = dyn Fn(&RpcRequest, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
+    + Send
+    + Sync;
 
 impl std::fmt::Debug for HeaderCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
