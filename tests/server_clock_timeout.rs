@@ -1,6 +1,7 @@
-//! Read time-outs on the injected monotonic clock (O33): the deadline is taken from
-//! `ServerOptions::monotonic_clock` and waited for on it, so these tests move a virtual clock
-//! by hand and never sleep (the deterministic harness, `tests/support/harness.rs`).
+//! Time-outs on the injected monotonic clock (reads O33, the shutdown budget O5): each
+//! deadline is taken from `ServerOptions::monotonic_clock` and waited for on it, so these
+//! tests move a virtual clock by hand and never sleep (the deterministic harness,
+//! `tests/support/harness.rs`).
 
 mod support;
 
@@ -120,4 +121,49 @@ async fn o33_a_stuck_read_expires_when_the_injected_clock_reaches_the_deadline()
         "the handler's token fired"
     );
     assert_eq!(clock.elapsed_ms(), 100 + LIMIT_MS);
+}
+
+/// O5: the shutdown budget passes on the injected clock too. A read that ignores its
+/// cancellation keeps the server draining until the clock reaches the budget, not one
+/// virtual millisecond earlier; then the shutdown reports `cleanup_failed` with that call.
+#[tokio::test]
+async fn o5_the_shutdown_budget_passes_on_the_injected_clock() {
+    use strict_mcp::server::ShutdownReport;
+    let clock = ManualClock::at(0);
+    let deaf = ResourceDef::new(
+        "mem://deaf",
+        "deaf",
+        |_inv: Invocation, _uri: String| async move {
+            std::future::pending::<Result<ReadReply, ResourceError>>().await
+        },
+    );
+    let h = Arc::new(server(&clock, RegistryBuilder::new().resource(deaf)));
+    let call = tokio::spawn({
+        let h = Arc::clone(&h);
+        async move {
+            h.request("alice", "resources/read", json!({"uri": "mem://deaf"}))
+                .await
+        }
+    });
+    while h.server.status().active_calls == 0 {
+        tokio::task::yield_now().await;
+    }
+    let shutdown = tokio::spawn({
+        let server = h.server.clone();
+        async move { server.shutdown(Duration::from_millis(1_000)).await }
+    });
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    clock.advance(999);
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!shutdown.is_finished(), "the budget ended early");
+    clock.advance(1);
+    assert_eq!(
+        shutdown.await.unwrap(),
+        ShutdownReport::CleanupFailed { unfinished: 1 }
+    );
+    call.abort();
 }

@@ -687,7 +687,8 @@ impl Server {
     }
 
     /// Waits until the last call ends or the epoch machine's draining deadline
-    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports. One timer,
+    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports: on the
+    /// clock's own wait when it has one ([`MonotonicClock::wait_until`]), else on one timer,
     /// re-armed only when the deadline changes or fired early by the clock's reckoning.
     async fn wait_drained(&self) -> ShutdownReport {
         let mut timer: Option<(Tick, deadline::Deadline)> = None;
@@ -715,6 +716,13 @@ impl Server {
                         return report;
                     }
                 }
+                continue;
+            }
+            // A clock that moves on its own account (a test's virtual clock) is waited on
+            // directly, so the budget passes when that clock reaches the deadline.
+            let clock = Arc::clone(&self.inner.monotonic);
+            if let Some(reached) = clock.wait_until(due.0) {
+                futures_util::future::select(listener, reached).await;
                 continue;
             }
             let stale = match &timer {
