@@ -244,6 +244,7 @@ pub(crate) struct ReadRoute<'r> {
 
 impl ReadRoute<'_> {
     /// The time-out override of the routed resource or template; `None` means the server's.
+    #[cfg(feature = "server")]
     pub(crate) fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
     }
@@ -835,6 +836,7 @@ impl Registry {
     /// annotations when the caller may see it: what the HTTP host checks a direct
     /// `tools/call`'s headers against (D28), and what [`Registry::visible_tool_as`] then
     /// reuses. `None` for an unknown tool (the policy is not asked).
+    #[cfg(feature = "server")]
     pub(crate) fn tool_decision(
         &self,
         caller: &Caller,
