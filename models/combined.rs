@@ -18,9 +18,10 @@ use stateright::{Checker, Model, Property};
 use strict_mcp::core::continuation::{
     decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd,
 };
+use strict_mcp::core::lifecycle::{route_epoch_effect, EpochRoute};
 use strict_mcp::machine::epoch::{CallId, EpochEffect, EpochEvent, EpochFaults, Lifecycle, Phase};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEvent, LedgerFaults, Method, Rejection,
+    Binding, Chain, ChainId, ChainRejection, InputMethod, LedgerConfig, LedgerEvent, LedgerFaults,
     RequestState, Resume,
 };
 use strict_mcp::machine::subscriptions::{
@@ -101,38 +102,47 @@ fn call_id(owner: usize, by: usize) -> CallId {
 }
 
 impl CombinedModel {
-    fn apply_server(&self, s: &mut State, effects: Vec<EpochEffect>) {
+    /// Routes the epoch machine's effects exactly as the server does
+    /// ([`route_epoch_effect`]); `Some` is the epoch of an admitted call.
+    fn apply_server(&self, s: &mut State, effects: Vec<EpochEffect>) -> Option<Epoch> {
+        let mut admitted = None;
         for e in effects {
-            match e {
-                EpochEffect::Admitted { .. } => s.admitted_after_shutdown |= s.shutdown_started,
+            match route_epoch_effect(e) {
+                EpochRoute::Run(epoch) => {
+                    s.admitted_after_shutdown |= s.shutdown_started;
+                    admitted = Some(epoch);
+                }
                 // Forwarding the bump to stored chains is the model's `NotifyChain` choice, at any
                 // later point or never (a shared store may not reach every record): resumes must
                 // be refused on the epoch they carry alone.
-                EpochEffect::CloseListenStreams => {
-                    let fx = s.stream.handle(s.now, ListenEvent::ServerClosing);
+                EpochRoute::ForwardEpoch(_) => {}
+                EpochRoute::EveryListen(event) => {
+                    let fx = s.stream.handle(s.now, event);
                     s.stream_log.extend(fx.0);
                 }
-                EpochEffect::CleanupFailed { .. } => s.cleanup_failed_seen = true,
+                EpochRoute::CleanupFailed { .. } => s.cleanup_failed_seen = true,
                 // Cancellation is a request; whether the handler honours it is the model's
                 // `Fail`/`Complete` choice.
-                _ => {}
+                EpochRoute::CancelCall(_) => {}
+                EpochRoute::Refuse
+                | EpochRoute::Stopped
+                | EpochRoute::EndedTwice(_)
+                | EpochRoute::Nothing => {}
+                // A route this model does not know yet must not pass unnoticed.
+                other => panic!("unmodelled epoch route {other:?}"),
             }
         }
+        admitted
     }
 
     fn admit(&self, s: &mut State, call: CallId) -> Option<Epoch> {
         let fx = s.server.handle(s.now, EpochEvent::Admit(call));
-        let epoch = fx.0.iter().find_map(|e| match e {
-            EpochEffect::Admitted { epoch, .. } => Some(*epoch),
-            _ => None,
-        });
-        self.apply_server(s, fx.0);
-        epoch
+        self.apply_server(s, fx.0)
     }
 
     fn end(&self, s: &mut State, call: CallId) {
         let fx = s.server.handle(s.now, EpochEvent::CallEnded(call));
-        self.apply_server(s, fx.0);
+        let _ = self.apply_server(s, fx.0);
     }
 }
 
@@ -233,7 +243,7 @@ impl Model for CombinedModel {
                 };
                 let binding = Binding {
                     principal: PRINCIPALS[i],
-                    method: Method::ToolsCall,
+                    method: InputMethod::ToolsCall,
                     request: REQUESTS[i],
                 };
                 let chain = s.chains[i].get_or_insert_with(|| {
@@ -288,7 +298,7 @@ impl Model for CombinedModel {
                 let resume = Resume {
                     state: token,
                     principal: PRINCIPALS[by],
-                    method: Method::ToolsCall,
+                    method: InputMethod::ToolsCall,
                     request: REQUESTS[owner],
                     serving_epoch: serving,
                     answer: Some(vec![token.round]),
@@ -312,7 +322,9 @@ impl Model for CombinedModel {
                         }
                     }
                     ResumeStep::Recover => s.recovery_seen = true,
-                    ResumeStep::Reject(Some(Rejection::OldEpoch)) => s.old_epoch_rejected = true,
+                    ResumeStep::Reject(Some(ChainRejection::OldEpoch)) => {
+                        s.old_epoch_rejected = true
+                    }
                     // Asked again, or refused for another reason: the call just ends.
                     ResumeStep::AskAgain { .. } | ResumeStep::Reject(_) => {}
                     // A decision this model does not know yet must not pass unnoticed.
@@ -323,7 +335,7 @@ impl Model for CombinedModel {
             Action::Shutdown => {
                 s.shutdown_started = true;
                 let fx = s.server.handle(now, EpochEvent::Shutdown { budget_ms: 1 });
-                self.apply_server(&mut s, fx.0);
+                let _ = self.apply_server(&mut s, fx.0);
             }
             Action::Advance => {
                 s.now = Tick(now.0 + 1);
@@ -331,7 +343,7 @@ impl Model for CombinedModel {
                     let _ = chain.handle_timeout(s.now);
                 }
                 let fx = s.server.handle_timeout(s.now);
-                self.apply_server(&mut s, fx.0);
+                let _ = self.apply_server(&mut s, fx.0);
             }
             Action::StartSuccessor => {
                 // The stopped instance stays stopped; a new one takes over its store and keys.

@@ -11,8 +11,8 @@ mod common;
 
 use stateright::{Checker, Model, Property};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainFailure, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, LedgerFaults,
-    Method, Phase, RequestState, Resume, MAX_ROUNDS,
+    Binding, Chain, ChainFailure, ChainId, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent,
+    LedgerFaults, Phase, RequestState, Resume, MAX_ROUNDS,
 };
 use strict_mcp::machine::{Digest, Epoch, Tick};
 
@@ -73,7 +73,7 @@ impl Model for LedgerModel {
         };
         let binding = Binding {
             principal: PRINCIPALS[0],
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: REQUESTS[0],
         };
         vec![State {
@@ -167,7 +167,7 @@ impl Model for LedgerModel {
                 let resume = Resume {
                     state,
                     principal: PRINCIPALS[principal],
-                    method: Method::ToolsCall,
+                    method: InputMethod::ToolsCall,
                     request: REQUESTS[request],
                     serving_epoch: s.serving,
                     // The answer to round r is the byte r, so exactness can be checked later.

@@ -8,8 +8,8 @@ use strict_mcp::core::seal::{
 };
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore, StoreError, StoreFuture};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainFailure, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method,
-    Rejection, Resume, MAX_ROUNDS,
+    Binding, Chain, ChainFailure, ChainId, ChainRejection, InputMethod, LedgerConfig, LedgerEffect,
+    LedgerEvent, Resume, MAX_ROUNDS,
 };
 use strict_mcp::machine::{Digest, Epoch, Tick};
 
@@ -65,7 +65,7 @@ impl Core {
         LedgerEvent::Resume(Resume {
             state: open(&self.ring, token).expect("token opens"),
             principal: who,
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request,
             serving_epoch: epoch,
             answer: Some(answer.to_vec()),
@@ -76,7 +76,7 @@ impl Core {
 fn start(core: &mut Core, id: ChainId, who: Digest, request: Digest) -> String {
     let binding = Binding {
         principal: who,
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request,
     };
     let mut chain = Chain::new(id, binding, Epoch(0), LedgerConfig::default());
@@ -94,7 +94,7 @@ fn start(core: &mut Core, id: ChainId, who: Digest, request: Digest) -> String {
 fn o54_ten_sealed_rounds_complete_and_the_eleventh_prompt_is_interaction_limit() {
     let mut core = Core::new();
     let alice = principal_digest(b"alice");
-    let req = request_digest(Method::ToolsCall, "wizard", b"{}");
+    let req = request_digest(InputMethod::ToolsCall, "wizard", b"{}");
     let id = ChainId([1; 16]);
     let mut token = start(&mut core, id, alice, req);
     for round in 1..=MAX_ROUNDS {
@@ -138,7 +138,7 @@ fn o54_ten_sealed_rounds_complete_and_the_eleventh_prompt_is_interaction_limit()
 fn o53_concurrent_resumes_of_one_round_dispatch_once() {
     let mut core = Core::new();
     let alice = principal_digest(b"alice");
-    let req = request_digest(Method::ToolsCall, "pay", b"{\"amount\":10}");
+    let req = request_digest(InputMethod::ToolsCall, "pay", b"{\"amount\":10}");
     let id = ChainId([2; 16]);
     let token = start(&mut core, id, alice, req);
 
@@ -173,7 +173,7 @@ fn o53_concurrent_resumes_of_one_round_dispatch_once() {
     // Re-running the transition on the fresh record says why.
     assert_eq!(
         core.step(1, id, ev.clone()).unwrap(),
-        LedgerEffect::Rejected(Rejection::InFlight)
+        LedgerEffect::Rejected(ChainRejection::InFlight)
     );
     // After completion every replay is recovery-only.
     assert_eq!(
@@ -191,19 +191,19 @@ fn i7_foreign_principal_other_request_and_foreign_key_are_refused() {
     let mut core = Core::new();
     let alice = principal_digest(b"alice");
     let bob = principal_digest(b"bob");
-    let req = request_digest(Method::ToolsCall, "delete", b"{\"id\":1}");
+    let req = request_digest(InputMethod::ToolsCall, "delete", b"{\"id\":1}");
     let id = ChainId([3; 16]);
     let token = start(&mut core, id, alice, req);
-    let other = request_digest(Method::ToolsCall, "delete", b"{\"id\":2}");
+    let other = request_digest(InputMethod::ToolsCall, "delete", b"{\"id\":2}");
     assert_eq!(
         core.step(1, id, core.resume(&token, bob, req, Epoch(0), b"{}"))
             .unwrap(),
-        LedgerEffect::Rejected(Rejection::ForeignPrincipal)
+        LedgerEffect::Rejected(ChainRejection::ForeignPrincipal)
     );
     assert_eq!(
         core.step(1, id, core.resume(&token, alice, other, Epoch(0), b"{}"))
             .unwrap(),
-        LedgerEffect::Rejected(Rejection::OtherRequest)
+        LedgerEffect::Rejected(ChainRejection::OtherRequest)
     );
     let stranger = KeyRing::new(SealKey::new(1, [0; 32]));
     assert_eq!(open(&stranger, &token), Err(OpenError::Tampered));
@@ -219,7 +219,7 @@ fn i7_foreign_principal_other_request_and_foreign_key_are_refused() {
 fn o5_epoch_bump_through_the_store_kills_outstanding_state() {
     let mut core = Core::new();
     let alice = principal_digest(b"alice");
-    let req = request_digest(Method::ToolsCall, "slow", b"{}");
+    let req = request_digest(InputMethod::ToolsCall, "slow", b"{}");
     let pending = ChainId([4; 16]);
     let token = start(&mut core, pending, alice, req);
     ready(core.store.bump_epoch(Tick(5), Epoch(1))).unwrap();
@@ -228,13 +228,13 @@ fn o5_epoch_bump_through_the_store_kills_outstanding_state() {
     assert_eq!(ready(core.store.load(pending)).unwrap(), None);
     let binding = Binding {
         principal: alice,
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request: req,
     };
     let mut missed = Chain::new(pending, binding, Epoch(0), LedgerConfig::default());
     let _ = missed.handle(Tick(0), LedgerEvent::HandlerAsked { prompt: vec![] });
     assert_eq!(
         missed.handle(Tick(6), core.resume(&token, alice, req, Epoch(1), b"{}")),
-        LedgerEffect::Rejected(Rejection::OldEpoch)
+        LedgerEffect::Rejected(ChainRejection::OldEpoch)
     );
 }

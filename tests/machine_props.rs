@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use strict_mcp::machine::epoch::{CallId, EpochEffect, EpochEvent, Lifecycle, Phase as EpochPhase};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
-    MAX_ROUNDS,
+    Binding, Chain, ChainId, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent, RequestState,
+    Resume, MAX_ROUNDS,
 };
 use strict_mcp::machine::pacer::{Number, Pacer, PacerEffect, PacerEvent, Update, MIN_INTERVAL_MS};
 use strict_mcp::machine::subscriptions::{
@@ -51,7 +51,7 @@ proptest! {
         let alice = Digest([1; 32]);
         let req = Digest([2; 32]);
         let config = LedgerConfig::with_ttl(ttl);
-        let mut chain = Chain::new(ChainId([5; 16]), Binding { principal: alice, method: Method::ToolsCall, request: req }, Epoch(0), config);
+        let mut chain = Chain::new(ChainId([5; 16]), Binding { principal: alice, method: InputMethod::ToolsCall, request: req }, Epoch(0), config);
         let mut tokens: Vec<RequestState> = Vec::new();
         let (mut dispatches, mut completions) = (0usize, 0usize);
         for (op, t) in ops {
@@ -66,7 +66,7 @@ proptest! {
                     let resume = Resume {
                         state,
                         principal: if principal { alice } else { Digest([9; 32]) },
-                        method: Method::ToolsCall,
+                        method: InputMethod::ToolsCall,
                         request: if request { req } else { Digest([8; 32]) },
                         serving_epoch: Epoch(epoch),
                         answer: answer.then(|| vec![state.round]),

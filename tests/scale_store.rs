@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use scale_support::{shared_redis, unique_prefix, RedisProc};
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore, StoreError};
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, Phase, RecordError,
-    Rejection, RequestState, Resume, MAX_ROUNDS,
+    Binding, Chain, ChainId, ChainRejection, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent,
+    Phase, RecordError, RequestState, Resume, MAX_ROUNDS,
 };
 use strict_mcp::machine::{Digest, Epoch, Tick};
 use strict_mcp::scale::{
@@ -40,7 +40,7 @@ fn wall_ms() -> u64 {
 fn chain_with_ttl(id: u8, ttl: u64) -> Chain {
     let binding = Binding {
         principal: Digest([1; 32]),
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request: Digest([2; 32]),
     };
     Chain::new(
@@ -65,7 +65,7 @@ fn resume_of(c: &Chain, now: u64) -> (LedgerEffect, Chain) {
     let state = RequestState {
         chain: c.id(),
         principal: c.binding().principal,
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request: c.binding().request,
         round: c.prompts_issued(),
         expires: match c.phase() {
@@ -80,7 +80,7 @@ fn resume_of(c: &Chain, now: u64) -> (LedgerEffect, Chain) {
         LedgerEvent::Resume(Resume {
             state,
             principal: c.binding().principal,
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: c.binding().request,
             serving_epoch: Epoch(0),
             answer: Some(b"yes".to_vec()),
@@ -157,7 +157,7 @@ async fn case_o53_one_round_dispatches_once(s: &dyn LedgerStore, t: u64) {
     assert_eq!(reloaded.phase(), Phase::Running { round: 1 });
     assert_eq!(
         resume_of(&reloaded, t + 2).0,
-        LedgerEffect::Rejected(Rejection::InFlight)
+        LedgerEffect::Rejected(ChainRejection::InFlight)
     );
 }
 
@@ -173,7 +173,7 @@ async fn case_i7_expired_prompt_is_refused(s: &dyn LedgerStore, t: u64) {
         .expect("kept within the grace");
     assert_eq!(
         resume_of(&stored, late).0,
-        LedgerEffect::Rejected(Rejection::Expired)
+        LedgerEffect::Rejected(ChainRejection::Expired)
     );
 }
 

@@ -7,14 +7,14 @@ use proptest::prelude::*;
 use strict_mcp::core::seal::{
     open, principal_digest, request_digest, seal, KeyRing, SealKey, TOKEN_LEN,
 };
-use strict_mcp::machine::ledger::{ChainId, Method, RequestState};
+use strict_mcp::machine::ledger::{ChainId, InputMethod, RequestState};
 use strict_mcp::machine::{Epoch, Tick};
 
-fn method() -> impl Strategy<Value = Method> {
+fn method() -> impl Strategy<Value = InputMethod> {
     prop_oneof![
-        Just(Method::ToolsCall),
-        Just(Method::ResourcesRead),
-        Just(Method::PromptsGet)
+        Just(InputMethod::ToolsCall),
+        Just(InputMethod::ResourcesRead),
+        Just(InputMethod::PromptsGet)
     ]
 }
 
@@ -96,8 +96,8 @@ proptest! {
         let state = RequestState {
             chain: ChainId([1; 16]),
             principal: principal_digest(b"alice"),
-            method: Method::ToolsCall,
-            request: request_digest(Method::ToolsCall, "tool", args.as_bytes()),
+            method: InputMethod::ToolsCall,
+            request: request_digest(InputMethod::ToolsCall, "tool", args.as_bytes()),
             round: 1,
             expires: Tick(10),
             epoch: Epoch(0),

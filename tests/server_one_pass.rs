@@ -109,3 +109,88 @@ async fn o23_compact_call_tool_asks_the_policy_once() {
     );
     assert_eq!(asked, 1);
 }
+
+/// One `tools/call` through the HTTP host (headers checked against the body first, D28); the
+/// reply, its status and how often the policy ran for it.
+#[cfg(feature = "http")]
+async fn http_call(server: Server, count: &AtomicUsize, mut params: Value) -> (Value, u16, usize) {
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Bytes;
+    use strict_mcp::server::http::{HttpConfig, McpHttp};
+
+    let service = McpHttp::new(server, HttpConfig::default());
+    params["_meta"] = serde_json::from_str(support::harness::META).unwrap();
+    let name = params["name"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let request = hyper::Request::post("http://127.0.0.1/mcp")
+        .header("host", "127.0.0.1")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let before = count.load(Ordering::SeqCst);
+    let response = service.handle(request).await;
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let reply: Value = serde_json::from_slice(&bytes).expect("a JSON reply");
+    (reply, status, count.load(Ordering::SeqCst) - before)
+}
+
+/// O23, D28: over HTTP the header check and the call read one policy answer, so the policy
+/// runs once per direct `tools/call` (it ran twice while the host asked for itself).
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn o23_direct_tools_call_over_http_asks_the_policy_once() {
+    let (h, count) = server("direct");
+    let call = |name: &str| {
+        http_call(
+            h.server.clone(),
+            &count,
+            json!({"name": name, "arguments": {}}),
+        )
+    };
+    let (reply, status, asked) = call("open").await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"],
+        json!({"value": {"ran": true}})
+    );
+    assert_eq!(asked, 1, "policy runs once per request");
+
+    let (reply, status, asked) = call("listed").await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["failure"]["code"],
+        json!("unavailable_tool")
+    );
+    assert_eq!(asked, 1);
+
+    let (reply, _status, asked) = call("secret").await;
+    assert_eq!(reply["error"]["code"], json!(-32602), "{reply}");
+    assert_eq!(asked, 1);
+
+    // An unknown tool is answered without asking the policy at all.
+    let (reply, _status, asked) = call("nope").await;
+    assert_eq!(reply["error"]["code"], json!(-32602), "{reply}");
+    assert_eq!(asked, 0);
+}
+
+/// O23: compact mode's `call_tool` over HTTP asks the policy once too (for the wrapped tool;
+/// the host asks nothing, compact tools carry no annotations).
+#[cfg(feature = "http")]
+#[tokio::test]
+async fn o23_compact_call_tool_over_http_asks_the_policy_once() {
+    let (h, count) = server("compact");
+    let params = json!({"name": "call_tool", "arguments": {"name": "open", "arguments": {}}});
+    let (reply, status, asked) = http_call(h.server.clone(), &count, params).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"],
+        json!({"value": {"ran": true}}),
+        "{reply}"
+    );
+    assert_eq!(asked, 1, "policy runs once per request");
+}

@@ -170,7 +170,20 @@ impl Clock for SystemClock {
 pub trait MonotonicClock: Send + Sync + 'static {
     /// Milliseconds since this clock's start; non-decreasing.
     fn elapsed_ms(&self) -> u64;
+
+    /// A future that completes once [`MonotonicClock::elapsed_ms`] has reached `at_ms`, for a
+    /// clock that moves on its own account (a test's virtual clock): the drivers then wait on
+    /// it and judge their deadlines by it, so those tests run without sleeping. `None` (the
+    /// default) says the clock follows real time: the driver waits the same span on its
+    /// runtime's timer. Machines never wait; they are told the time.
+    fn wait_until(&self, at_ms: u64) -> Option<WaitUntil<'_>> {
+        let _ = at_ms;
+        None
+    }
 }
+
+/// What [`MonotonicClock::wait_until`] returns: completes once the clock reached the time.
+pub type WaitUntil<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 
 /// Milliseconds since the moment it was created, from [`std::time::Instant`].
 #[derive(Debug)]

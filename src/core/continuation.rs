@@ -4,7 +4,7 @@
 //! the decisions out (`server::mrtr`); `models/combined.rs` checks the same functions.
 
 use crate::machine::ledger::{
-    Chain, ChainFailure, LedgerEffect, LedgerEvent, Rejection, RequestState, Resume,
+    Chain, ChainFailure, ChainRejection, LedgerEffect, LedgerEvent, RequestState, Resume,
 };
 use crate::machine::Tick;
 
@@ -14,7 +14,7 @@ use crate::machine::Tick;
 pub enum ResumeStep {
     /// `state_rejected` (tampered, foreign, other request, old epoch, expired, unknown): the
     /// ledger's reason, `None` when it answered a retry with something no retry expects.
-    Reject(Option<Rejection>),
+    Reject(Option<ChainRejection>),
     /// The same prompt again, answers missing (X5, O53); `write` when the chain changed.
     AskAgain {
         /// Whether the chain changed and must be stored before answering.
@@ -127,14 +127,14 @@ pub fn decide_finish(chain: &Chain, now: Tick, end: &RoundEnd) -> (Chain, Finish
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::ledger::{Binding, ChainId, LedgerConfig, Method, MAX_ROUNDS};
+    use crate::machine::ledger::{Binding, ChainId, InputMethod, LedgerConfig, MAX_ROUNDS};
     use crate::machine::Digest;
     use crate::machine::Epoch;
 
     fn asked() -> (Chain, RequestState, Binding) {
         let binding = Binding {
             principal: Digest([1; 32]),
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: Digest([2; 32]),
         };
         let mut chain = Chain::new(
@@ -184,7 +184,7 @@ mod tests {
         thief.principal = Digest([9; 32]);
         assert_eq!(
             decide_resume(&chain, Tick(1), thief).1,
-            ResumeStep::Reject(Some(Rejection::ForeignPrincipal))
+            ResumeStep::Reject(Some(ChainRejection::ForeignPrincipal))
         );
         // At the end of the state's lifetime: rejected (one millisecond earlier it answered).
         let late = decide_resume(&chain, Tick(1_000), retry(state, binding, Some(b"{}")));

@@ -84,6 +84,7 @@ mod cursor;
 pub mod descriptor;
 mod error;
 mod invocation;
+pub mod lifecycle;
 mod policy;
 mod prompt;
 mod registry;
@@ -93,7 +94,9 @@ pub mod seal;
 pub mod store;
 mod tool;
 
-pub use caller::{Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic};
+pub use caller::{
+    Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic, WaitUntil,
+};
 pub use cursor::{CursorKey, ListKind};
 pub use error::{
     AppCode, AppCodeError, BuildError, CoreError, Diagnostic, FailureCode, ToolError, ToolFailure,

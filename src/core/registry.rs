@@ -244,6 +244,7 @@ pub(crate) struct ReadRoute<'r> {
 
 impl ReadRoute<'_> {
     /// The time-out override of the routed resource or template; `None` means the server's.
+    #[cfg(feature = "server")]
     pub(crate) fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
     }
@@ -810,14 +811,41 @@ impl Registry {
         caller: &Caller,
         name: &str,
     ) -> Result<VisibleTool<'_>, CoreError> {
+        self.visible_tool_as(caller, name, None)
+    }
+
+    /// As [`Registry::visible_tool`], with the policy's answer for this request when someone
+    /// already asked for it ([`Registry::tool_decision`]), so the policy runs once per request.
+    pub(crate) fn visible_tool_as(
+        &self,
+        caller: &Caller,
+        name: &str,
+        decided: Option<Access>,
+    ) -> Result<VisibleTool<'_>, CoreError> {
         let unknown = || CoreError::UnknownTool {
             name: name.to_owned(),
         };
         let tool = self.inner.tools.get(name).ok_or_else(unknown)?;
-        match self.inner.policy.tool(caller, name) {
+        match decided.unwrap_or_else(|| self.inner.policy.tool(caller, name)) {
             Access::Hidden => Err(unknown()),
             access => Ok(VisibleTool { tool, access }),
         }
+    }
+
+    /// The policy's one answer for the registered tool `name`, with its `x-mcp-header`
+    /// annotations when the caller may see it: what the HTTP host checks a direct
+    /// `tools/call`'s headers against (D28), and what [`Registry::visible_tool_as`] then
+    /// reuses. `None` for an unknown tool (the policy is not asked).
+    #[cfg(feature = "server")]
+    pub(crate) fn tool_decision(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Option<(Access, Option<Arc<[ParamHeader]>>)> {
+        let tool = self.inner.tools.get(name)?;
+        let access = self.inner.policy.tool(caller, name);
+        let headers = access.is_visible().then(|| tool.param_headers.clone());
+        Some((access, headers))
     }
 
     /// As [`Registry::call_tool`], for a tool the policy already answered for this request.

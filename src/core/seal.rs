@@ -19,7 +19,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use sha2::{Digest as _, Sha256};
 
-use crate::machine::ledger::{ChainId, Method, RequestState};
+use crate::machine::ledger::{ChainId, InputMethod, RequestState};
 use crate::machine::{Digest, Epoch, Tick};
 
 /// Format byte of the current token layout.
@@ -184,7 +184,7 @@ fn decode_state(p: &[u8]) -> Option<RequestState> {
     Some(RequestState {
         chain: ChainId(chain.try_into().ok()?),
         principal: Digest(principal.try_into().ok()?),
-        method: Method::from_code(method[0])?,
+        method: InputMethod::from_code(method[0])?,
         request: Digest(request.try_into().ok()?),
         round: round[0],
         expires: Tick(u64::from_be_bytes(expires.try_into().ok()?)),
@@ -280,7 +280,7 @@ pub fn principal_digest(principal_id: &[u8]) -> Digest {
 /// prompt name) and the exact argument bytes as received (I7, O44). Length framing keeps
 /// `("ab", "c")` and `("a", "bc")` apart.
 #[must_use]
-pub fn request_digest(method: Method, target: &str, argument_bytes: &[u8]) -> Digest {
+pub fn request_digest(method: InputMethod, target: &str, argument_bytes: &[u8]) -> Digest {
     let mut h = Sha256::new();
     framed(&mut h, b"strict-mcp request v1");
     framed(&mut h, method.as_str().as_bytes());
@@ -297,8 +297,8 @@ mod tests {
         RequestState {
             chain: ChainId([3; 16]),
             principal: principal_digest(b"alice"),
-            method: Method::ToolsCall,
-            request: request_digest(Method::ToolsCall, "deploy", b"{\"env\":\"prod\"}"),
+            method: InputMethod::ToolsCall,
+            request: request_digest(InputMethod::ToolsCall, "deploy", b"{\"env\":\"prod\"}"),
             round: 4,
             expires: Tick(123_456),
             epoch: Epoch(2),
@@ -378,13 +378,13 @@ mod tests {
 
     #[test]
     fn i7_digests_separate_method_target_arguments_and_domains() {
-        let a = request_digest(Method::ToolsCall, "ab", b"c");
-        assert_ne!(a, request_digest(Method::ToolsCall, "a", b"bc"));
-        assert_ne!(a, request_digest(Method::PromptsGet, "ab", b"c"));
+        let a = request_digest(InputMethod::ToolsCall, "ab", b"c");
+        assert_ne!(a, request_digest(InputMethod::ToolsCall, "a", b"bc"));
+        assert_ne!(a, request_digest(InputMethod::PromptsGet, "ab", b"c"));
         // O44: exact bytes, so whitespace changes the digest.
         assert_ne!(
-            request_digest(Method::ToolsCall, "t", b"{\"a\":1}"),
-            request_digest(Method::ToolsCall, "t", b"{\"a\": 1}")
+            request_digest(InputMethod::ToolsCall, "t", b"{\"a\":1}"),
+            request_digest(InputMethod::ToolsCall, "t", b"{\"a\": 1}")
         );
         assert_ne!(principal_digest(b"x"), principal_digest(b"y"));
         assert_eq!(principal_digest(b"x"), principal_digest(b"x"));

@@ -182,7 +182,7 @@ impl LedgerStore for MemoryLedgerStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::ledger::{Binding, LedgerConfig, LedgerEffect, Method, Phase};
+    use crate::machine::ledger::{Binding, InputMethod, LedgerConfig, LedgerEffect, Phase};
     use crate::machine::Digest;
     use std::task::{Context, Poll, Waker};
 
@@ -197,7 +197,7 @@ mod tests {
     fn chain(id: u8) -> Chain {
         let binding = Binding {
             principal: Digest([1; 32]),
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: Digest([2; 32]),
         };
         let config = LedgerConfig::with_ttl(100);

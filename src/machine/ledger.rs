@@ -36,8 +36,8 @@
 //!
 //! let ring = KeyRing::new(SealKey::new(1, [7; 32]));
 //! let principal = principal_digest(b"alice");
-//! let request = request_digest(Method::ToolsCall, "deploy", br#"{"env":"prod"}"#);
-//! let binding = Binding { principal, method: Method::ToolsCall, request };
+//! let request = request_digest(InputMethod::ToolsCall, "deploy", br#"{"env":"prod"}"#);
+//! let binding = Binding { principal, method: InputMethod::ToolsCall, request };
 //!
 //! // The first invocation asks for input: create the chain and issue round 1.
 //! let mut chain = Chain::new(ChainId([1; 16]), binding, Epoch(0), LedgerConfig::default());
@@ -50,7 +50,7 @@
 //! let resume = Resume {
 //!     state: open(&ring, &token).expect("our own token"),
 //!     principal,
-//!     method: Method::ToolsCall,
+//!     method: InputMethod::ToolsCall,
 //!     request,
 //!     serving_epoch: Epoch(0),
 //!     answer: Some(br#"{"action":"accept","content":{}}"#.to_vec()),
@@ -71,7 +71,7 @@ pub const DEFAULT_STATE_TTL_MS: u64 = 10 * 60 * 1000;
 
 /// The only methods that may return an `InputRequiredResult` (I2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Method {
+pub enum InputMethod {
     /// `tools/call`
     ToolsCall,
     /// `resources/read`
@@ -80,14 +80,14 @@ pub enum Method {
     PromptsGet,
 }
 
-impl Method {
+impl InputMethod {
     /// The JSON-RPC method name.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
-            Method::ToolsCall => "tools/call",
-            Method::ResourcesRead => "resources/read",
-            Method::PromptsGet => "prompts/get",
+            InputMethod::ToolsCall => "tools/call",
+            InputMethod::ResourcesRead => "resources/read",
+            InputMethod::PromptsGet => "prompts/get",
         }
     }
 
@@ -95,19 +95,19 @@ impl Method {
     #[must_use]
     pub const fn code(self) -> u8 {
         match self {
-            Method::ToolsCall => 1,
-            Method::ResourcesRead => 2,
-            Method::PromptsGet => 3,
+            InputMethod::ToolsCall => 1,
+            InputMethod::ResourcesRead => 2,
+            InputMethod::PromptsGet => 3,
         }
     }
 
-    /// Inverse of [`Method::code`].
+    /// Inverse of [`InputMethod::code`].
     #[must_use]
-    pub const fn from_code(code: u8) -> Option<Method> {
+    pub const fn from_code(code: u8) -> Option<InputMethod> {
         match code {
-            1 => Some(Method::ToolsCall),
-            2 => Some(Method::ResourcesRead),
-            3 => Some(Method::PromptsGet),
+            1 => Some(InputMethod::ToolsCall),
+            2 => Some(InputMethod::ResourcesRead),
+            3 => Some(InputMethod::PromptsGet),
             _ => None,
         }
     }
@@ -133,7 +133,7 @@ pub struct Binding {
     /// Digest of the principal that started the chain.
     pub principal: Digest,
     /// The originating method.
-    pub method: Method,
+    pub method: InputMethod,
     /// Digest of the salient parameters (tool name / URI / prompt name plus exact argument bytes).
     pub request: Digest,
 }
@@ -147,7 +147,7 @@ pub struct RequestState {
     /// Principal digest the chain is bound to.
     pub principal: Digest,
     /// Originating method.
-    pub method: Method,
+    pub method: InputMethod,
     /// Digest of the originating request's salient parameters.
     pub request: Digest,
     /// Which prompt this token answers (1-based).
@@ -257,7 +257,7 @@ pub struct Resume {
     /// Digest of the principal making *this* request.
     pub principal: Digest,
     /// Method of *this* request.
-    pub method: Method,
+    pub method: InputMethod,
     /// Salient-parameter digest of *this* request.
     pub request: Digest,
     /// The server's current serving epoch.
@@ -267,11 +267,11 @@ pub struct Resume {
     pub answer: Option<Vec<u8>>,
 }
 
-/// Why an input was refused. All but [`Rejection::Misuse`] reach the client as `state_rejected`:
+/// Why an input was refused. All but [`ChainRejection::Misuse`] reach the client as `state_rejected`:
 /// a tool failure inside compact `call_tool` (O50), the JSON-RPC error -32602 on a direct
 /// `tools/call`, `resources/read` and `prompts/get` (X21).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Rejection {
+pub enum ChainRejection {
     /// The token names another chain than the record it was looked up with.
     ForeignChain,
     /// A different principal than the one that started the chain.
@@ -292,12 +292,12 @@ pub enum Rejection {
     Misuse(&'static str),
 }
 
-impl Rejection {
+impl ChainRejection {
     /// The failure code the core answers with.
     #[must_use]
     pub const fn failure_code(self) -> &'static str {
         match self {
-            Rejection::Misuse(_) => "internal",
+            ChainRejection::Misuse(_) => "internal",
             _ => "state_rejected",
         }
     }
@@ -353,7 +353,7 @@ pub enum LedgerEffect {
     /// An epoch bump killed this chain.
     Invalidated,
     /// The input was refused; the chain is unchanged.
-    Rejected(Rejection),
+    Rejected(ChainRejection),
     /// Nothing to do.
     Nothing,
 }
@@ -569,9 +569,11 @@ impl Chain {
             Phase::Invalidated { running: true } => {
                 // The epoch died while the handler ran: no new round may be issued under it.
                 self.phase = Phase::Invalidated { running: false };
-                LedgerEffect::Rejected(Rejection::OldEpoch)
+                LedgerEffect::Rejected(ChainRejection::OldEpoch)
             }
-            _ => LedgerEffect::Rejected(Rejection::Misuse("handler event while no handler runs")),
+            _ => LedgerEffect::Rejected(ChainRejection::Misuse(
+                "handler event while no handler runs",
+            )),
         }
     }
 
@@ -587,7 +589,9 @@ impl Chain {
                 self.phase = Phase::Invalidated { running: false };
                 effect
             }
-            _ => LedgerEffect::Rejected(Rejection::Misuse("handler event while no handler runs")),
+            _ => LedgerEffect::Rejected(ChainRejection::Misuse(
+                "handler event while no handler runs",
+            )),
         }
     }
 
@@ -612,33 +616,33 @@ impl Chain {
     fn on_resume(&mut self, now: Tick, r: Resume) -> LedgerEffect {
         let s = r.state;
         if s.chain != self.id {
-            return LedgerEffect::Rejected(Rejection::ForeignChain);
+            return LedgerEffect::Rejected(ChainRejection::ForeignChain);
         }
         // Binding checks come before anything phase-related so a foreign caller learns nothing
         // about the chain's progress.
         if self.checks_principal()
             && (r.principal != self.binding.principal || s.principal != self.binding.principal)
         {
-            return LedgerEffect::Rejected(Rejection::ForeignPrincipal);
+            return LedgerEffect::Rejected(ChainRejection::ForeignPrincipal);
         }
         if r.method != self.binding.method
             || s.method != self.binding.method
             || r.request != self.binding.request
             || s.request != self.binding.request
         {
-            return LedgerEffect::Rejected(Rejection::OtherRequest);
+            return LedgerEffect::Rejected(ChainRejection::OtherRequest);
         }
         if matches!(self.phase, Phase::Invalidated { .. })
             || (self.checks_epoch()
                 && (s.epoch != r.serving_epoch || self.epoch != r.serving_epoch))
         {
-            return LedgerEffect::Rejected(Rejection::OldEpoch);
+            return LedgerEffect::Rejected(ChainRejection::OldEpoch);
         }
         if now.has_reached(s.expires) {
-            return LedgerEffect::Rejected(Rejection::Expired);
+            return LedgerEffect::Rejected(ChainRejection::Expired);
         }
         if s.round == 0 || s.round > self.issued {
-            return LedgerEffect::Rejected(Rejection::UnknownRound);
+            return LedgerEffect::Rejected(ChainRejection::UnknownRound);
         }
         match self.phase {
             Phase::AwaitingAnswer { round, .. } => match r.answer {
@@ -655,7 +659,7 @@ impl Chain {
                     replayed: true,
                 },
             },
-            Phase::Running { .. } => LedgerEffect::Rejected(Rejection::InFlight),
+            Phase::Running { .. } => LedgerEffect::Rejected(ChainRejection::InFlight),
             Phase::Completed => {
                 if self.reruns_completed() {
                     let round = self.issued;
@@ -664,9 +668,9 @@ impl Chain {
                 }
                 LedgerEffect::DispatchRecovery
             }
-            Phase::Failed => LedgerEffect::Rejected(Rejection::AlreadyFailed),
-            Phase::Expired => LedgerEffect::Rejected(Rejection::Expired),
-            Phase::Invalidated { .. } => LedgerEffect::Rejected(Rejection::OldEpoch),
+            Phase::Failed => LedgerEffect::Rejected(ChainRejection::AlreadyFailed),
+            Phase::Expired => LedgerEffect::Rejected(ChainRejection::Expired),
+            Phase::Invalidated { .. } => LedgerEffect::Rejected(ChainRejection::OldEpoch),
         }
     }
 }
@@ -770,7 +774,7 @@ mod tests {
             ID,
             Binding {
                 principal: ALICE,
-                method: Method::ToolsCall,
+                method: InputMethod::ToolsCall,
                 request: REQ,
             },
             Epoch(0),
@@ -798,7 +802,7 @@ mod tests {
         LedgerEvent::Resume(Resume {
             state,
             principal: ALICE,
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: REQ,
             serving_epoch: Epoch(0),
             answer: answer.map(<[u8]>::to_vec),
@@ -814,7 +818,7 @@ mod tests {
             RequestState {
                 chain: ID,
                 principal: ALICE,
-                method: Method::ToolsCall,
+                method: InputMethod::ToolsCall,
                 request: REQ,
                 round: 1,
                 expires: Tick(100 + TTL),
@@ -859,7 +863,7 @@ mod tests {
         }
         assert_eq!(
             c.handle(Tick(1), ev),
-            LedgerEffect::Rejected(Rejection::ForeignPrincipal)
+            LedgerEffect::Rejected(ChainRejection::ForeignPrincipal)
         );
         assert!(matches!(c.phase(), Phase::AwaitingAnswer { .. }));
     }
@@ -874,15 +878,15 @@ mod tests {
         }
         assert_eq!(
             c.handle(Tick(1), ev.clone()),
-            LedgerEffect::Rejected(Rejection::OtherRequest)
+            LedgerEffect::Rejected(ChainRejection::OtherRequest)
         );
         if let LedgerEvent::Resume(r) = &mut ev {
             r.request = REQ;
-            r.method = Method::PromptsGet;
+            r.method = InputMethod::PromptsGet;
         }
         assert_eq!(
             c.handle(Tick(1), ev),
-            LedgerEffect::Rejected(Rejection::OtherRequest)
+            LedgerEffect::Rejected(ChainRejection::OtherRequest)
         );
     }
 
@@ -892,7 +896,7 @@ mod tests {
         let s = ask(&mut c, 0);
         assert_eq!(
             c.handle(Tick(TTL), resume(s, Some(b"{}"))),
-            LedgerEffect::Rejected(Rejection::Expired)
+            LedgerEffect::Rejected(ChainRejection::Expired)
         );
         assert_eq!(c.phase(), Phase::Expired);
         assert!(c.is_disposable(Tick(TTL)));
@@ -934,7 +938,7 @@ mod tests {
         }
         assert_eq!(
             c.handle(Tick(1), ev),
-            LedgerEffect::Rejected(Rejection::OldEpoch)
+            LedgerEffect::Rejected(ChainRejection::OldEpoch)
         );
     }
 
@@ -948,7 +952,7 @@ mod tests {
         );
         assert_eq!(
             c.handle(Tick(2), resume(s, Some(b"{}"))),
-            LedgerEffect::Rejected(Rejection::OldEpoch)
+            LedgerEffect::Rejected(ChainRejection::OldEpoch)
         );
         assert!(c.is_terminal());
 
@@ -969,7 +973,7 @@ mod tests {
         // The handler may not open a new round under the dead epoch…
         assert_eq!(
             running.handle(Tick(3), LedgerEvent::HandlerAsked { prompt: vec![] }),
-            LedgerEffect::Rejected(Rejection::OldEpoch)
+            LedgerEffect::Rejected(ChainRejection::OldEpoch)
         );
         assert_eq!(running.phase(), Phase::Invalidated { running: false });
         // …and a stale bump does nothing.
@@ -1035,7 +1039,7 @@ mod tests {
         );
         assert_eq!(
             c.handle(Tick(1), resume(s, Some(b"1"))),
-            LedgerEffect::Rejected(Rejection::InFlight)
+            LedgerEffect::Rejected(ChainRejection::InFlight)
         );
     }
 
@@ -1055,7 +1059,7 @@ mod tests {
         // Recovery outcomes are not fed back; doing so is a contract violation, not a transition.
         assert!(matches!(
             c.handle(Tick(7), LedgerEvent::HandlerCompleted),
-            LedgerEffect::Rejected(Rejection::Misuse(_))
+            LedgerEffect::Rejected(ChainRejection::Misuse(_))
         ));
         assert!(
             !c.is_disposable(Tick(TTL - 1)),
@@ -1109,7 +1113,7 @@ mod tests {
         forged.round = 2;
         assert_eq!(
             c.handle(Tick(1), resume(forged, Some(b"1"))),
-            LedgerEffect::Rejected(Rejection::UnknownRound)
+            LedgerEffect::Rejected(ChainRejection::UnknownRound)
         );
         let _ = c.handle(Tick(1), resume(s, Some(b"1")));
         assert_eq!(
@@ -1118,7 +1122,7 @@ mod tests {
         );
         assert_eq!(
             c.handle(Tick(3), resume(s, Some(b"1"))),
-            LedgerEffect::Rejected(Rejection::AlreadyFailed)
+            LedgerEffect::Rejected(ChainRejection::AlreadyFailed)
         );
     }
 
@@ -1129,7 +1133,7 @@ mod tests {
         s.chain = ChainId([0; 16]);
         assert_eq!(
             c.handle(Tick(1), resume(s, Some(b"1"))),
-            LedgerEffect::Rejected(Rejection::ForeignChain)
+            LedgerEffect::Rejected(ChainRejection::ForeignChain)
         );
     }
 
@@ -1139,26 +1143,30 @@ mod tests {
         let _ = ask(&mut c, 0);
         assert!(matches!(
             c.handle(Tick(1), LedgerEvent::HandlerCompleted),
-            LedgerEffect::Rejected(Rejection::Misuse(_))
+            LedgerEffect::Rejected(ChainRejection::Misuse(_))
         ));
         assert!(matches!(
             c.handle(Tick(1), LedgerEvent::HandlerFailed),
-            LedgerEffect::Rejected(Rejection::Misuse(_))
+            LedgerEffect::Rejected(ChainRejection::Misuse(_))
         ));
         assert!(matches!(
             c.handle(Tick(1), LedgerEvent::HandlerAsked { prompt: vec![] }),
-            LedgerEffect::Rejected(Rejection::Misuse(_))
+            LedgerEffect::Rejected(ChainRejection::Misuse(_))
         ));
-        assert_eq!(Rejection::Misuse("x").failure_code(), "internal");
-        assert_eq!(Rejection::OldEpoch.failure_code(), "state_rejected");
+        assert_eq!(ChainRejection::Misuse("x").failure_code(), "internal");
+        assert_eq!(ChainRejection::OldEpoch.failure_code(), "state_rejected");
     }
 
     #[test]
     fn method_codes_round_trip() {
-        for m in [Method::ToolsCall, Method::ResourcesRead, Method::PromptsGet] {
-            assert_eq!(Method::from_code(m.code()), Some(m));
+        for m in [
+            InputMethod::ToolsCall,
+            InputMethod::ResourcesRead,
+            InputMethod::PromptsGet,
+        ] {
+            assert_eq!(InputMethod::from_code(m.code()), Some(m));
         }
-        assert_eq!(Method::from_code(0), None);
-        assert_eq!(Method::ToolsCall.as_str(), "tools/call");
+        assert_eq!(InputMethod::from_code(0), None);
+        assert_eq!(InputMethod::ToolsCall.as_str(), "tools/call");
     }
 }

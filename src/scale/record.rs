@@ -5,7 +5,7 @@
 //! stored bytes with the caller's expected chain instead of decoding inside the script.
 
 use crate::machine::ledger::{
-    Binding, Chain, ChainId, ChainRecord, LedgerConfig, Method, Phase, MAX_ROUNDS,
+    Binding, Chain, ChainId, ChainRecord, InputMethod, LedgerConfig, Phase, MAX_ROUNDS,
 };
 use crate::machine::{Digest, Epoch, Tick};
 
@@ -78,7 +78,7 @@ pub fn decode_chain(bytes: &[u8]) -> Result<Chain, RecordCodecError> {
     }
     let id = ChainId(r.array()?);
     let principal = Digest(r.array()?);
-    let method = Method::from_code(r.u8()?).ok_or(RecordCodecError::Malformed("method"))?;
+    let method = InputMethod::from_code(r.u8()?).ok_or(RecordCodecError::Malformed("method"))?;
     let request = Digest(r.array()?);
     let epoch = Epoch(r.u64()?);
     let config = LedgerConfig::with_ttl(r.u64()?);

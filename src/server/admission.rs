@@ -10,12 +10,12 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use super::answer::{to_reply, Answer};
-use super::context::{check_meta, parse_params, Ctx, ProgressEnd};
+use super::context::{self, check_meta, parse_params, Ctx, HostCheck, Params, ProgressEnd};
 use super::encode::error_reply;
 use super::log::RequestLog;
 use super::progress::Progress;
-use super::{routes, Cause, Outbox, Reply, Server, PROTOCOL_VERSION};
-use crate::core::{Caller, CancelToken, ClientCapabilities, Registry};
+use super::{routes, Cause, Outbox, PublishMode, Reply, Server, PROTOCOL_VERSION};
+use crate::core::{Access, Caller, CancelToken, ClientCapabilities, Registry};
 use crate::wire::jsonrpc::Request;
 use crate::wire::methods;
 
@@ -32,6 +32,7 @@ pub(crate) async fn serve_request(
     request: Request,
     outbox: Arc<dyn Outbox>,
     client_cancel: CancelToken,
+    host: Option<HostCheck<'_>>,
 ) {
     // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
     let gated = Arc::new(Gated {
@@ -40,7 +41,7 @@ pub(crate) async fn serve_request(
         finished: std::sync::atomic::AtomicBool::new(false),
     });
     let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-        serve_admitted(server, caller, &request, &gated, client_cancel),
+        serve_checked(server, caller, &request, &gated, client_cancel, host),
     ))
     .await;
     if served.is_err() {
@@ -76,10 +77,74 @@ impl Drop for CallEnd<'_> {
     }
 }
 
+/// What one parse at arrival produced, read by every later stage of the request.
+struct Arrival<'r> {
+    /// The registry as of the request's arrival (the policy answer below is for this one).
+    registry: Arc<Registry>,
+    /// The params, parsed once (the error is answered after the method check).
+    params: Result<Params<'r>, Answer>,
+    /// The policy's answer for the tool a direct `tools/call` names, when the host asked it.
+    tool_access: Option<Access>,
+}
+
+/// Parses the params once, runs the host's header check (if any) on that view, then admits.
+async fn serve_checked(
+    server: &Server,
+    caller: Caller,
+    request: &Request,
+    gated: &Arc<Gated>,
+    client_cancel: CancelToken,
+    host: Option<HostCheck<'_>>,
+) {
+    let mut arrival = Arrival {
+        registry: server.registry(),
+        params: parse_params(request),
+        tool_access: None,
+    };
+    if let Some(check) = host {
+        match check_host(server, &arrival, &caller, request, check) {
+            Ok(access) => arrival.tool_access = access,
+            Err(refusal) => return gated.finish(refusal),
+        }
+    }
+    serve_admitted(server, caller, request, arrival, gated, client_cancel).await;
+}
+
+/// The host's header check (D15–D30) on the arrival's view. For a direct `tools/call` the
+/// policy answers here, once, and the answer travels on with the request (O23).
+fn check_host(
+    server: &Server,
+    arrival: &Arrival<'_>,
+    caller: &Caller,
+    request: &Request,
+    check: HostCheck<'_>,
+) -> Result<Option<Access>, Reply> {
+    let mirrored = context::mirrored(arrival.params.as_ref().ok());
+    let decision = match (request.method.as_str(), mirrored.name()) {
+        ("tools/call", Some(name)) if server.mode() == PublishMode::Direct => {
+            arrival.registry.tool_decision(caller, name)
+        }
+        _ => None,
+    };
+    let annotations = decision
+        .as_ref()
+        .and_then(|(_, headers)| headers.as_deref());
+    match check(request, &mirrored, annotations) {
+        Ok(()) => Ok(decision.map(|(access, _)| access)),
+        Err(e) => Err(error_reply(
+            &request.id,
+            Cause::HeaderMismatch,
+            &e.to_string(),
+            None,
+        )),
+    }
+}
+
 async fn serve_admitted(
     server: &Server,
     caller: Caller,
     request: &Request,
+    arrival: Arrival<'_>,
     gated: &Arc<Gated>,
     client_cancel: CancelToken,
 ) {
@@ -105,6 +170,7 @@ async fn serve_admitted(
         server,
         caller,
         request,
+        arrival,
         outbox,
         epoch,
         handler_cancel.clone(),
@@ -189,17 +255,23 @@ fn method_served(method: &str, registry: &Registry) -> bool {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one request's parts, each used once below
 async fn handle(
     server: &Server,
     caller: Caller,
     request: &Request,
+    arrival: Arrival<'_>,
     outbox: Arc<dyn Outbox>,
     epoch: crate::machine::Epoch,
     handler_cancel: CancelToken,
     client_cancel: CancelToken,
 ) -> Option<Reply> {
     super::fault::point(super::fault::points::DISPATCH);
-    let registry = server.registry();
+    let Arrival {
+        registry,
+        params,
+        tool_access,
+    } = arrival;
     let method = request.method.as_str();
     let checked = if !method_served(method, &registry) {
         Err(if methods::is_removed(method) {
@@ -212,7 +284,7 @@ async fn handle(
             Answer::error(Cause::MethodNotFound, "Method not found")
         })
     } else {
-        parse_params(request).and_then(|p| check_meta(&p).map(|m| (p, m)))
+        params.and_then(|p| check_meta(&p).map(|m| (p, m)))
     };
     let (params, request_meta) = match checked {
         Ok(x) => x,
@@ -237,6 +309,7 @@ async fn handle(
         progress: progress.clone(),
         log: log.clone(),
         cancel: handler_cancel,
+        tool_access,
     };
     let progress_end = ProgressEnd(progress, log);
     let answer = routes::route(&ctx, request, &params, &outbox, &client_cancel)

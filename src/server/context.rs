@@ -11,6 +11,7 @@ use super::log::RequestLog;
 use super::progress::Progress;
 use super::{Cause, Server};
 use crate::core::{Caller, CancelToken, ClientCapabilities, Invocation, Registry};
+use crate::wire::headers::{HeaderError, Mirrored, ParamHeader};
 use crate::wire::jsonrpc::Request;
 use crate::wire::meta;
 
@@ -26,6 +27,9 @@ pub(crate) struct Ctx {
     pub(crate) log: Option<Arc<RequestLog>>,
     /// The token handlers observe: fired by client cancellation and by shutdown.
     pub(crate) cancel: CancelToken,
+    /// The policy's answer for the tool a direct `tools/call` names, when the HTTP header
+    /// check already asked it for this request ([`HostCheck`]); `None` over stdio.
+    pub(crate) tool_access: Option<crate::core::Access>,
 }
 
 impl Ctx {
@@ -59,6 +63,22 @@ impl Ctx {
 /// The params object of a request, member by member (exact bytes, borrowed from the
 /// request).
 pub(crate) type Params<'a> = BTreeMap<String, &'a RawValue>;
+
+/// A host's check of a request's mirrored headers (D15–D30), run on the view of the one
+/// parse of its params ([`parse_params`]; [`Mirrored::default`] when that parse failed, and the
+/// dispatcher answers the params error), with the published `x-mcp-header` annotations of the
+/// tool a direct `tools/call` names (D28). `Err` is the refusal's message (400, -32600).
+pub(crate) type HostCheck<'a> = &'a (dyn Fn(&Request, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
+         + Send
+         + Sync);
+
+/// The mirrored members of the one parse of the params (empty when it failed).
+pub(crate) fn mirrored<'p>(params: Option<&Params<'p>>) -> Mirrored<'p> {
+    match params {
+        Some(params) => Mirrored::from_members(|key| params.get(key).copied()),
+        None => Mirrored::default(),
+    }
+}
 
 pub(crate) fn parse_params(request: &Request) -> Result<Params<'_>, Answer> {
     let Some(raw) = request.params.as_deref() else {

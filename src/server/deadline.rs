@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_util::future::{select, Either};
 
-use crate::core::CancelToken;
+use crate::core::{CancelToken, MonotonicClock, WaitUntil};
 
 /// A deadline without an async runtime: one helper thread parks until the budget elapses and
 /// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
@@ -67,15 +67,27 @@ impl Drop for Deadline {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Expired;
 
-/// The timer of one timed request: tokio's when a runtime with time enabled is current
-/// (paused test clocks included), else the runtime-free helper-thread [`Deadline`].
-enum Timer {
+/// The timer of one timed request: the injected clock's own wait when it has one (a virtual
+/// clock, [`MonotonicClock::wait_until`]); else tokio's when a runtime with time enabled is
+/// current (paused test clocks included), else the runtime-free helper-thread [`Deadline`].
+/// Expiry is judged by the same time source the timer waits on.
+enum Timer<'c> {
+    Clock {
+        wait: WaitUntil<'c>,
+        clock: &'c dyn MonotonicClock,
+        due: u64,
+    },
     Tokio(std::pin::Pin<Box<tokio::time::Sleep>>),
     Thread(Deadline, std::time::Instant),
 }
 
-impl Timer {
-    fn start(limit: std::time::Duration) -> Timer {
+impl<'c> Timer<'c> {
+    fn start(clock: &'c dyn MonotonicClock, limit: std::time::Duration) -> Timer<'c> {
+        let limit_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        let due = clock.elapsed_ms().saturating_add(limit_ms);
+        if let Some(wait) = clock.wait_until(due) {
+            return Timer::Clock { wait, clock, due };
+        }
         if tokio::runtime::Handle::try_current().is_ok() {
             // A runtime built without `enable_time` panics when a timer is created; that
             // runtime gets the thread fallback instead of a crash.
@@ -88,6 +100,7 @@ impl Timer {
 
     async fn expired(&mut self) {
         match self {
+            Timer::Clock { wait, .. } => wait.as_mut().await,
             Timer::Tokio(sleep) => sleep.as_mut().await,
             Timer::Thread(deadline, _) => deadline.token.cancelled().await,
         }
@@ -95,6 +108,7 @@ impl Timer {
 
     fn is_expired(&self) -> bool {
         match self {
+            Timer::Clock { clock, due, .. } => clock.elapsed_ms() >= *due,
             Timer::Tokio(sleep) => tokio::time::Instant::now() >= sleep.deadline(),
             Timer::Thread(deadline, at) => {
                 deadline.token.is_cancelled() || std::time::Instant::now() >= *at
@@ -104,15 +118,16 @@ impl Timer {
 }
 
 /// Runs `work` (a read or prompt get, including the conversion and final size check of its
-/// result) within `limit` (O33). On expiry `token` (the handler's) fires, the work gets the one
-/// poll that lets a cooperative handler observe it, and is dropped. Work that finishes, but
-/// only after the deadline (slow synchronous conversion), is expired too.
+/// result) within `limit` on `clock` (O33). On expiry `token` (the handler's) fires, the work
+/// gets the one poll that lets a cooperative handler observe it, and is dropped. Work that
+/// finishes, but only after the deadline (slow synchronous conversion), is expired too.
 pub(crate) async fn within<F: std::future::Future>(
+    clock: &dyn MonotonicClock,
     limit: std::time::Duration,
     token: &CancelToken,
     work: F,
 ) -> Result<F::Output, Expired> {
-    let mut timer = Timer::start(limit);
+    let mut timer = Timer::start(clock, limit);
     futures_util::pin_mut!(work);
     let finished = {
         let expired = timer.expired();
@@ -140,10 +155,20 @@ pub(crate) async fn within<F: std::future::Future>(
 mod tests {
     use super::*;
 
+    fn clock() -> crate::core::SystemMonotonic {
+        crate::core::SystemMonotonic::default()
+    }
+
     #[tokio::test]
     async fn o33_work_that_finishes_in_time_keeps_its_result_and_token() {
         let token = CancelToken::new();
-        let out = within(std::time::Duration::from_secs(3600), &token, async { 7 }).await;
+        let out = within(
+            &clock(),
+            std::time::Duration::from_secs(3600),
+            &token,
+            async { 7 },
+        )
+        .await;
         assert_eq!(out, Ok(7));
         assert!(!token.is_cancelled());
     }
@@ -153,7 +178,7 @@ mod tests {
         // The work never yields: only the check after it can notice the deadline passed.
         let token = CancelToken::new();
         let limit = std::time::Duration::from_millis(1);
-        let out = within(limit, &token, async {
+        let out = within(&clock(), limit, &token, async {
             std::thread::sleep(limit * 20);
             7
         })
@@ -166,7 +191,8 @@ mod tests {
     fn o33_the_thread_fallback_notices_a_passed_deadline_too() {
         let token = CancelToken::new();
         let limit = std::time::Duration::from_millis(1);
-        let work = within(limit, &token, async {
+        let clock = clock();
+        let work = within(&clock, limit, &token, async {
             std::thread::sleep(limit * 20);
             7
         });

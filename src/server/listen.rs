@@ -99,11 +99,12 @@ impl Hub {
         }
     }
 
-    /// Ends every stream gracefully (shutdown, O6, K10).
-    pub(crate) fn close_all(&self, now: Tick, info: &RawValue) {
+    /// Feeds `event` to every stream's machine, dropping the streams it ends (shutdown feeds
+    /// `ServerClosing`: every stream ends gracefully, O6, K10).
+    pub(crate) fn feed_all(&self, now: Tick, event: &ListenEvent, info: &RawValue) {
         let mut streams = lock(&self.streams);
         streams.retain(|_, stream| {
-            let effects = stream.machine.handle(now, ListenEvent::ServerClosing);
+            let effects = stream.machine.handle(now, event.clone());
             apply(stream, effects, info)
         });
     }
@@ -204,7 +205,7 @@ pub(crate) async fn listen(
     futures_util::pin_mut!(shutdown);
     let ended = select(client, server_closed);
     if let Either::Right(((), _)) = select(ended, shutdown).await {
-        // Shutdown reached this call before the stream was registered for `close_all`.
+        // Shutdown reached this call before the stream was registered for `feed_all`.
         hub.server_closing(ctx.server.now(), key, ctx.server.info());
     }
     Ok(Answer::Silent)

@@ -59,6 +59,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 
 use crate::codec::IngressLimits;
+use crate::core::lifecycle::{route_epoch_effect, EpochRoute};
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
 use crate::core::{
@@ -582,12 +583,27 @@ impl Server {
     ) {
         match message {
             Message::Request(request) => {
-                admission::serve_request(self, caller, request, outbox, cancel).await;
+                admission::serve_request(self, caller, request, outbox, cancel, None).await;
             }
             // A11: never answered. Cancellation is routed by the driver through
             // [`Server::cancelled_request`]; any other notification means nothing here.
             Message::Notification(_) | Message::Response(_) => {}
         }
+    }
+
+    /// Serves one request as [`Server::serve`] does, after a host's check of its mirrored
+    /// headers (HTTP, D15–D30) on the server's own parse of the params; a refusal is the
+    /// request's one reply.
+    #[cfg(feature = "http")]
+    pub(crate) async fn serve_checked(
+        &self,
+        caller: Caller,
+        request: crate::wire::jsonrpc::Request,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+        check: context::HostCheck<'_>,
+    ) {
+        admission::serve_request(self, caller, request, outbox, cancel, Some(check)).await;
     }
 
     /// For a `notifications/cancelled`, the exact JSON text of the `requestId` it cancels.
@@ -662,37 +678,38 @@ impl Server {
     /// Carries out one effect of the epoch machine's shutdown or time-out; `Some` when it
     /// ends the shutdown.
     async fn apply_epoch_effect(&self, effect: EpochEffect) -> Option<ShutdownReport> {
-        match effect {
-            EpochEffect::EpochBumped(epoch) => {
+        match route_epoch_effect(effect) {
+            EpochRoute::ForwardEpoch(epoch) => {
                 self.inner
                     .continuations
                     .bump_epoch(self.wall_now(), epoch)
                     .await;
             }
-            EpochEffect::Cancel(call) => {
+            EpochRoute::CancelCall(call) => {
                 if let Some(token) = lock(&self.inner.calls).get(&call) {
                     token.cancel();
                 }
             }
-            EpochEffect::CloseListenStreams => {
-                self.inner.listens.close_all(self.now(), &self.inner.info);
+            EpochRoute::EveryListen(event) => {
+                self.inner
+                    .listens
+                    .feed_all(self.now(), &event, &self.inner.info);
             }
-            EpochEffect::Stopped => return Some(ShutdownReport::Stopped),
-            EpochEffect::CleanupFailed { unfinished } => {
+            EpochRoute::Stopped => return Some(ShutdownReport::Stopped),
+            EpochRoute::CleanupFailed { unfinished } => {
                 return Some(ShutdownReport::CleanupFailed { unfinished })
             }
-            // A second shutdown waits like the first; admission effects answer admissions,
+            EpochRoute::EndedTwice(call) => tracing::error!(call = call.0, "call ended twice"),
+            // A second shutdown waits like the first; admission routes answer admissions,
             // which neither a shutdown nor a time-out is.
-            EpochEffect::AlreadyShuttingDown
-            | EpochEffect::Admitted { .. }
-            | EpochEffect::Refused { .. }
-            | EpochEffect::UnknownCall(_) => {}
+            EpochRoute::Nothing | EpochRoute::Run(_) | EpochRoute::Refuse => {}
         }
         None
     }
 
     /// Waits until the last call ends or the epoch machine's draining deadline
-    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports. One timer,
+    /// ([`Lifecycle::poll_timeout`]) passes on the monotonic clock, then reports: on the
+    /// clock's own wait when it has one ([`MonotonicClock::wait_until`]), else on one timer,
     /// re-armed only when the deadline changes or fired early by the clock's reckoning.
     async fn wait_drained(&self) -> ShutdownReport {
         let mut timer: Option<(Tick, deadline::Deadline)> = None;
@@ -720,6 +737,13 @@ impl Server {
                         return report;
                     }
                 }
+                continue;
+            }
+            // A clock that moves on its own account (a test's virtual clock) is waited on
+            // directly, so the budget passes when that clock reaches the deadline.
+            let clock = Arc::clone(&self.inner.monotonic);
+            if let Some(reached) = clock.wait_until(due.0) {
+                futures_util::future::select(listener, reached).await;
                 continue;
             }
             let stale = match &timer {
@@ -842,20 +866,21 @@ impl Server {
         let mut lifecycle = lock(&self.inner.lifecycle);
         let effects = lifecycle.handle(self.now(), EpochEvent::Admit(call)).0;
         for effect in effects {
-            match effect {
-                EpochEffect::Admitted { epoch, .. } => {
+            match route_epoch_effect(effect) {
+                EpochRoute::Run(epoch) => {
                     lock(&self.inner.calls).insert(call, token.clone());
                     return Some((call, epoch, token));
                 }
-                EpochEffect::Refused { .. } => return None,
+                EpochRoute::Refuse => return None,
+                // The draining deadline passed on this event: `wait_drained` reads the phase.
+                EpochRoute::CleanupFailed { .. } => {}
                 // Not answers to an admission.
-                EpochEffect::EpochBumped(_)
-                | EpochEffect::Cancel(_)
-                | EpochEffect::CloseListenStreams
-                | EpochEffect::Stopped
-                | EpochEffect::CleanupFailed { .. }
-                | EpochEffect::AlreadyShuttingDown
-                | EpochEffect::UnknownCall(_) => {}
+                EpochRoute::ForwardEpoch(_)
+                | EpochRoute::CancelCall(_)
+                | EpochRoute::EveryListen(_)
+                | EpochRoute::Stopped
+                | EpochRoute::EndedTwice(_)
+                | EpochRoute::Nothing => {}
             }
         }
         None
@@ -868,17 +893,19 @@ impl Server {
             .handle(self.now(), EpochEvent::CallEnded(call))
             .0;
         for effect in effects {
-            match effect {
-                EpochEffect::UnknownCall(c) => tracing::error!(call = c.0, "call ended twice"),
-                // The last call of a draining server ended: `wait_drained` reads the phase.
-                EpochEffect::Stopped => {}
-                EpochEffect::Admitted { .. }
-                | EpochEffect::Refused { .. }
-                | EpochEffect::EpochBumped(_)
-                | EpochEffect::Cancel(_)
-                | EpochEffect::CloseListenStreams
-                | EpochEffect::CleanupFailed { .. }
-                | EpochEffect::AlreadyShuttingDown => {}
+            match route_epoch_effect(effect) {
+                EpochRoute::EndedTwice(call) => {
+                    tracing::error!(call = call.0, "call ended twice");
+                }
+                // The last call of a draining server ended, or the draining deadline passed
+                // on this event: `wait_drained` reads the phase.
+                EpochRoute::Stopped | EpochRoute::CleanupFailed { .. } => {}
+                EpochRoute::Run(_)
+                | EpochRoute::Refuse
+                | EpochRoute::ForwardEpoch(_)
+                | EpochRoute::CancelCall(_)
+                | EpochRoute::EveryListen(_)
+                | EpochRoute::Nothing => {}
             }
         }
         self.inner.ended.notify(usize::MAX);

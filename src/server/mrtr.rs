@@ -34,7 +34,8 @@ use crate::core::seal::{
 use crate::core::store::{LedgerStore, StoreError};
 use crate::core::{CancelToken, CoreError, FailureCode, InputRequest, Invocation, Outcome};
 use crate::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
+    Binding, Chain, ChainId, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent, RequestState,
+    Resume,
 };
 use crate::machine::{Epoch, Tick};
 
@@ -73,10 +74,11 @@ pub(crate) enum HandlerOut {
 }
 
 /// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
-/// both families share: `work` runs within `limit` on the handler's `token`; a complete result
+/// both families share: `work` runs within `limit` on `clock` and the handler's `token`; a complete result
 /// goes through `finish` inside the time-out (its conversion and final size check count); a
 /// request for input is passed on; expiry answers `timed_out`'s error.
 pub(crate) async fn timed_round<T>(
+    clock: &dyn crate::core::MonotonicClock,
     limit: std::time::Duration,
     token: &CancelToken,
     work: impl std::future::Future<Output = Result<Outcome<T>, CoreError>>,
@@ -90,7 +92,7 @@ pub(crate) async fn timed_round<T>(
             Err(e) => Err(Answer::from_core(&e)),
         }
     };
-    within(limit, token, round)
+    within(clock, limit, token, round)
         .await
         .unwrap_or_else(|Expired| Err(Answer::from_core(&timed_out())))
 }
@@ -102,15 +104,15 @@ const CAS_ATTEMPTS: usize = 4;
 /// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
 /// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
 /// protocol error there); compact `call_tool` keeps it inside its failure envelope.
-pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str) -> Answer {
+pub(crate) fn refuse(ctx: &Ctx, method: InputMethod, code: FailureCode, message: &str) -> Answer {
     let as_error = match method {
-        Method::ToolsCall => {
+        InputMethod::ToolsCall => {
             matches!(
                 code,
                 FailureCode::StateRejected | FailureCode::StateUnavailable
             ) && ctx.server.mode() == PublishMode::Direct
         }
-        Method::ResourcesRead | Method::PromptsGet => true,
+        InputMethod::ResourcesRead | InputMethod::PromptsGet => true,
     };
     if !as_error {
         return Answer::ToolResult(failure_result(ctx.server.publication(), code, message));
@@ -126,7 +128,7 @@ pub(crate) fn refuse(ctx: &Ctx, method: Method, code: FailureCode, message: &str
     }
 }
 
-fn rejected(ctx: &Ctx, method: Method) -> Answer {
+fn rejected(ctx: &Ctx, method: InputMethod) -> Answer {
     refuse(
         ctx,
         method,
@@ -142,7 +144,7 @@ fn internal() -> Answer {
 /// A store failure. An outage (unavailable, timed out) neither accepts nor rejects the state:
 /// it is the retryable `state_unavailable` failure, a JSON-RPC -32603 where [`refuse`] answers
 /// errors. Any other store failure (full, conflicts exhausted) is a plain internal error.
-fn store_failed(ctx: &Ctx, method: Method, e: &StoreError) -> Answer {
+fn store_failed(ctx: &Ctx, method: InputMethod, e: &StoreError) -> Answer {
     tracing::warn!(error = %e, "ledger store failed");
     if !e.is_outage() {
         return internal();
@@ -160,7 +162,7 @@ fn store_failed(ctx: &Ctx, method: Method, e: &StoreError) -> Answer {
 /// by the method family.
 pub(crate) async fn run<'c, F, Fut>(
     ctx: &'c Ctx,
-    method: Method,
+    method: InputMethod,
     target: &str,
     args: &[u8],
     continuation: Continuation,
@@ -214,7 +216,7 @@ async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
 /// retries.
 async fn resume<'c, F, Fut>(
     ctx: &'c Ctx,
-    method: Method,
+    method: InputMethod,
     binding: Binding,
     token: &str,
     responses: &BTreeMap<String, Box<RawValue>>,
@@ -273,7 +275,7 @@ where
 
 /// The stored chain a resume continues: a chain the store no longer has rejects the state; a
 /// store failure answers as [`store_failed`] does (retryable on an outage).
-async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Answer> {
+async fn load_chain(ctx: &Ctx, method: InputMethod, id: ChainId) -> Result<Chain, Answer> {
     match ctx.server.continuations().store.load(id).await {
         Ok(Some(chain)) => Ok(chain),
         Ok(None) => Err(rejected(ctx, method)),
@@ -283,7 +285,12 @@ async fn load_chain(ctx: &Ctx, method: Method, id: ChainId) -> Result<Chain, Ans
 
 /// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
 /// answer and must complete; asking again is `already_completed`.
-async fn recover<'c, F, Fut>(ctx: &'c Ctx, method: Method, chain: &Chain, handler: &F) -> Answer
+async fn recover<'c, F, Fut>(
+    ctx: &'c Ctx,
+    method: InputMethod,
+    chain: &Chain,
+    handler: &F,
+) -> Answer
 where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
@@ -308,7 +315,7 @@ where
 /// Feeds how a dispatched handler ended back into its chain and answers accordingly.
 async fn finish_round(
     ctx: &Ctx,
-    method: Method,
+    method: InputMethod,
     mut chain: Chain,
     out: Result<HandlerOut, Answer>,
 ) -> Answer {

@@ -11,7 +11,7 @@ use super::context::{string_param, Continuation, Ctx, Params};
 use super::mrtr::{self, timed_round};
 use super::Cause;
 use crate::core::{CoreError, PromptReply};
-use crate::machine::ledger::Method;
+use crate::machine::ledger::InputMethod;
 
 /// `prompts/get` with continuations, bounded like a read (the same default time-out, or the
 /// prompt's own).
@@ -47,7 +47,7 @@ async fn get_named(
     };
     mrtr::run(
         ctx,
-        Method::PromptsGet,
+        InputMethod::PromptsGet,
         name,
         arg_bytes.as_bytes(),
         continuation,
@@ -56,7 +56,8 @@ async fn get_named(
             async move {
                 let token = inv.cancel_token().clone();
                 let work = ctx.registry.get_prompt(inv, name, arguments);
-                timed_round(limit, &token, work, encode_prompt, || {
+                let clock = ctx.server.monotonic_clock();
+                timed_round(&*clock, limit, &token, work, encode_prompt, || {
                     CoreError::PromptTimedOut {
                         name: name.to_owned(),
                     }

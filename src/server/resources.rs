@@ -9,7 +9,7 @@ use super::answer::{encode_complete, Answer};
 use super::context::{string_param, Continuation, Ctx, Params};
 use super::mrtr::{self, timed_round};
 use crate::core::{CoreError, ReadReply};
-use crate::machine::ledger::Method;
+use crate::machine::ledger::InputMethod;
 use crate::wire::jsonrpc::RequestId;
 
 /// `resources/read` with continuations. The URI is routed once: the route gives both the
@@ -34,14 +34,16 @@ async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> 
     let route = route.as_ref();
     mrtr::run(
         ctx,
-        Method::ResourcesRead,
+        InputMethod::ResourcesRead,
         uri,
         b"",
         continuation,
         |inv, _| async move {
             let token = inv.cancel_token().clone();
             let work = ctx.registry.read_routed(inv, uri, route);
+            let clock = ctx.server.monotonic_clock();
             timed_round(
+                &*clock,
                 limit,
                 &token,
                 work,

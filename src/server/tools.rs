@@ -11,7 +11,7 @@ use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
 use crate::core::CoreError;
-use crate::machine::ledger::Method;
+use crate::machine::ledger::InputMethod;
 
 /// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
 pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
@@ -59,11 +59,15 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     // The invocation carries every answer of the chain (`run` puts them there), so
     // publication gets the params without `inputResponses`. Checked once, reported when the
     // handler would run (a rejected state is answered before a malformed call).
-    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present());
+    let call = CallParams::without_responses(name.clone(), arguments, continuation.is_present())
+        .map(|call| CallParams {
+            decided: ctx.tool_access,
+            ..call
+        });
     let publication = ctx.server.publication();
     mrtr::run(
         ctx,
-        Method::ToolsCall,
+        InputMethod::ToolsCall,
         target,
         args.as_bytes(),
         continuation,

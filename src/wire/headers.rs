@@ -515,6 +515,22 @@ impl<'a> Mirrored<'a> {
             .unwrap_or_default()
     }
 
+    /// The same view over params someone already split into members (the server's one
+    /// parse, so the header check and the dispatcher read the same bytes): each member is read
+    /// as leniently as [`Mirrored::of`] reads it.
+    pub fn from_members(member: impl Fn(&str) -> Option<&'a RawValue>) -> Mirrored<'a> {
+        fn lenient<'a, T: Deserialize<'a> + Default>(raw: Option<&'a RawValue>) -> T {
+            raw.and_then(|raw| serde_json::from_str::<T>(raw.get()).ok())
+                .unwrap_or_default()
+        }
+        Mirrored {
+            name: lenient(member("name")),
+            uri: lenient(member("uri")),
+            arguments: member("arguments"),
+            meta: lenient(member("_meta")),
+        }
+    }
+
     /// `params.name`, when a string.
     pub fn name(&self) -> Option<&str> {
         self.name.get()

@@ -7,37 +7,58 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use strict_mcp::core::{Caller, Clock, MonotonicClock};
+use strict_mcp::core::{Caller, Clock, MonotonicClock, WaitUntil};
 use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
 
 /// `_meta` every request of this revision carries.
 pub const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 
-/// Virtual time in milliseconds, moved only by [`ManualClock::advance`].
+/// Virtual time in milliseconds, moved only by [`ManualClock::advance`]; the server's timers
+/// wait on it ([`MonotonicClock::wait_until`]), so a deadline passes when a test moves it.
 #[derive(Debug, Default)]
-pub struct ManualClock(AtomicU64);
+pub struct ManualClock {
+    now: AtomicU64,
+    moved: tokio::sync::Notify,
+}
 
 impl ManualClock {
     /// A clock standing at `ms`.
     pub fn at(ms: u64) -> Arc<ManualClock> {
-        Arc::new(ManualClock(AtomicU64::new(ms)))
+        Arc::new(ManualClock {
+            now: AtomicU64::new(ms),
+            moved: tokio::sync::Notify::new(),
+        })
     }
 
-    /// Moves time forward by `ms`.
+    /// Moves time forward by `ms`, waking every wait it reached.
     pub fn advance(&self, ms: u64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
+        self.now.fetch_add(ms, Ordering::SeqCst);
+        self.moved.notify_waiters();
     }
 }
 
 impl Clock for ManualClock {
     fn now_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.now.load(Ordering::SeqCst)
     }
 }
 
 impl MonotonicClock for ManualClock {
     fn elapsed_ms(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.now.load(Ordering::SeqCst)
+    }
+
+    fn wait_until(&self, at_ms: u64) -> Option<WaitUntil<'_>> {
+        Some(Box::pin(async move {
+            loop {
+                // Registered before the check, so an advance in between is not missed.
+                let moved = self.moved.notified();
+                if self.now.load(Ordering::SeqCst) >= at_ms {
+                    return;
+                }
+                moved.await;
+            }
+        }))
     }
 }
 

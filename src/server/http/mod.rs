@@ -113,8 +113,8 @@ use std::time::Duration;
 use crate::codec::IngressLimits;
 use crate::core::{Caller, CancelToken, Registry};
 use crate::server::outbox::Outbox;
-use crate::wire::headers::ParamHeader;
-use crate::wire::jsonrpc::Message;
+use crate::wire::headers::{Mirrored, ParamHeader};
+use crate::wire::jsonrpc::{Message, Request as RpcRequest};
 
 pub use crate::wire::headers::{
     decode_header_value, param_matches, HeaderError, BASE64_CLOSE, BASE64_OPEN, METHOD_HEADER,
@@ -161,6 +161,53 @@ pub trait Dispatch: Send + Sync + 'static {
     fn legacy_server(&self) -> Option<&crate::server::Server> {
         None
     }
+    /// Handles one decoded request whose mirrored headers `check` must accept first
+    /// (D15–D30); a refusal is the request's one reply (400, -32600). The default reads the
+    /// params for the check and asks [`Dispatch::published_param_headers`] before
+    /// [`Dispatch::dispatch`]; [`crate::server::Server`] runs the check on its own one parse
+    /// of the params, with the policy asked once per request.
+    fn dispatch_request(
+        &self,
+        caller: Caller,
+        request: RpcRequest,
+        check: HeaderCheck,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        let mirrored = Mirrored::of(request.params.as_deref());
+        let annotations = match (request.method.as_str(), mirrored.name()) {
+            ("tools/call", Some(name)) => self.published_param_headers(&caller, name),
+            _ => None,
+        };
+        if let Err(e) = (check.0)(&request, &mirrored, annotations.as_deref()) {
+            outbox.finish(crate::server::encode::error_reply(
+                &request.id,
+                crate::server::Cause::HeaderMismatch,
+                &e.to_string(),
+                None,
+            ));
+            return Box::pin(async {});
+        }
+        drop(mirrored);
+        self.dispatch(caller, Message::Request(request), outbox, cancel)
+    }
+}
+
+/// The HTTP host's check of one request's mirrored headers against its params (D15–D30),
+/// handed to [`Dispatch::dispatch_request`] so the check runs on the dispatcher's own read
+/// of the params. Built by the host only.
+pub struct HeaderCheck(Box<CheckFn>);
+
+/// The check itself: the request, its mirrored members and the published annotations of
+/// the tool it names (D28) in, the refusal out.
+type CheckFn = dyn Fn(&RpcRequest, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
+    + Send
+    + Sync;
+
+impl std::fmt::Debug for HeaderCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeaderCheck").finish_non_exhaustive()
+    }
 }
 
 impl Dispatch for crate::server::Server {
@@ -173,6 +220,22 @@ impl Dispatch for crate::server::Server {
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
         let server = self.clone();
         Box::pin(async move { server.serve(caller, message, outbox, cancel).await })
+    }
+
+    fn dispatch_request(
+        &self,
+        caller: Caller,
+        request: RpcRequest,
+        check: HeaderCheck,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        let server = self.clone();
+        Box::pin(async move {
+            server
+                .serve_checked(caller, request, outbox, cancel, &*check.0)
+                .await;
+        })
     }
 
     fn ingress_limits(&self) -> IngressLimits {

@@ -20,7 +20,7 @@ use crate::codec;
 use crate::core::{Caller, CancelToken};
 use crate::server::outbox::Outbox;
 use crate::wire::errors::Cause;
-use crate::wire::headers::{self, Mirrored};
+use crate::wire::headers::{self, Mirrored, ParamHeader};
 use crate::wire::jsonrpc::{Message, Request as RpcRequest};
 
 use super::body::{drain, read_capped};
@@ -217,6 +217,9 @@ impl<D: Dispatch> Inner<D> {
         None
     }
 
+    /// Steps 1–10 of the module docs for one request: the head checks, the capped body read,
+    /// the codec, then the dispatch (which checks the mirrored headers on its own read of the
+    /// params) and the response.
     async fn handle_unguarded<B>(self: Arc<Self>, request: Request<B>) -> Response<HttpBody>
     where
         B: Body + Send + 'static,
@@ -232,26 +235,9 @@ impl<D: Dispatch> Inner<D> {
             return refused;
         }
         let limits = self.dispatch.ingress_limits();
-        let read = read_capped(
-            &parts.headers,
-            body.as_mut(),
-            limits.max_frame_bytes,
-            self.config.body_read_timeout,
-        )
-        .await;
-        let body = match read {
+        let body = match self.read_body(&parts.headers, body, &limits).await {
             Ok(bytes) => bytes,
-            Err(cause) => {
-                let message = match cause {
-                    Cause::BodyTooLarge => format!(
-                        "request body exceeds the {}-byte limit",
-                        limits.max_frame_bytes
-                    ),
-                    Cause::BodyTimeout => "request body not received in time".to_owned(),
-                    _ => "request body could not be read".to_owned(),
-                };
-                return refusal(cause, None, &message);
-            }
+            Err(refused) => return refused,
         };
         fault(fault_points::HTTP_BODY);
         let caller = parts
@@ -276,71 +262,96 @@ impl<D: Dispatch> Inner<D> {
             legacy::Post::Modern(message) => message,
             legacy::Post::Answer(answer) => return legacy::response(answer),
             legacy::Post::Serve(request, wrap) => {
-                let span = request_span(&request, &Mirrored::of(request.params.as_deref()));
-                return self.clone().respond(caller, request, span, wrap).await;
+                // The initialise era has no mirrored headers to check (B23).
+                let span = request_span(&request);
+                let check = HeaderCheck(Box::new(
+                    |_: &RpcRequest, _: &Mirrored<'_>, _: Option<&[ParamHeader]>| Ok(()),
+                ));
+                return self
+                    .clone()
+                    .respond(caller, request, check, span, wrap)
+                    .await;
             }
         };
-        let request = match message {
-            Message::Request(request) => request,
+        let request = match self.accept_message(message, &caller).await {
+            Ok(request) => request,
+            Err(answered) => return answered,
+        };
+        let span = request_span(&request);
+        fault(fault_points::HTTP_HEADERS);
+        let check = header_check(parts.headers, span.clone());
+        self.clone()
+            .respond(caller, request, check, span, |o| o)
+            .await
+    }
+
+    /// The body, read within the frame cap and the read time-out; `Err` is the refusal
+    /// (413, 408, 400).
+    async fn read_body<B>(
+        &self,
+        headers: &HeaderMap,
+        body: Pin<&mut B>,
+        limits: &codec::IngressLimits,
+    ) -> Result<hyper::body::Bytes, Response<HttpBody>>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let read = read_capped(
+            headers,
+            body,
+            limits.max_frame_bytes,
+            self.config.body_read_timeout,
+        )
+        .await;
+        read.map_err(|cause| {
+            let message = match cause {
+                Cause::BodyTooLarge => format!(
+                    "request body exceeds the {}-byte limit",
+                    limits.max_frame_bytes
+                ),
+                Cause::BodyTimeout => "request body not received in time".to_owned(),
+                _ => "request body could not be read".to_owned(),
+            };
+            refusal(cause, None, &message)
+        })
+    }
+
+    /// A decoded message: a request goes on; a notification is dispatched here and answered
+    /// 202. `Err` is the response already decided.
+    async fn accept_message(
+        &self,
+        message: Message,
+        caller: &Caller,
+    ) -> Result<RpcRequest, Response<HttpBody>> {
+        match message {
+            Message::Request(request) => Ok(request),
             Message::Notification(notification) => {
                 let outbox: Arc<dyn Outbox> = Arc::new(NoReply);
                 self.dispatch
                     .dispatch(
-                        caller,
+                        caller.clone(),
                         Message::Notification(notification),
                         outbox,
                         CancelToken::new(),
                     )
                     .await;
-                return plain(StatusCode::ACCEPTED);
+                Err(plain(StatusCode::ACCEPTED))
             }
+            // The server-role codec refuses responses; kept total for safety.
             Message::Response(_) => {
-                // The server-role codec refuses responses; kept total for safety.
-                return refusal(Cause::InvalidRequest, None, "unexpected response");
+                Err(refusal(Cause::InvalidRequest, None, "unexpected response"))
             }
-        };
-        let mirrored = Mirrored::of(request.params.as_deref());
-        let span = request_span(&request, &mirrored);
-        fault(fault_points::HTTP_HEADERS);
-        if let Err(e) = self.check_headers(&parts.headers, &caller, &request, &mirrored) {
-            span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
-            return refusal(
-                Cause::HeaderMismatch,
-                Some(request.id.clone()),
-                &e.to_string(),
-            );
         }
-        drop(mirrored);
-        self.clone().respond(caller, request, span, |o| o).await
     }
 
-    /// The mirrored headers against the body (D15–D30). A method this revision removed that
-    /// arrives without `MCP-Protocol-Version` (an initialise-era client's `initialize`) is not
-    /// checked: the dispatcher answers it -32601 with the supported versions, as on stdio
-    /// (B22), which tells such a client what to speak instead of a header complaint.
-    fn check_headers(
-        &self,
-        headers: &HeaderMap,
-        caller: &Caller,
-        request: &RpcRequest,
-        mirrored: &Mirrored<'_>,
-    ) -> Result<(), HeaderError> {
-        let method = request.method.as_str();
-        if crate::wire::methods::is_removed(method) && !headers.contains_key(&PROTOCOL_VERSION_NAME)
-        {
-            return Ok(());
-        }
-        let params = match (method, mirrored.name()) {
-            ("tools/call", Some(name)) => self.dispatch.published_param_headers(caller, name),
-            _ => None,
-        };
-        headers::check_request_headers(&HyperHeaders(headers), method, mirrored, params.as_deref())
-    }
-
+    /// Dispatches the request as its own task and answers with its first output: the reply as
+    /// JSON, or an SSE stream once a notification (or `stream_after`'s silence) comes first.
     async fn respond(
         self: Arc<Self>,
         caller: Caller,
         request: RpcRequest,
+        check: HeaderCheck,
         span: tracing::Span,
         wrap: impl FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox>,
     ) -> Response<HttpBody> {
@@ -350,7 +361,7 @@ impl<D: Dispatch> Inner<D> {
             cancel.clone(),
             config.max_queued_notifications.max(1),
         ));
-        let guard = CancelGuard {
+        let mut guard = CancelGuard {
             shared: shared.clone(),
             armed: true,
         };
@@ -358,19 +369,8 @@ impl<D: Dispatch> Inner<D> {
         let outbox: Arc<dyn Outbox> = wrap(shared.clone());
         let work = self
             .dispatch
-            .dispatch(caller, Message::Request(request), outbox, cancel);
-        // The dispatch runs as its own task. Polling it inside this response future instead
-        // saves the spawn and its wake-ups (-7% instructions, far fewer futex calls) but costs
-        // more CPU per request under concurrent load (bench/load, interleaved A/B on 2 cores):
-        // the spawn spreads the work over the runtime's workers.
-        let ended = EndGuard(shared.clone());
-        tokio::spawn(
-            async move {
-                let _ended = ended;
-                work.await;
-            }
-            .instrument(span),
-        );
+            .dispatch_request(caller, request, check, outbox, cancel);
+        spawn_dispatch(work, EndGuard(shared.clone()), span);
         let head = Head {
             shared: &shared,
             stream_after: config.stream_after,
@@ -378,42 +378,60 @@ impl<D: Dispatch> Inner<D> {
         };
         match head.await {
             First::Orphaned => {
-                let mut guard = guard;
                 guard.armed = false;
                 tracing::error!("dispatch ended without a final reply");
                 json_response(Cause::Internal.http_status(), internal_error_line(&id))
             }
             First::Reply(reply) => {
-                let mut guard = guard;
                 guard.armed = false;
                 json_response(reply.status, reply.line)
             }
-            First::Stream => {
-                let body = SseBody {
-                    shared,
-                    guard,
-                    orphan_line: internal_error_line(&id),
-                    keep_alive: tokio::time::interval_at(
-                        tokio::time::Instant::now() + config.keep_alive,
-                        config.keep_alive,
-                    ),
-                    done: false,
-                };
-                let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
-                let h = response.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-                h.insert(
-                    HeaderName::from_static("x-accel-buffering"),
-                    HeaderValue::from_static("no"),
-                );
-                response
-            }
+            First::Stream => sse_response(SseBody {
+                shared,
+                guard,
+                orphan_line: internal_error_line(&id),
+                keep_alive: tokio::time::interval_at(
+                    tokio::time::Instant::now() + config.keep_alive,
+                    config.keep_alive,
+                ),
+                done: false,
+            }),
         }
     }
+}
+
+/// Runs the dispatch as its own task in the request's span. Polling it inside the response
+/// future instead saves the spawn and its wake-ups (-7% instructions, far fewer futex calls)
+/// but costs more CPU per request under concurrent load (bench/load, interleaved A/B on 2
+/// cores): the spawn spreads the work over the runtime's workers.
+fn spawn_dispatch(
+    work: Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
+    ended: EndGuard,
+    span: tracing::Span,
+) {
+    tokio::spawn(
+        async move {
+            let _ended = ended;
+            work.await;
+        }
+        .instrument(span),
+    );
+}
+
+/// The response of a request answered as an event stream (D8).
+fn sse_response(body: SseBody) -> Response<HttpBody> {
+    let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
 }
 
 /// The span name per the OpenTelemetry MCP conventions: `{method} {target}` when the request
@@ -425,14 +443,12 @@ pub fn span_name(method: &str, target: Option<&str>) -> String {
     }
 }
 
-fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
-    let target = match request.method.as_str() {
-        "tools/call" | "prompts/get" => probe.name(),
-        _ => None,
-    };
-    let span = tracing::info_span!(
+/// The request's span, opened before dispatch; what the params say is recorded by
+/// [`record_params`] when the header check reads them.
+fn request_span(request: &RpcRequest) -> tracing::Span {
+    tracing::info_span!(
         "mcp.server.request",
-        otel.name = %span_name(&request.method, target),
+        otel.name = tracing::field::Empty,
         otel.kind = "server",
         mcp.method.name = %request.method,
         mcp.request.id = %request.id.token(),
@@ -441,7 +457,16 @@ fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
         gen_ai.prompt.name = tracing::field::Empty,
         traceparent = tracing::field::Empty,
         tracestate = tracing::field::Empty,
-    );
+    )
+}
+
+/// Records the span fields the params carry (name, protocol version, trace context).
+fn record_params(span: &tracing::Span, request: &RpcRequest, probe: &Mirrored<'_>) {
+    let target = match request.method.as_str() {
+        "tools/call" | "prompts/get" => probe.name(),
+        _ => None,
+    };
+    span.record("otel.name", span_name(&request.method, target).as_str());
     if let Some(v) = probe.protocol_version() {
         span.record("mcp.protocol.version", v);
     }
@@ -460,7 +485,36 @@ fn request_span(request: &RpcRequest, probe: &Mirrored<'_>) -> tracing::Span {
     if let Some(v) = probe.tracestate() {
         span.record("tracestate", v);
     }
-    span
+}
+
+/// The header check the dispatcher runs on its own read of the params: records the span's
+/// fields, then checks the mirrored headers (D15–D30) against the body.
+fn header_check(headers: HeaderMap, span: tracing::Span) -> HeaderCheck {
+    HeaderCheck(Box::new(move |request, mirrored, annotations| {
+        record_params(&span, request, mirrored);
+        let checked = check_headers(&headers, request, mirrored, annotations);
+        if let Err(e) = &checked {
+            span.in_scope(|| tracing::debug!(error = %e, "header check failed"));
+        }
+        checked
+    }))
+}
+
+/// The mirrored headers against the body (D15–D30). A method this revision removed that
+/// arrives without `MCP-Protocol-Version` (an initialise-era client's `initialize`) is not
+/// checked: the dispatcher answers it -32601 with the supported versions, as on stdio
+/// (B22), which tells such a client what to speak instead of a header complaint.
+fn check_headers(
+    headers: &HeaderMap,
+    request: &RpcRequest,
+    mirrored: &Mirrored<'_>,
+    annotations: Option<&[ParamHeader]>,
+) -> Result<(), HeaderError> {
+    let method = request.method.as_str();
+    if crate::wire::methods::is_removed(method) && !headers.contains_key(&PROTOCOL_VERSION_NAME) {
+        return Ok(());
+    }
+    headers::check_request_headers(&HyperHeaders(headers), method, mirrored, annotations)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -90,6 +90,9 @@ pub(crate) struct CallParams<'a> {
     pub(crate) arguments: Option<&'a RawValue>,
     pub(crate) input_responses: Option<BTreeMap<String, Box<RawValue>>>,
     pub(crate) continuation: bool,
+    /// The policy's answer for `name` when the request already asked it (the HTTP header
+    /// check of a direct `tools/call`), so publication does not ask again.
+    pub(crate) decided: Option<crate::core::Access>,
 }
 
 impl<'a> CallParams<'a> {
@@ -149,6 +152,7 @@ impl<'a> CallParams<'a> {
             arguments,
             input_responses: None,
             continuation,
+            decided: None,
         })
     }
 }

@@ -375,7 +375,7 @@ impl Publication {
         match self.mode {
             Mode::Direct => {
                 // The policy answers once; the wrapper and the call both read its answer.
-                let tool = registry.visible_tool(inv.caller(), &call.name)?;
+                let tool = registry.visible_tool_as(inv.caller(), &call.name, call.decided)?;
                 let plan = self.plan_for(registry, tool.descriptor())?;
                 let reply = registry.call_visible(inv, tool, call.arguments).await?;
                 finish(reply, Some(&plan))
