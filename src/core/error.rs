@@ -81,6 +81,13 @@ pub enum CoreError {
         /// The requested prompt name.
         name: String,
     },
+    /// A `tools/call` did not finish (handler and result check) within its time-out; the
+    /// handler's cancellation token fired. A retry may succeed.
+    #[error("Tool call timed out")]
+    ToolTimedOut {
+        /// The called tool's name.
+        name: String,
+    },
     /// The request's cancellation token had fired (server shutdown) before the read or prompt
     /// started. A client-cancelled request gets no reply at all (C9).
     #[error("Request cancelled")]
@@ -103,6 +110,7 @@ impl CoreError {
             | CoreError::ResourceTooLarge { .. }
             | CoreError::ReadTimedOut { .. }
             | CoreError::PromptTimedOut { .. }
+            | CoreError::ToolTimedOut { .. }
             | CoreError::Cancelled => Cause::Internal,
         }
     }
@@ -130,7 +138,9 @@ impl CoreError {
             CoreError::Internal { retryable } => Some(json!({ "retryable": retryable })),
             CoreError::ResourceTooLarge { uri } => Some(json!({ "uri": uri, "retryable": false })),
             CoreError::ReadTimedOut { uri } => Some(json!({ "uri": uri, "retryable": true })),
-            CoreError::PromptTimedOut { name } => Some(json!({ "name": name, "retryable": true })),
+            CoreError::PromptTimedOut { name } | CoreError::ToolTimedOut { name } => {
+                Some(json!({ "name": name, "retryable": true }))
+            }
             CoreError::Cancelled => Some(json!({ "retryable": true })),
             _ => None,
         }
@@ -685,9 +695,9 @@ pub enum BuildError {
     /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT).
     #[error("{kind} `{name}`: time-out {timeout:?} is outside 1 ms ..= 1 h")]
     InvalidTimeout {
-        /// `resource`, `resource template` or `prompt`.
+        /// `tool`, `resource`, `resource template` or `prompt`.
         kind: &'static str,
-        /// The URI, template or prompt name.
+        /// The tool name, URI, template or prompt name.
         name: String,
         /// The refused value.
         timeout: std::time::Duration,

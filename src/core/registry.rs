@@ -452,6 +452,7 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
     if !valid_tool_name(&name) {
         return Err(BuildError::InvalidName { name });
     }
+    check_timeout(def.timeout, "tool", &name)?;
     let input = compile_source(&def.input, "tool input", &name)?;
     check_object_root(input.value()).map_err(|reason| BuildError::Schema {
         kind: "tool input",
@@ -1035,6 +1036,15 @@ impl Registry {
     #[must_use]
     pub fn prompt_timeout(&self, name: &str) -> Option<std::time::Duration> {
         self.inner.prompts.get(name).and_then(|p| p.timeout)
+    }
+
+    /// The `tools/call` time-out override of the tool `name`
+    /// ([`ToolDef::timeout`](crate::core::ToolDef::timeout)); `None` for a tool without one
+    /// (and for no such tool), which the server bounds by its default. Policy is not
+    /// consulted: the answer never reaches the client.
+    #[must_use]
+    pub fn tool_timeout(&self, name: &str) -> Option<std::time::Duration> {
+        self.inner.tools.get(name).and_then(|t| t.def.timeout)
     }
 
     /// `prompts/list`: visible prompts, by name, paginated.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -59,6 +60,8 @@ pub struct ToolDef {
     /// The Rust output type of a typed tool, named in registration errors about its schema.
     pub(crate) output_type: Option<&'static str>,
     pub(crate) recovery_safe: bool,
+    /// This tool's own `tools/call` time-out, overriding the server's.
+    pub(crate) timeout: Option<Duration>,
     pub(crate) handler: ErasedHandler,
 }
 
@@ -125,6 +128,42 @@ impl ToolDef {
     pub fn recovery_safe(mut self) -> Self {
         self.recovery_safe = true;
         self
+    }
+
+    /// Overrides the server's `tools/call` time-out
+    /// ([`ServerOptions::tool_timeout`](crate::server::ServerOptions::tool_timeout)) for this
+    /// tool. It covers the handler and the check of its result. On expiry the handler's
+    /// cancellation token fires and the client gets -32603 "Tool call timed out" with
+    /// `data: {"name": …, "retryable": true}`. Must lie within
+    /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT),
+    /// checked when the registry is built.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::core::{BuildError, Invocation, RegistryBuilder, ToolDef};
+    /// # use schemars::JsonSchema; use serde::{Deserialize, Serialize};
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct In {}
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Out { done: bool }
+    /// let tool = |t: Duration| ToolDef::typed("slow", |_i: Invocation, _: In| async move {
+    ///     Ok(Out { done: true })
+    /// }).timeout(t);
+    /// let zero = RegistryBuilder::new().tool(tool(Duration::ZERO)).build();
+    /// assert!(matches!(zero, Err(BuildError::InvalidTimeout { kind: "tool", .. })));
+    /// let ok = RegistryBuilder::new().tool(tool(Duration::from_secs(2))).build().unwrap();
+    /// assert_eq!(ok.tool_timeout("slow"), Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The time-out override, if any.
+    #[must_use]
+    pub fn timeout_override(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The tool name.
@@ -233,6 +272,7 @@ impl ToolDef {
             typed: true,
             output_type: Some(std::any::type_name::<Out>()),
             recovery_safe: false,
+            timeout: None,
             handler,
         }
     }
@@ -335,6 +375,7 @@ impl ToolDef {
             typed: false,
             output_type: None,
             recovery_safe: true,
+            timeout: None,
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
         }
     }

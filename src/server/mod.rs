@@ -58,7 +58,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use crate::codec::IngressLimits;
+use crate::codec::{EgressLimits, IngressLimits};
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
 use crate::core::{
@@ -88,6 +88,30 @@ pub const DEFAULT_SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 /// [`TemplateDef::timeout`](crate::core::TemplateDef::timeout) or
 /// [`PromptDef::timeout`](crate::core::PromptDef::timeout).
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default time-out of one `tools/call` without its own override
+/// ([`ToolDef::timeout`](crate::core::ToolDef::timeout)): the handler and the check of its
+/// result must finish within it. Long enough for tools that work for minutes (reporting
+/// progress), short enough that a hung handler does not hold its slot and its client forever.
+/// Override per server with [`ServerOptions::tool_timeout`].
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Hard maximum of [`ServerOptions::max_request_bytes`], and its default: the 2 MiB a
+/// request may have (O36). A server may accept less, never more.
+pub const MAX_REQUEST_BYTES: usize = crate::wire::limits::MAX_REQUEST_FRAME_BYTES;
+
+/// Smallest [`ServerOptions::max_request_bytes`]: room for any request's `_meta` (client
+/// capabilities, `requestState` tokens) and modest arguments, so a low cap cannot break
+/// `server/discover` or continuations.
+pub const MIN_REQUEST_BYTES: usize = 16 * 1024;
+
+/// Hard maximum of [`ServerOptions::max_response_bytes`], and its default: the 16 MiB a
+/// response may have (O39). A server may send less, never more.
+pub const MAX_RESPONSE_BYTES: usize = crate::wire::limits::MAX_RESPONSE_BYTES;
+
+/// Smallest [`ServerOptions::max_response_bytes`]: eight times the 8 KiB reserve for
+/// envelope, id and identity (O39), so every listing page and failure still fits.
+pub const MIN_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// Default server identity (O7).
 pub const DEFAULT_NAME: &str = "mcp";
@@ -149,6 +173,19 @@ pub enum ConfigError {
         /// The refused value.
         value: Duration,
     },
+    /// A size option lies outside its range (for example
+    /// [`MIN_REQUEST_BYTES`]`..=`[`MAX_REQUEST_BYTES`]).
+    #[error("option `{option}`: {value} bytes is outside {min} ..= {max}")]
+    InvalidLimit {
+        /// The option name.
+        option: &'static str,
+        /// The refused value.
+        value: usize,
+        /// The smallest accepted value.
+        min: usize,
+        /// The largest accepted value.
+        max: usize,
+    },
 }
 
 /// Builder of a [`Server`]'s fixed configuration. Every option may be given at most once.
@@ -162,6 +199,9 @@ pub struct ServerOptions {
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
     read_timeout: Option<Duration>,
+    tool_timeout: Option<Duration>,
+    max_request_bytes: Option<usize>,
+    max_response_bytes: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     monotonic: Option<Arc<dyn MonotonicClock>>,
     #[cfg(feature = "legacy")]
@@ -179,9 +219,32 @@ impl std::fmt::Debug for ServerOptions {
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
             .field("read_timeout", &self.read_timeout)
+            .field("tool_timeout", &self.tool_timeout)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("clock", &self.clock.is_some())
             .field("monotonic_clock", &self.monotonic.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// `value` (or `max`, the default, when unset) if it lies in `min..=max`.
+fn limit_in_range(
+    option: &'static str,
+    value: Option<usize>,
+    min: usize,
+    max: usize,
+) -> Result<usize, ConfigError> {
+    let value = value.unwrap_or(max);
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::InvalidLimit {
+            option,
+            value,
+            min,
+            max,
+        })
     }
 }
 
@@ -199,7 +262,8 @@ fn set_once<T>(
 
 impl ServerOptions {
     /// Default options: identity `mcp`/`unreleased`, compact mode, random seal key, in-memory
-    /// ledger, 5 s shutdown budget, no instructions, 30 s read time-out.
+    /// ledger, 5 s shutdown budget, no instructions, 30 s read time-out, 10 min tool time-out,
+    /// 2 MiB requests and 16 MiB responses.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
@@ -295,6 +359,78 @@ impl ServerOptions {
             &mut self.read_timeout,
             timeout,
             "read_timeout",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Time-out of each `tools/call` of a tool without its own override (default
+    /// [`DEFAULT_TOOL_TIMEOUT`]). It covers the handler and the check of its result. On expiry
+    /// the handler's cancellation token fires and the client gets -32603 "Tool call timed
+    /// out" with `data: {"name": …, "retryable": true}`. Same range and timer as
+    /// [`ServerOptions::read_timeout`]. Compact mode's `search_tools` and `get_tool_details`
+    /// are not bounded by it (they never run a handler of yours).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::server::{ConfigError, ServerOptions, DEFAULT_TOOL_TIMEOUT};
+    /// # use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, ResourceDef};
+    /// # let registry = || RegistryBuilder::new().resource(ResourceDef::new("mem://a", "a",
+    /// #     |_i: Invocation, _u: String| async move { Ok(ReadReply::new(vec![])) })).build().unwrap();
+    /// let server = |o| strict_mcp::server::Server::new(registry(), o);
+    /// assert_eq!(server(ServerOptions::new()).unwrap().tool_timeout(), DEFAULT_TOOL_TIMEOUT);
+    /// let long = server(ServerOptions::new().tool_timeout(Duration::from_secs(3600)));
+    /// assert_eq!(long.unwrap().tool_timeout(), Duration::from_secs(3600));
+    /// let over = server(ServerOptions::new().tool_timeout(Duration::from_secs(3601)));
+    /// assert!(matches!(over, Err(ConfigError::InvalidTimeout { option: "tool_timeout", .. })));
+    /// ```
+    #[must_use]
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        set_once(
+            &mut self.tool_timeout,
+            timeout,
+            "tool_timeout",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Largest request accepted, in bytes: one stdio line or one HTTP body (default and hard
+    /// maximum [`MAX_REQUEST_BYTES`], 2 MiB; at least [`MIN_REQUEST_BYTES`]). A longer
+    /// HTTP body is answered 413 with -32600 and nothing past the cap is buffered; a longer
+    /// stdio line is answered -32600 and skipped.
+    ///
+    /// ```
+    /// use strict_mcp::server::{ConfigError, ServerOptions, MAX_REQUEST_BYTES, MIN_REQUEST_BYTES};
+    /// # use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, ResourceDef};
+    /// # let registry = || RegistryBuilder::new().resource(ResourceDef::new("mem://a", "a",
+    /// #     |_i: Invocation, _u: String| async move { Ok(ReadReply::new(vec![])) })).build().unwrap();
+    /// let server = |n| strict_mcp::server::Server::new(registry(), ServerOptions::new().max_request_bytes(n));
+    /// assert_eq!(server(MIN_REQUEST_BYTES).unwrap().ingress_limits().max_frame_bytes, MIN_REQUEST_BYTES);
+    /// assert!(matches!(server(MIN_REQUEST_BYTES - 1), Err(ConfigError::InvalidLimit { .. })));
+    /// assert!(matches!(server(MAX_REQUEST_BYTES + 1), Err(ConfigError::InvalidLimit { .. })));
+    /// ```
+    #[must_use]
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        set_once(
+            &mut self.max_request_bytes,
+            bytes,
+            "max_request_bytes",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Largest response sent, in bytes, the JSON-RPC envelope included (default and hard
+    /// maximum [`MAX_RESPONSE_BYTES`], 16 MiB; at least [`MIN_RESPONSE_BYTES`]). 8 KiB of it
+    /// stay reserved for envelope, id and identity (O39). A tool result over it becomes the
+    /// `result_too_large` failure; a resource read over it -32603 "Resource too large".
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        set_once(
+            &mut self.max_response_bytes,
+            bytes,
+            "max_response_bytes",
             &mut self.repeated,
         );
         self
@@ -456,6 +592,12 @@ struct Inner {
     budget: Duration,
     /// Time-out of reads and prompt gets without their own override (O33).
     read_timeout: Duration,
+    /// Time-out of tool calls without their own override.
+    tool_timeout: Duration,
+    /// Request bounds, with the configured request cap (O36).
+    ingress: IngressLimits,
+    /// Response bounds, with the configured response cap (O39).
+    egress: EgressLimits,
     stdio_started: std::sync::atomic::AtomicBool,
     /// Whether `initialize` starts a legacy session ([`ServerOptions::legacy_era`]).
     #[cfg(feature = "legacy")]
@@ -507,6 +649,31 @@ impl Server {
                 value: read_timeout,
             });
         }
+        let tool_timeout = options.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT);
+        if !crate::core::timeout_in_range(tool_timeout) {
+            return Err(ConfigError::InvalidTimeout {
+                option: "tool_timeout",
+                value: tool_timeout,
+            });
+        }
+        let ingress = IngressLimits {
+            max_frame_bytes: limit_in_range(
+                "max_request_bytes",
+                options.max_request_bytes,
+                MIN_REQUEST_BYTES,
+                MAX_REQUEST_BYTES,
+            )?,
+            ..IngressLimits::SERVER
+        };
+        let egress = EgressLimits {
+            max_message_bytes: limit_in_range(
+                "max_response_bytes",
+                options.max_response_bytes,
+                MIN_RESPONSE_BYTES,
+                MAX_RESPONSE_BYTES,
+            )?,
+            ..EgressLimits::SERVER
+        };
         let ledger = LedgerConfig::with_ttl(
             options
                 .state_ttl_ms
@@ -542,6 +709,9 @@ impl Server {
                 listens: listen::Hub::default(),
                 budget: options.shutdown_budget.unwrap_or(DEFAULT_SHUTDOWN_BUDGET),
                 read_timeout,
+                tool_timeout,
+                ingress,
+                egress,
                 stdio_started: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(feature = "legacy")]
                 legacy_era: options.legacy_era.unwrap_or(false),
@@ -735,10 +905,18 @@ impl Server {
         }
     }
 
-    /// Ingress bounds for requests to this server (O36, O37).
+    /// Ingress bounds for requests to this server (O36, O37), with the configured
+    /// [`ServerOptions::max_request_bytes`].
     #[must_use]
     pub fn ingress_limits(&self) -> IngressLimits {
-        IngressLimits::SERVER
+        self.inner.ingress
+    }
+
+    /// Egress bounds of this server's responses (O39), with the configured
+    /// [`ServerOptions::max_response_bytes`].
+    #[must_use]
+    pub fn egress_limits(&self) -> EgressLimits {
+        self.inner.egress
     }
 
     /// The `x-mcp-header` annotations of the tool `name` as this server publishes it to
@@ -765,6 +943,12 @@ impl Server {
     #[must_use]
     pub fn read_timeout(&self) -> Duration {
         self.inner.read_timeout
+    }
+
+    /// The time-out of tool calls without their own override.
+    #[must_use]
+    pub fn tool_timeout(&self) -> Duration {
+        self.inner.tool_timeout
     }
 
     /// The budget the stdio host uses at EOF.
