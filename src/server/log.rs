@@ -3,6 +3,9 @@
 //! Installed only for a request whose `_meta` carries `logLevel` (L2); messages below that level
 //! are dropped, nothing goes out after the reply, and never on a listen stream (D41). At most
 //! [`MAX_LOG_NOTIFICATIONS_PER_REQUEST`] messages go out per request (L6 rate limit).
+//!
+//! Beside the client's log channel, every request ends with one `tracing` event for the
+//! operator, on the target [`COMPLETION_TARGET`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,6 +19,20 @@ use crate::core::{CancelToken, LogLevel, LogSink};
 /// The most `notifications/message` one request may emit; later messages are dropped with one
 /// tracing warning, so a chatty handler cannot flood the client (L6).
 pub const MAX_LOG_NOTIFICATIONS_PER_REQUEST: usize = 100;
+
+/// The `tracing` target of the one completion event each request ends with (an `INFO` event,
+/// "request completed"): its fields are `method`, `name` (the tool or prompt name, compact
+/// mode's wrapped tool included, or the resource URI; empty for other methods; at most
+/// [`MAX_LOGGED_NAME`] bytes), `latency_us` (from arrival to the reply, in microseconds),
+/// `outcome` (`result`, `tool_error`, `error`, `cancelled`, `silent` or `panicked`) and
+/// `code` (the JSON-RPC error code of an `error` or `panicked` request, else 0).
+/// Filter on it as `strict_mcp::request=info`.
+pub const COMPLETION_TARGET: &str = "strict_mcp::request";
+
+/// Longest `name` a completion event carries, in bytes: the name comes from the client, so
+/// one event stays one short line however long the name it sent (cut at a character
+/// boundary).
+pub const MAX_LOGGED_NAME: usize = 128;
 
 /// The log channel of one request.
 pub(crate) struct RequestLog {
