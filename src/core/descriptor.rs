@@ -415,6 +415,32 @@ pub struct PromptMessage {
     pub content: ContentBlock,
 }
 
+impl PromptMessage {
+    /// A text message from the user.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::PromptMessage;
+    /// assert_eq!(serde_json::to_string(&PromptMessage::user("Hi")).unwrap(),
+    ///     r#"{"role":"user","content":{"type":"text","text":"Hi"}}"#);
+    /// ```
+    #[must_use]
+    pub fn user(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::User,
+            content: ContentBlock::text(text),
+        }
+    }
+
+    /// A text message from the assistant.
+    #[must_use]
+    pub fn assistant(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::Assistant,
+            content: ContentBlock::text(text),
+        }
+    }
+}
+
 /// `cacheScope` of a cacheable result (H1): the generated enum (`"public"` or `"private"`).
 pub use crate::wire::CacheableResultCacheScope as CacheScope;
 

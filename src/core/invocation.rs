@@ -225,6 +225,14 @@ pub enum Outcome<T> {
     },
 }
 
+/// A finished value is a complete outcome, so a handler that never asks for input can return
+/// its value where an [`Outcome`] is accepted (prompt handlers of either constructor).
+impl<T> From<T> for Outcome<T> {
+    fn from(value: T) -> Self {
+        Outcome::Complete(value)
+    }
+}
+
 impl<T> Outcome<T> {
     /// One input request under `key`.
     #[must_use]
