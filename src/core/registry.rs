@@ -240,6 +240,8 @@ pub(crate) struct ReadRoute<'r> {
     handler: &'r ReadHandler,
     vars: BTreeMap<String, String>,
     timeout: Option<std::time::Duration>,
+    /// The `mimeType` the resource or template declares, echoed in contents that carry none.
+    mime_type: Option<&'r str>,
 }
 
 impl ReadRoute<'_> {
@@ -406,6 +408,31 @@ impl RegistryBuilder {
                 digest: hasher.finalize().into(),
             }),
         })
+    }
+}
+
+/// Gives each of `contents` for the read `uri` that names no `mimeType` the one its resource
+/// or template declares, so a client reads the type where it reads the bytes. Contents for
+/// other URIs (a directory's members) and contents that name their own type are kept as the
+/// handler wrote them.
+fn echo_mime_type(
+    contents: &mut [crate::core::descriptor::ResourceContents],
+    uri: &str,
+    declared: &str,
+) {
+    use crate::core::descriptor::ResourceContents;
+    for item in contents {
+        match item {
+            ResourceContents::Text {
+                uri: at, mime_type, ..
+            }
+            | ResourceContents::Blob {
+                uri: at, mime_type, ..
+            } if at == uri && mime_type.is_none() => {
+                *mime_type = Some(declared.to_owned());
+            }
+            ResourceContents::Text { .. } | ResourceContents::Blob { .. } => {}
+        }
     }
 }
 
@@ -971,10 +998,13 @@ impl Registry {
         if inv.is_cancelled() {
             return Err(CoreError::Cancelled);
         }
-        let reply = match call_read_handler(handler, inv, uri, vars).await? {
+        let mut reply = match call_read_handler(handler, inv, uri, vars).await? {
             Outcome::InputRequired { requests } => return Ok(Outcome::InputRequired { requests }),
             Outcome::Complete(reply) => reply,
         };
+        if let Some(declared) = route.mime_type {
+            echo_mime_type(&mut reply.contents, uri, declared);
+        }
         if reply.contents.is_empty() {
             return Err(not_found());
         }
@@ -1000,6 +1030,7 @@ impl Registry {
                 handler: &r.handler,
                 vars: BTreeMap::new(),
                 timeout: r.timeout,
+                mime_type: r.descriptor.mime_type.as_deref(),
             });
         }
         self.inner.templates.iter().find_map(|t| {
@@ -1007,6 +1038,7 @@ impl Registry {
                 handler: &t.def.handler,
                 vars,
                 timeout: t.def.timeout,
+                mime_type: t.def.descriptor.mime_type.as_deref(),
             })
         })
     }
