@@ -151,6 +151,37 @@ impl ResourceDef {
         }
     }
 
+    /// A resource whose handler shares `state` with other handlers (as
+    /// [`ToolDef::typed_with`](crate::core::ToolDef::typed_with)): each read gets its own
+    /// clone of the `Arc`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strict_mcp::core::{Invocation, ReadReply, ResourceDef};
+    /// use strict_mcp::core::descriptor::ResourceContents;
+    /// let motd = Arc::new(String::from("hello"));
+    /// let r = ResourceDef::new_with("mem://motd", "motd", &motd, |motd, _inv: Invocation, uri| async move {
+    ///     Ok(ReadReply::new(vec![ResourceContents::text(uri, motd.as_str())]))
+    /// });
+    /// assert_eq!(r.uri(), "mem://motd");
+    /// ```
+    pub fn new_with<S, F, Fut>(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> Self
+    where
+        S: Send + Sync + 'static,
+        F: Fn(Arc<S>, Invocation, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadReply, ResourceError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::new(uri, name, move |inv, uri| {
+            handler(Arc::clone(&state), inv, uri)
+        })
+    }
+
     /// Overrides the server's read time-out for this resource (O33). The time-out covers the
     /// handler, the conversion of its contents and the final size check; when it expires the
     /// handler's cancellation token fires and the client gets -32603 with

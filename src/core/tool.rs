@@ -228,6 +228,58 @@ impl ToolDef {
         )
     }
 
+    /// A typed tool whose handler shares `state` with other handlers: each call gets its own
+    /// clone of the `Arc`, so no clone is written before or inside the closure.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Notes { items: Mutex<Vec<String>> }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Add { /// The note.
+    ///     text: String }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Nothing {}
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Count { /// Notes stored.
+    ///     count: usize }
+    ///
+    /// let notes = Arc::new(Notes::default());
+    /// let registry = RegistryBuilder::new()
+    ///     .tool(ToolDef::typed_with("add_note", &notes, |notes, _inv: Invocation, a: Add| async move {
+    ///         let mut items = notes.items.lock().unwrap();
+    ///         items.push(a.text);
+    ///         Ok(Count { count: items.len() })
+    ///     }))
+    ///     .tool(ToolDef::typed_with("count_notes", &notes, |notes, _inv: Invocation, _: Nothing| async move {
+    ///         Ok(Count { count: notes.items.lock().unwrap().len() })
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn typed_with<S, In, Out, F, Fut>(
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> ToolDef
+    where
+        S: Send + Sync + 'static,
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Arc<S>, Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::typed(name, move |inv, input| {
+            handler(Arc::clone(&state), inv, input)
+        })
+    }
+
     /// A typed tool whose handler may ask the client for input first
     /// (see [`Invocation::elicit_form`] and friends).
     pub fn typed_interactive<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
