@@ -307,6 +307,25 @@ impl ToolDef {
         )
     }
 
+    /// [`ToolDef::typed_interactive`] with shared `state`, as [`ToolDef::typed_with`].
+    pub fn typed_interactive_with<S, In, Out, F, Fut>(
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> ToolDef
+    where
+        S: Send + Sync + 'static,
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Arc<S>, Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome<Out>, ToolError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::typed_interactive(name, move |inv, input| {
+            handler(Arc::clone(&state), inv, input)
+        })
+    }
+
     fn build_typed<In: JsonSchema, Out: JsonSchema>(
         name: String,
         handler: ErasedHandler,
