@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use strict_mcp::core::descriptor::ResourceContents;
+use strict_mcp::core::schema::SchemaProfile;
 use strict_mcp::core::{
     Caller, CancelToken, Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry,
     RegistryBuilder, ResourceDef, TemplateDef, ToolDef,
@@ -307,4 +308,116 @@ async fn handlers_share_state_through_typed_with_and_new_with() {
     assert_eq!(got["result"]["contents"][0]["text"], json!("one\ntwo"));
     // The test's handle, the two tools' and the resource's: no hidden copies per call.
     assert_eq!(Arc::strong_count(&notes), 4);
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Point {
+    /// Metres east of the origin.
+    x: i32,
+    /// Metres north of the origin.
+    y: i32,
+    /// What is there.
+    label: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Route {
+    /// Where the route starts.
+    from: Point,
+    /// Where it ends.
+    to: Point,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Leg {
+    /// The start, as given.
+    start: Point,
+    /// The end, as given.
+    end: Point,
+    /// Manhattan distance in metres.
+    metres: u32,
+}
+
+fn leg_tool(profile: SchemaProfile) -> ToolDef {
+    ToolDef::typed("leg", |_: Invocation, r: Route| async move {
+        let metres = (r.to.x - r.from.x).unsigned_abs() + (r.to.y - r.from.y).unsigned_abs();
+        Ok(Leg {
+            start: r.from,
+            end: r.to,
+            metres,
+        })
+    })
+    .schema_profile(profile)
+}
+
+/// The published `tools/list` entry of `leg` in `profile`.
+async fn published_leg(profile: SchemaProfile) -> (Server, Value) {
+    let server = server(
+        RegistryBuilder::new()
+            .tool(leg_tool(profile))
+            .build()
+            .unwrap(),
+    );
+    let listed = serve(&server, &request("tools/list", "").replace("{,", "{")).await;
+    let tool = listed["result"]["tools"][0].clone();
+    (server, tool)
+}
+
+const SHARED_INPUT: &str = r##"{"$defs":{"Point":{"additionalProperties":false,"properties":{"label":{"description":"What is there.","type":"string"},"x":{"description":"Metres east of the origin.","format":"int32","maximum":2147483647,"minimum":-2147483648,"type":"integer"},"y":{"description":"Metres north of the origin.","format":"int32","maximum":2147483647,"minimum":-2147483648,"type":"integer"}},"required":["x","y","label"],"type":"object"}},"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,"properties":{"from":{"$ref":"#/$defs/Point","description":"Where the route starts."},"to":{"$ref":"#/$defs/Point","description":"Where it ends."}},"required":["from","to"],"title":"Route","type":"object"}"##;
+const SHARED_OUTPUT: &str = r##"{"$defs":{"failure":{"additionalProperties":false,"properties":{"failure":{"additionalProperties":false,"description":"A typed tool failure: reported as a result with `isError: true`, never as a panic.","properties":{"code":{"description":"Stable failure code.","maxLength":64,"pattern":"^[a-z][a-z0-9_]*$","type":"string"},"diagnostics":{"description":"Optional structured findings.","items":{"additionalProperties":false,"description":"One machine-readable finding attached to a failure, e.g. a schema violation.","properties":{"allowedKeys":{"description":"The keys allowed at `pointer`, when the failure concerns object members.","items":{"type":"string"},"type":"array"},"expected":{"description":"The expected type(s) when `keyword` is `type`.","type":"string"},"keyword":{"description":"The JSON Schema keyword that failed (`type`, `required`, `additionalProperties`, ...).","type":"string"},"message":{"description":"A human-readable explanation without parser line/column noise.","type":"string"},"pointer":{"description":"JSON Pointer into the arguments (`\"\"` is the whole object).","type":"string"}},"required":["pointer","keyword","message"],"type":"object"},"type":"array"},"message":{"description":"A safe message for the model.","type":"string"},"retryable":{"description":"Whether retrying the same call could succeed.","type":"boolean"}},"required":["code","message","retryable"],"type":"object"}},"required":["failure"],"type":"object"},"value":{"$defs":{"Point":{"properties":{"label":{"description":"What is there.","type":"string"},"x":{"description":"Metres east of the origin.","format":"int32","maximum":2147483647,"minimum":-2147483648,"type":"integer"},"y":{"description":"Metres north of the origin.","format":"int32","maximum":2147483647,"minimum":-2147483648,"type":"integer"}},"required":["x","y","label"],"type":"object"}},"$id":"urn:strict-mcp:output:leg","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"end":{"$ref":"#/$defs/Point","description":"The end, as given."},"metres":{"description":"Manhattan distance in metres.","format":"uint32","maximum":4294967295,"minimum":0,"type":"integer"},"start":{"$ref":"#/$defs/Point","description":"The start, as given."}},"required":["start","end","metres"],"title":"Leg","type":"object"}},"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"additionalProperties":false,"properties":{"value":{"$ref":"#/$defs/value"}},"required":["value"],"type":"object"},{"$ref":"#/$defs/failure"}],"type":"object"}"##;
+
+#[tokio::test]
+async fn item7_shared_profile_publishes_repeated_sub_schemas_once_under_defs() {
+    let (server, shared) = published_leg(SchemaProfile::Shared).await;
+    let (_, portable) = published_leg(SchemaProfile::Portable).await;
+    let input = &shared["inputSchema"];
+    let output = &shared["outputSchema"];
+    // Snapshots: a release cannot change the published schemas silently.
+    assert_eq!(input.to_string(), SHARED_INPUT);
+    assert_eq!(output.to_string(), SHARED_OUTPUT);
+    // The portable profile of user-needs #1 holds: 2020-12, explicit `$schema`, root object,
+    // valid against the meta-schema.
+    assert_eq!(
+        input["$schema"],
+        json!("https://json-schema.org/draft/2020-12/schema")
+    );
+    assert_eq!(input["type"], json!("object"));
+    assert_eq!(output["type"], json!("object"));
+    for schema in [
+        input,
+        output,
+        &portable["inputSchema"],
+        &portable["outputSchema"],
+    ] {
+        jsonschema::meta::validate(schema).unwrap();
+    }
+    // Smaller than the inlined form, which has no `$defs` of its own.
+    assert!(portable["inputSchema"].get("$defs").is_none());
+    assert!(input.to_string().len() < portable["inputSchema"].to_string().len());
+    assert!(output.to_string().len() < portable["outputSchema"].to_string().len());
+    // Arguments are still checked through the references.
+    let call = |args: &str| request("tools/call", &format!(r#""name":"leg","arguments":{args}"#));
+    let ok = serve(
+        &server,
+        &call(r#"{"from":{"x":0,"y":0,"label":"home"},"to":{"x":3,"y":-4,"label":"work"}}"#),
+    )
+    .await;
+    assert_eq!(
+        ok["result"]["structuredContent"]["value"]["metres"],
+        json!(7),
+        "{ok}"
+    );
+    let bad = serve(
+        &server,
+        &call(r#"{"from":{"x":"0","y":0,"label":"home"},"to":{"x":3,"y":-4,"label":"work"}}"#),
+    )
+    .await;
+    assert_eq!(bad["result"]["isError"], json!(true), "{bad}");
+    let failure = &bad["result"]["structuredContent"]["failure"];
+    assert_eq!(failure["code"], json!("invalid_arguments"));
+    assert_eq!(
+        failure["diagnostics"][0]["pointer"],
+        json!("/from/x"),
+        "{failure}"
+    );
 }

@@ -19,7 +19,7 @@
 //! (E22). References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
 //! `$dynamicRef`/`$dynamicAnchor`) resolve normally.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, Retrieve, Uri};
@@ -651,6 +651,45 @@ pub enum Side {
 /// ```
 #[must_use]
 pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
+    derive_schema_with::<T>(side, SchemaProfile::Portable)
+}
+
+/// How a derived schema carries a sub-schema that several places use (a type that appears in
+/// two fields, say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SchemaProfile {
+    /// Every non-recursive definition inlined where it is used: clients and LLM providers
+    /// that do not resolve `$ref` still see the whole shape. The default.
+    #[default]
+    Portable,
+    /// The smallest schema: a definition used more than once stays under `$defs` and every
+    /// use is a local `{"$ref": "#/$defs/Name"}` (when that is shorter than repeating it); a
+    /// definition used once is still inlined. For clients that resolve local references, as
+    /// JSON Schema 2020-12 requires. Everything else is as in [`SchemaProfile::Portable`].
+    Shared,
+}
+
+/// [`derive_schema`] in the chosen [`SchemaProfile`].
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use strict_mcp::core::schema::{derive_schema_with, SchemaProfile, Side};
+/// #[derive(JsonSchema, serde::Deserialize)]
+/// struct Point { /// Metres east.
+///     x: i32, /// Metres north.
+///     y: i32 }
+/// #[derive(JsonSchema, serde::Deserialize)]
+/// struct Route { from: Point, to: Point }
+/// let shared = derive_schema_with::<Route>(Side::Input, SchemaProfile::Shared);
+/// assert_eq!(shared["properties"]["from"]["$ref"], "#/$defs/Point");
+/// assert_eq!(shared["$defs"]["Point"]["required"], serde_json::json!(["x", "y"]));
+/// let portable = derive_schema_with::<Route>(Side::Input, SchemaProfile::Portable);
+/// assert!(portable.get("$defs").is_none());
+/// assert!(shared.to_string().len() < portable.to_string().len());
+/// ```
+#[must_use]
+pub fn derive_schema_with<T: JsonSchema>(side: Side, profile: SchemaProfile) -> Value {
     let settings = SchemaSettings::draft2020_12();
     let settings = match side {
         Side::Input => settings.for_deserialize(),
@@ -660,7 +699,7 @@ pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
-    inline_defs(&mut value);
+    inline_defs(&mut value, profile);
     strip_optional_null(&mut value);
     if side == Side::Input {
         close_objects(&mut value);
@@ -697,30 +736,65 @@ fn integer_bounds(map: &mut Map<String, Value>) {
     map.entry("maximum").or_insert(max);
 }
 
-/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive.
-fn inline_defs(root: &mut Value) {
+/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive and,
+/// in the shared profile, not used often enough to be worth sharing. Kept definitions get the
+/// same treatment inside, so no reference is left to a definition that was dropped.
+fn inline_defs(root: &mut Value, profile: SchemaProfile) {
     let Some(Value::Object(defs)) = root.get("$defs").cloned() else {
         return;
     };
-    let recursive: BTreeSet<String> = defs
+    let mut keep: BTreeSet<String> = defs
         .keys()
         .filter(|name| reaches(&defs, name, name, &mut BTreeSet::new()))
         .cloned()
         .collect();
+    if profile == SchemaProfile::Shared {
+        keep.extend(worth_sharing(root, &defs));
+    }
     // Every inlining step removes one level of non-recursive references; the depth of such
     // references is bounded by the number of definitions.
-    for _ in 0..=defs.len() {
-        if !replace_refs(root, &defs, &recursive, true) {
-            break;
+    let inline = |node: &mut Value, is_root: bool| {
+        for _ in 0..=defs.len() {
+            if !replace_refs(node, &defs, &keep, is_root) {
+                break;
+            }
         }
-    }
+    };
+    inline(root, true);
     if let Value::Object(map) = root {
-        if recursive.is_empty() {
+        if keep.is_empty() {
             map.remove("$defs");
         } else if let Some(Value::Object(kept)) = map.get_mut("$defs") {
-            kept.retain(|name, _| recursive.contains(name));
+            kept.retain(|name, _| keep.contains(name));
+            for def in kept.values_mut() {
+                inline(def, false);
+            }
         }
     }
+}
+
+/// The definitions used more than once whose sharing makes the schema shorter: each use
+/// costs `"$ref":"#/$defs/Name"` instead of the definition's members, and the definition is
+/// written once under `$defs`.
+fn worth_sharing(root: &Value, defs: &Map<String, Value>) -> BTreeSet<String> {
+    let mut refs = Vec::new();
+    refs_in(root, &mut refs);
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for name in refs {
+        *uses.entry(name).or_default() += 1;
+    }
+    uses.into_iter()
+        .filter(|&(name, n)| {
+            let Some(def) = defs.get(name) else {
+                return false;
+            };
+            let members = def.to_string().len().saturating_sub(2);
+            let reference = r##""$ref":"#/$defs/""##.len() + name.len() + 1;
+            let entry = name.len() + 4 + members + 1;
+            n >= 2 && n * reference + entry < n * members
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
 }
 
 fn def_ref(node: &Value) -> Option<&str> {

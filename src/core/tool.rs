@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::core::descriptor::{CallToolResult, ContentBlock, Icon, Meta, ToolAnnotations};
 use crate::core::error::{Diagnostic, FailureCode, ToolError, ToolFailure};
 use crate::core::invocation::{InputRequest, Invocation, Outcome};
-use crate::core::schema::{derive_schema, Side};
+use crate::core::schema::{derive_schema_with, SchemaProfile, Side};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -34,6 +34,17 @@ pub(crate) type ErasedHandler = Arc<
         + Send
         + Sync,
 >;
+
+/// One side's schema derivation of a typed tool, in a given profile.
+pub(crate) type Derive = fn(SchemaProfile) -> Value;
+
+fn derive_input<In: JsonSchema>(profile: SchemaProfile) -> Value {
+    derive_schema_with::<In>(Side::Input, profile)
+}
+
+fn derive_output<Out: JsonSchema>(profile: SchemaProfile) -> Value {
+    derive_schema_with::<Out>(Side::Output, profile)
+}
 
 #[derive(Clone)]
 pub(crate) enum SchemaSource {
@@ -60,6 +71,9 @@ pub struct ToolDef {
     /// The Rust output type of a typed tool, named in registration errors about its schema.
     pub(crate) output_type: Option<&'static str>,
     pub(crate) recovery_safe: bool,
+    /// A typed tool's schema derivations (input, output), kept to derive again in another
+    /// [`SchemaProfile`].
+    pub(crate) derive: Option<(Derive, Derive)>,
     /// This tool's own `tools/call` time-out, overriding the server's.
     pub(crate) timeout: Option<Duration>,
     pub(crate) handler: ErasedHandler,
@@ -127,6 +141,40 @@ impl ToolDef {
     #[must_use]
     pub fn recovery_safe(mut self) -> Self {
         self.recovery_safe = true;
+        self
+    }
+
+    /// Publishes this typed tool's schemas in `profile`: [`SchemaProfile::Shared`] keeps a
+    /// sub-schema used more than once under `$defs` with local `$ref`s (smaller), for
+    /// clients that resolve references; the default [`SchemaProfile::Portable`] inlines
+    /// every non-recursive one. Arguments and results are validated against the published
+    /// schemas either way. A dynamic tool's schemas are its own text and stay as given.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+    /// use strict_mcp::core::schema::SchemaProfile;
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Point { /// Metres east.
+    ///     x: i32, /// Metres north.
+    ///     y: i32 }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Route { from: Point, to: Point }
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Length { metres: u32 }
+    /// let tool = ToolDef::typed("length", |_: Invocation, r: Route| async move {
+    ///     Ok(Length { metres: (r.to.x - r.from.x).unsigned_abs() + (r.to.y - r.from.y).unsigned_abs() })
+    /// }).schema_profile(SchemaProfile::Shared);
+    /// let registry = RegistryBuilder::new().tool(tool).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    #[must_use]
+    pub fn schema_profile(mut self, profile: SchemaProfile) -> Self {
+        if let Some((input, output)) = self.derive {
+            self.input = SchemaSource::Derived(input(profile));
+            self.output = Some(SchemaSource::Derived(output(profile)));
+        }
         self
     }
 
@@ -338,8 +386,11 @@ impl ToolDef {
             annotations: ToolAnnotations::default(),
             meta: None,
             keywords: Vec::new(),
-            input: SchemaSource::Derived(derive_schema::<In>(Side::Input)),
-            output: Some(SchemaSource::Derived(derive_schema::<Out>(Side::Output))),
+            input: SchemaSource::Derived(derive_input::<In>(SchemaProfile::Portable)),
+            output: Some(SchemaSource::Derived(derive_output::<Out>(
+                SchemaProfile::Portable,
+            ))),
+            derive: Some((derive_input::<In>, derive_output::<Out>)),
             typed: true,
             output_type: Some(std::any::type_name::<Out>()),
             recovery_safe: false,
@@ -446,6 +497,7 @@ impl ToolDef {
             typed: false,
             output_type: None,
             recovery_safe: true,
+            derive: None,
             timeout: None,
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
         }
