@@ -19,7 +19,7 @@ use crate::core::resource::Completer;
 use crate::core::schema::{derive_schema, Side};
 use crate::core::tool::BoxFuture;
 
-/// Maximum number of values in one completion result (G10).
+/// Maximum number of values in one completion result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// A successful `prompts/get` body (without `resultType`; never cacheable).

@@ -28,11 +28,11 @@ use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema
 use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
-/// Items per list page (O21: at most 20 tools per page).
+/// Items per list page (at most 20 tools per page).
 pub const DEFAULT_PAGE_SIZE: usize = 20;
-/// Search results when no limit is given (O12).
+/// Search results when no limit is given.
 pub const DEFAULT_SEARCH_LIMIT: u32 = 5;
-/// Largest accepted search limit (O12).
+/// Largest accepted search limit.
 pub const MAX_SEARCH_LIMIT: u32 = 20;
 /// Default cursor lifetime.
 pub const DEFAULT_CURSOR_TTL_MS: u64 = 10 * 60 * 1000;
@@ -45,7 +45,7 @@ struct CompiledTool {
     output: Option<CompiledSchema>,
     descriptor: Tool,
     /// The input schema's `x-mcp-header` annotations, parsed once at registration so the HTTP
-    /// host checks each call without re-reading the schema (D28).
+    /// host checks each call without re-reading the schema.
     param_headers: Arc<[ParamHeader]>,
 }
 
@@ -349,7 +349,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Items per list page (1..=20 for tools by O21; clamped to that range).
+    /// Items per list page (1..=20 for tools; clamped to that range).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
         self.page_size = size.clamp(1, DEFAULT_PAGE_SIZE);
@@ -363,7 +363,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Limit on the encoded `contents` of one read (O33).
+    /// Limit on the encoded `contents` of one read.
     #[must_use]
     pub fn max_read_bytes(mut self, limit: usize) -> Self {
         self.max_read_bytes = limit;
@@ -540,7 +540,7 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// Cursor of the next page, if any.
     pub next_cursor: Option<String>,
-    /// Cache hints of this page (every page of a list uses the same scope, H3).
+    /// Cache hints of this page (every page of a list uses the same scope).
     pub cache: CacheHints,
 }
 
@@ -548,7 +548,7 @@ impl<T: Serialize> Page<T> {
     /// The exact wire result body: `{<key>: [...], "nextCursor"?, "ttlMs", "cacheScope"}`.
     ///
     /// Serialised directly (never through `serde_json::Value`), so registered schemas keep
-    /// their bytes, member order and numbers (O29).
+    /// their bytes, member order and numbers.
     ///
     /// ```
     /// use strict_mcp::core::{Caller, DynamicOutput, Invocation, RegistryBuilder, ToolDef};
@@ -610,7 +610,7 @@ pub struct SearchReply {
     pub truncated: bool,
 }
 
-/// What a completion request refers to (G10).
+/// What a completion request refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionRef {
     /// `ref/prompt`.
@@ -701,7 +701,7 @@ impl Registry {
         })
     }
 
-    /// `tools/list`: the caller's visible tools, by name, paginated (E2–E4, O21).
+    /// `tools/list`: the caller's visible tools, by name, paginated.
     ///
     /// # Errors
     /// -32602 for an invalid, foreign or expired cursor.
@@ -761,7 +761,7 @@ impl Registry {
     }
 
     /// Searches the caller's visible tools by name, title, description and keywords. Never
-    /// runs a handler. `limit` defaults to 5 and must be within 1..=20 (O12).
+    /// runs a handler. `limit` defaults to 5 and must be within 1..=20.
     ///
     /// # Errors
     /// -32602 when `limit` is 0 or above 20.
@@ -810,7 +810,7 @@ impl Registry {
     }
 
     /// `tools/call`: policy, recovery check, argument validation, the handler (panics caught,
-    /// cancellation observed), then output validation (O107).
+    /// cancellation observed), then output validation.
     ///
     /// `arguments` are the exact bytes from the request (`None` means `{}`).
     ///
@@ -959,7 +959,7 @@ impl Registry {
     /// ([`Invocation::cancelled`]); a read requested with an already cancelled token ends with
     /// [`CoreError::Cancelled`] without running the handler. Unlike a tool call, a running
     /// read is not abandoned when the token fires: the handler decides how to stop, and the
-    /// server's time-out bounds one that does not (O33).
+    /// server's time-out bounds one that does not.
     ///
     /// # Errors
     /// -32602 (unknown/hidden/not found/denied), -32603 (internal, too large or cancelled),
@@ -1275,7 +1275,7 @@ async fn run_handler(
     }
 }
 
-/// A complete result checked against the tool's output schema (O107).
+/// A complete result checked against the tool's output schema.
 fn checked_output(tool: &CompiledTool, out: DynamicOutput) -> ToolReply {
     let name = tool.descriptor.name.as_str();
     if let Some(schema) = &tool.output {

@@ -1,4 +1,4 @@
-//! Static resources and URI templates with read handlers (F-section, O30–O35).
+//! Static resources and URI templates with read handlers.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,7 +30,7 @@ pub fn timeout_in_range(timeout: Duration) -> bool {
 /// The `_meta` key under which a partial bundle's report travels.
 pub const PARTIAL_META_KEY: &str = "dev.strict-mcp/partial";
 
-/// A successful read: one or more contents, optionally marked as a partial bundle (O32).
+/// A successful read: one or more contents, optionally marked as a partial bundle.
 /// Serialises to the wire `ReadResourceResult` body (without `resultType`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -182,7 +182,7 @@ impl ResourceDef {
         })
     }
 
-    /// Overrides the server's read time-out for this resource (O33). The time-out covers the
+    /// Overrides the server's read time-out for this resource. The time-out covers the
     /// handler, the conversion of its contents and the final size check; when it expires the
     /// handler's cancellation token fires and the client gets -32603 with
     /// `data: {"uri", "retryable": true}`. The core only records it (it has no timer); the

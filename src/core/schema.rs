@@ -14,9 +14,9 @@
 //!
 //! # References
 //!
-//! No `$ref` is ever fetched from the network or the file system (E21): a retriever that
+//! No `$ref` is ever fetched from the network or the file system: a retriever that
 //! refuses everything is installed, so an unresolvable external reference is a compile error
-//! (E22). References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
+//!. References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
 //! `$dynamicRef`/`$dynamicAnchor`) resolve normally.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,10 +33,10 @@ use crate::core::error::{Diagnostic, ToolFailure};
 pub const MAX_INSTANCE_DEPTH: usize = 64;
 /// Maximum nesting of a registered schema document.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
-/// Largest accepted schema text (E23: bounded validation cost starts with bounded schemas).
+/// Largest accepted schema text (bounded validation cost starts with bounded schemas).
 pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 /// Longest chain of local `$ref`s followed when diagnostics look up the keys an object allows
-/// (E23: bounded work for references, including cyclic ones).
+/// (bounded work for references, including cyclic ones).
 pub const MAX_REF_DEPTH: usize = 32;
 /// At most this many diagnostics are reported for one invalid instance.
 pub const MAX_DIAGNOSTICS: usize = 16;
@@ -60,7 +60,7 @@ const KNOWN_DIALECTS: &[(&str, Draft)] = &[
     ("http://json-schema.org/draft-04/schema#", Draft::Draft4),
 ];
 
-/// Refuses every retrieval: schemas are self-contained (E21, E22).
+/// Refuses every retrieval: schemas are self-contained.
 #[derive(Debug, Clone, Copy)]
 struct RefuseRetrieval;
 
@@ -95,7 +95,7 @@ impl CompiledSchema {
     /// Compiles schema text, keeping the text byte-exact.
     ///
     /// A missing `$schema` means 2020-12; draft-07 (and 2019-09, 06, 04) are honoured when
-    /// declared; any other `$schema` is refused as an unsupported dialect (E19).
+    /// declared; any other `$schema` is refused as an unsupported dialect.
     ///
     /// ```
     /// use strict_mcp::core::schema::CompiledSchema;
@@ -457,7 +457,7 @@ fn resolve_ref<'a>(
 /// Walks an evaluation path (JSON Schema "evaluationPath", which names every `$ref` taken)
 /// from the root schema to the schema object it ends at, returning it with its schema
 /// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a row
-/// (E23).
+///.
 fn resolve_evaluation_path<'a>(root: &'a Value, path: &str) -> Option<(&'a Value, &'a Value)> {
     let mut node = root;
     let mut base = root;
@@ -635,7 +635,7 @@ pub enum Side {
 /// - on the input side, plain object schemas get `additionalProperties: false` unless they
 ///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
 ///   silently ignored; a tool without parameters gets `{"type":"object",
-///   "additionalProperties":false}` (E8). Maps (`additionalProperties: {...}`) are untouched.
+///   "additionalProperties":false}`. Maps (`additionalProperties: {...}`) are untouched.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -954,7 +954,7 @@ fn drop_null(prop: &mut Value) {
     }
 }
 
-/// Checks the root of a tool schema: an object schema with `type: "object"` (E5).
+/// Checks the root of a tool schema: an object schema with `type: "object"`.
 pub(crate) fn check_object_root(schema: &Value) -> Result<(), String> {
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => Ok(()),
@@ -965,7 +965,7 @@ pub(crate) fn check_object_root(schema: &Value) -> Result<(), String> {
     }
 }
 
-/// Checks that an output schema names its payload (O108): object root, at least one named
+/// Checks that an output schema names its payload: object root, at least one named
 /// property, no generic `items` key.
 pub(crate) fn check_named_payload(schema: &Value) -> Result<(), String> {
     check_object_root(schema)?;
@@ -1081,7 +1081,7 @@ fn admits_null(prop: &Value) -> bool {
 // The `x-mcp-header` rules live with the other header rules; the old path stays.
 pub use crate::wire::headers::{check_mcp_headers, HeaderViolation, MAX_HEADER_INTEGER};
 
-/// Why an elicitation `requestedSchema` is not a flat object of primitive properties (I19),
+/// Why an elicitation `requestedSchema` is not a flat object of primitive properties,
 /// the restricted subset of JSON Schema every client can render as a form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum FlatSchemaError {
@@ -1154,7 +1154,7 @@ pub(crate) enum PropertyProblem {
 /// Keywords every property kind may carry.
 const ANNOTATIONS: [&str; 3] = ["type", "title", "description"];
 
-/// Checks an elicitation `requestedSchema` against I19: a root `{type: "object", properties,
+/// Checks an elicitation `requestedSchema` against the elicitation rules: a root `{type: "object", properties,
 /// required?, $schema?}` whose properties are each one of string (`minLength`, `maxLength`,
 /// `format`, `default`), number or integer (`minimum`, `maximum`, `default`), boolean
 /// (`default`), single-select enum (`enum` with optional legacy `enumNames`, or `oneOf` of
@@ -1378,7 +1378,7 @@ fn titled_options(options: &Value) -> Result<Vec<&str>, PropertyProblem> {
 
 /// The JSON Schema (2020-12) of the failure envelope `{"failure": {...}}`, derived from
 /// [`ToolFailure`]: the publication layer references it next to an application's output
-/// schema (O17, O25), and every envelope the core produces validates against it.
+/// schema, and every envelope the core produces validates against it.
 ///
 /// ```
 /// use strict_mcp::core::{failure_envelope_schema, FailureCode, ToolFailure};
@@ -1406,7 +1406,7 @@ pub fn failure_envelope_schema() -> Value {
 
 #[cfg(test)]
 mod flat_schema_tests {
-    //! I19: one accept and at least one refusal per rule of the flat `requestedSchema`.
+    //! one accept and at least one refusal per rule of the flat `requestedSchema`.
 
     use super::{check_flat_schema, FlatSchemaError, PropertyProblem};
     use serde_json::{json, Value};

@@ -110,7 +110,7 @@ impl ToolDef {
         self
     }
 
-    /// Behavioural hints; unset hints stay absent, explicit `false` stays present (O22).
+    /// Behavioural hints; unset hints stay absent, explicit `false` stays present.
     #[must_use]
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
@@ -510,7 +510,7 @@ impl ToolDef {
 pub enum ToolReply {
     /// The call succeeded; `structured` already passed the output schema.
     Success {
-        /// Content blocks (typed tools: one text block holding the JSON of the result, E16).
+        /// Content blocks (typed tools: one text block holding the JSON of the result).
         content: Vec<ContentBlock>,
         /// Structured result, exact text.
         structured: Option<Box<RawValue>>,

@@ -7,11 +7,11 @@
 //! A driver decodes one frame with [`crate::codec::decode`] and calls [`Server::serve`] with the
 //! caller, the message, an [`Outbox`] and a [`CancelToken`] it fires when the client cancels.
 //! The server admits the call through the epoch machine, checks the request's own `_meta`
-//! (B1–B5: nothing is remembered from earlier requests), dispatches it to the registry, binds
+//! (nothing is remembered from earlier requests), dispatches it to the registry, binds
 //! `input_required` outcomes to the continuation ledger, paces progress, and writes notifications
 //! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply:
 //! its handler's token fires and nothing more leaves for it. `resources/read` and `prompts/get`
-//! run within their time-out ([`ServerOptions::read_timeout`], O33).
+//! run within their time-out ([`ServerOptions::read_timeout`]).
 //!
 //! # State
 //!
@@ -33,6 +33,8 @@ mod context;
 mod deadline;
 mod discover;
 mod encode;
+// Test-only fault points (the integration tests arm them); public for them, not for users.
+#[doc(hidden)]
 pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
@@ -72,7 +74,7 @@ use crate::wire::jsonrpc::{Message, Notification};
 pub use crate::wire::errors::Cause;
 pub use outbox::{Outbox, Reply};
 
-/// The only protocol revision this server speaks (B14).
+/// The only protocol revision this server speaks.
 pub const PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Requests one stdio connection serves at once; further lines wait until a slot frees (C-section).
@@ -81,7 +83,7 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// Shutdown budget used when stdin reaches EOF and when no other budget is configured.
 pub const DEFAULT_SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 
-/// Default time-out of one `resources/read` or `prompts/get` (O33): the handler, the
+/// Default time-out of one `resources/read` or `prompts/get`: the handler, the
 /// conversion of its result and the final size check must finish within it. Override per
 /// server with [`ServerOptions::read_timeout`], per item with
 /// [`ResourceDef::timeout`](crate::core::ResourceDef::timeout),
@@ -97,7 +99,7 @@ pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 /// Hard maximum of [`ServerOptions::max_request_bytes`], and its default: the 2 MiB a
-/// request may have (O36). A server may accept less, never more.
+/// request may have. A server may accept less, never more.
 pub const MAX_REQUEST_BYTES: usize = crate::wire::limits::MAX_REQUEST_FRAME_BYTES;
 
 /// Smallest [`ServerOptions::max_request_bytes`]: room for any request's `_meta` (client
@@ -106,19 +108,19 @@ pub const MAX_REQUEST_BYTES: usize = crate::wire::limits::MAX_REQUEST_FRAME_BYTE
 pub const MIN_REQUEST_BYTES: usize = 16 * 1024;
 
 /// Hard maximum of [`ServerOptions::max_response_bytes`], and its default: the 16 MiB a
-/// response may have (O39). A server may send less, never more.
+/// response may have. A server may send less, never more.
 pub const MAX_RESPONSE_BYTES: usize = crate::wire::limits::MAX_RESPONSE_BYTES;
 
 /// Smallest [`ServerOptions::max_response_bytes`]: eight times the 8 KiB reserve for
-/// envelope, id and identity (O39), so every listing page and failure still fits.
+/// envelope, id and identity, so every listing page and failure still fits.
 pub const MIN_RESPONSE_BYTES: usize = 64 * 1024;
 
-/// Default server identity (O7).
+/// Default server identity.
 pub const DEFAULT_NAME: &str = "mcp";
-/// Default server version (O7).
+/// Default server version.
 pub const DEFAULT_VERSION: &str = "unreleased";
 
-/// How tools are published (O11, O21).
+/// How tools are published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PublishMode {
     /// Three discovery tools (`search_tools`, `get_tool_details`, `call_tool`): the default.
@@ -145,7 +147,7 @@ impl From<PublishMode> for String {
     }
 }
 
-/// Why a server configuration was refused (O7).
+/// Why a server configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -158,7 +160,7 @@ pub enum ConfigError {
     /// The server name or version is empty.
     #[error("server identity needs a non-empty name and version")]
     EmptyIdentity,
-    /// The encoded identity exceeds its 4 KiB share of the response reserve (O39).
+    /// The encoded identity exceeds its 4 KiB share of the response reserve.
     #[error("server identity is larger than 4 KiB when encoded")]
     IdentityTooLarge,
     /// The operating system refused randomness for the default seal key.
@@ -269,7 +271,7 @@ impl ServerOptions {
         Self::default()
     }
 
-    /// The server's own identity, sent as `serverInfo` (B6, O7).
+    /// The server's own identity, sent as `serverInfo`.
     #[must_use]
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         set_once(
@@ -336,7 +338,7 @@ impl ServerOptions {
 
     /// Time-out of each `resources/read` and `prompts/get` without its own override (default
     /// [`DEFAULT_READ_TIMEOUT`]). It covers the handler, the conversion of its result and the
-    /// final size check (O33). On expiry the handler's cancellation token fires and the client
+    /// final size check. On expiry the handler's cancellation token fires and the client
     /// gets -32603 with `data: {"uri": …, "retryable": true}` (`"name"` for a prompt).
     ///
     /// The timer is tokio's when a runtime with time enabled is current (a paused test clock
@@ -423,7 +425,7 @@ impl ServerOptions {
 
     /// Largest response sent, in bytes, the JSON-RPC envelope included (default and hard
     /// maximum [`MAX_RESPONSE_BYTES`], 16 MiB; at least [`MIN_RESPONSE_BYTES`]). 8 KiB of it
-    /// stay reserved for envelope, id and identity (O39). A tool result over it becomes the
+    /// stay reserved for envelope, id and identity. A tool result over it becomes the
     /// `result_too_large` failure; a resource read over it -32603 "Resource too large".
     #[must_use]
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
@@ -460,7 +462,7 @@ impl ServerOptions {
 
     /// Serve the initialise era too (feature `legacy`; default off): an `initialize` without
     /// modern `_meta` starts a legacy session of revision 2025-06-18 or 2025-11-25 instead of
-    /// getting -32601 (B23). See [`legacy`].
+    /// getting -32601. See [`legacy`].
     #[cfg(feature = "legacy")]
     #[must_use]
     pub fn legacy_era(mut self, on: bool) -> Self {
@@ -481,7 +483,7 @@ impl ServerOptions {
     }
 }
 
-/// How a shutdown ended (O5).
+/// How a shutdown ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShutdownReport {
     /// Every call ended within the budget.
@@ -496,7 +498,7 @@ pub enum ShutdownReport {
 
 impl ShutdownReport {
     /// The exit status a server process reports for [`ShutdownReport::CleanupFailed`], so a
-    /// supervisor can tell an abandoned shutdown from a clean one (O5).
+    /// supervisor can tell an abandoned shutdown from a clean one.
     pub const CLEANUP_FAILED_EXIT_CODE: i32 = 3;
 
     /// The process exit status for this outcome: 0 when every call ended,
@@ -590,13 +592,13 @@ struct Inner {
     ended: event_listener::Event,
     listens: listen::Hub,
     budget: Duration,
-    /// Time-out of reads and prompt gets without their own override (O33).
+    /// Time-out of reads and prompt gets without their own override.
     read_timeout: Duration,
     /// Time-out of tool calls without their own override.
     tool_timeout: Duration,
-    /// Request bounds, with the configured request cap (O36).
+    /// Request bounds, with the configured request cap.
     ingress: IngressLimits,
-    /// Response bounds, with the configured response cap (O39).
+    /// Response bounds, with the configured response cap.
     egress: EgressLimits,
     stdio_started: std::sync::atomic::AtomicBool,
     /// Whether `initialize` starts a legacy session ([`ServerOptions::legacy_era`]).
@@ -611,7 +613,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Server {
-    /// Fixes the whole configuration. Starts no listener, thread or task (O1).
+    /// Fixes the whole configuration. Starts no listener, thread or task.
     ///
     /// # Errors
     /// [`ConfigError`] for an unknown mode, a repeated option, an empty or oversized identity,
@@ -721,7 +723,7 @@ impl Server {
 
     /// Serves one decoded message from `caller`. Everything it produces goes to `outbox`:
     /// notifications, then exactly one reply for a request; nothing at all for a notification,
-    /// a response, or a request cancelled through `cancel` (J9, C9).
+    /// a response, or a request cancelled through `cancel`.
     pub async fn serve(
         &self,
         caller: Caller,
@@ -740,7 +742,7 @@ impl Server {
     }
 
     /// For a `notifications/cancelled`, the exact JSON text of the `requestId` it cancels.
-    /// `None` for any other notification and for malformed ones (ignored silently, J10).
+    /// `None` for any other notification and for malformed ones (ignored silently).
     #[must_use]
     pub fn cancelled_request(notification: &Notification) -> Option<String> {
         if notification.method != crate::wire::methods::CANCELLED {
@@ -794,7 +796,7 @@ impl Server {
 
     /// Stops admission for good, invalidates every outstanding `requestState` (epoch bump),
     /// cancels active calls, ends listen streams gracefully, and waits for active calls within
-    /// `budget` (O5, O6).
+    /// `budget`.
     pub async fn shutdown(&self, budget: Duration) -> ShutdownReport {
         let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
         let effects = lock(&self.inner.lifecycle)
@@ -905,14 +907,14 @@ impl Server {
         }
     }
 
-    /// Ingress bounds for requests to this server (O36, O37), with the configured
+    /// Ingress bounds for requests to this server, with the configured
     /// [`ServerOptions::max_request_bytes`].
     #[must_use]
     pub fn ingress_limits(&self) -> IngressLimits {
         self.inner.ingress
     }
 
-    /// Egress bounds of this server's responses (O39), with the configured
+    /// Egress bounds of this server's responses, with the configured
     /// [`ServerOptions::max_response_bytes`].
     #[must_use]
     pub fn egress_limits(&self) -> EgressLimits {
@@ -920,7 +922,7 @@ impl Server {
     }
 
     /// The `x-mcp-header` annotations of the tool `name` as this server publishes it to
-    /// `caller` (what the HTTP host checks a `tools/call`'s headers against, D28). Compact mode
+    /// `caller` (what the HTTP host checks a `tools/call`'s headers against). Compact mode
     /// lists only its three discovery tools, none annotated.
     pub(crate) fn published_param_headers(
         &self,
@@ -973,7 +975,7 @@ impl Server {
         Arc::clone(&self.inner.monotonic)
     }
 
-    /// `{"name":…,"version":…}` as encoded once (B6).
+    /// `{"name":…,"version":…}` as encoded once.
     pub(crate) fn info(&self) -> &RawValue {
         &self.inner.info
     }
@@ -1054,7 +1056,7 @@ impl Server {
         self.inner.legacy_era
     }
 
-    /// Marks the stdio host as started; false when it already ran (O4).
+    /// Marks the stdio host as started; false when it already ran.
     #[cfg(feature = "stdio")]
     pub(crate) fn claim_stdio(&self) -> bool {
         !self.inner.stdio_started.swap(true, Ordering::AcqRel)
