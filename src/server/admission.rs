@@ -34,19 +34,19 @@ pub(crate) async fn serve_request(
     client_cancel: CancelToken,
 ) {
     let started = std::time::Instant::now();
-    let summary = Summary::default();
     // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
     let gated = Arc::new(Gated {
         inner: outbox,
         cancel: client_cancel.clone(),
         finished: std::sync::atomic::AtomicBool::new(false),
+        summary: Summary::default(),
     });
     let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-        serve_admitted(server, caller, &request, &gated, client_cancel, &summary),
+        serve_admitted(server, caller, &request, &gated, client_cancel),
     ))
     .await;
     if served.is_err() {
-        summary.set(Outcome::Panicked, Cause::Internal);
+        gated.summary.set(Outcome::Panicked, Cause::Internal);
         tracing::error!(
             method = request.method.as_str(),
             "the server panicked while serving a request; answered with an internal error"
@@ -60,7 +60,7 @@ pub(crate) async fn serve_request(
             ));
         }
     }
-    summary.emit(&request, started.elapsed());
+    gated.summary.emit(&request, started.elapsed());
 }
 
 /// How a request ended, as its completion event reports it.
@@ -186,10 +186,9 @@ async fn serve_admitted(
     request: &Request,
     gated: &Arc<Gated>,
     client_cancel: CancelToken,
-    summary: &Summary,
 ) {
     let Some((call, epoch, shutdown)) = server.admit() else {
-        summary.set(Outcome::Error, Cause::ShuttingDown);
+        gated.summary.set(Outcome::Error, Cause::ShuttingDown);
         gated.finish(error_reply(
             &request.id,
             Cause::ShuttingDown,
@@ -204,18 +203,16 @@ async fn serve_admitted(
         finished: false,
     };
     let handler_cancel = CancelToken::new();
-    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     // Boxed once: the request's whole state machine is large (every method's arm), and
     // moving it through the selects below would copy all of it each time.
     let work = Box::pin(handle(
         server,
         caller,
         request,
-        outbox,
+        gated,
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
-        summary,
     ));
     // Shutdown cancels the handler, but the call still answers (e.g. the `cancelled` failure).
     let forward_shutdown = async {
@@ -240,7 +237,7 @@ async fn serve_admitted(
         // C9, J9: the handler's token fires, the handler gets the one poll that observes it
         // (cooperative clean-up), then it is dropped; nothing more is sent.
         Either::Right(((), mut work)) => {
-            summary.set_code(Outcome::Cancelled, 0);
+            gated.summary.set_code(Outcome::Cancelled, 0);
             handler_cancel.cancel();
             let _ = futures_util::FutureExt::now_or_never(&mut work);
         }
@@ -254,6 +251,8 @@ struct Gated {
     inner: Arc<dyn Outbox>,
     cancel: CancelToken,
     finished: std::sync::atomic::AtomicBool,
+    /// What the request's completion event reports.
+    summary: Summary,
 }
 
 impl Gated {
@@ -301,12 +300,13 @@ async fn handle(
     server: &Server,
     caller: Caller,
     request: &Request,
-    outbox: Arc<dyn Outbox>,
+    gated: &Arc<Gated>,
     epoch: crate::machine::Epoch,
     handler_cancel: CancelToken,
     client_cancel: CancelToken,
-    summary: &Summary,
 ) -> Option<Reply> {
+    let summary = &gated.summary;
+    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     super::fault::point(super::fault::points::DISPATCH);
     let registry = server.registry();
     let method = request.method.as_str();
@@ -398,6 +398,7 @@ mod tests {
             inner: inner.clone(),
             cancel: cancel.clone(),
             finished: std::sync::atomic::AtomicBool::new(false),
+            summary: Summary::default(),
         };
         let reply = || Reply {
             line: String::new(),
