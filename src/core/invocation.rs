@@ -617,6 +617,38 @@ pub struct FormAnswer {
     pub content: Option<serde_json::Map<String, Value>>,
 }
 
+impl FormAnswer {
+    /// The submitted values when the user accepted; `None` when they declined or cancelled.
+    #[must_use]
+    pub fn accepted(&self) -> Option<&serde_json::Map<String, Value>> {
+        match self.action {
+            ElicitAction::Accept => self.content.as_ref(),
+            ElicitAction::Decline | ElicitAction::Cancel => None,
+        }
+    }
+
+    /// Whether the user accepted with the boolean `field` set to `true`: the check a
+    /// confirmation form needs. Declined, cancelled, `false` and a missing field are all `false`.
+    ///
+    /// ```
+    /// use strict_mcp::core::{ElicitAction, FormAnswer};
+    /// let answer = |action, confirm: bool| FormAnswer { action,
+    ///     content: Some(serde_json::json!({"confirm": confirm}).as_object().unwrap().clone()) };
+    /// assert!(answer(ElicitAction::Accept, true).confirmed("confirm"));
+    /// assert!(!answer(ElicitAction::Accept, false).confirmed("confirm"));
+    /// assert!(!answer(ElicitAction::Accept, true).confirmed("other"));
+    /// let declined = FormAnswer { action: ElicitAction::Decline, content: None };
+    /// assert!(!declined.confirmed("confirm"));
+    /// ```
+    #[must_use]
+    pub fn confirmed(&self, field: &str) -> bool {
+        self.accepted()
+            .and_then(|content| content.get(field))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+}
+
 /// An answer that breaks the rules or the requested schema. On `tools/call` it becomes
 /// a tool failure; on `resources/read` and `prompts/get` a -32602 error.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
