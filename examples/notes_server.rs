@@ -40,8 +40,8 @@ use serde_json::json;
 
 use strict_mcp::core::descriptor::ResourceContents;
 use strict_mcp::core::{
-    AppCode, Caller, ElicitAction, Invocation, Outcome, PromptDef, PromptReply, ReadReply,
-    Registry, RegistryBuilder, ResourceDef, ToolDef, ToolError, ToolFailure,
+    AppCode, Caller, Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry,
+    RegistryBuilder, ResourceDef, ToolDef, ToolError, ToolFailure,
 };
 use strict_mcp::server::http::{HttpConfig, McpHttp};
 use strict_mcp::server::{PublishMode, Server, ServerOptions};
@@ -151,8 +151,7 @@ async fn delete_note(
         let ask = inv.elicit_form(&format!("Delete the note \"{text}\"?"), form)?;
         return Ok(Outcome::input("confirm", ask));
     };
-    let confirmed = answer.action == ElicitAction::Accept
-        && answer.content.as_ref().and_then(|c| c.get("confirm")) == Some(&json!(true));
+    let confirmed = answer.confirmed("confirm");
     if confirmed && notes.items.lock().unwrap().remove(&input.id).is_none() {
         return Err(missing().into());
     }
