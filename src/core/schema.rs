@@ -15,8 +15,8 @@
 //! # References
 //!
 //! No `$ref` is ever fetched from the network or the file system: a retriever that
-//! refuses everything is installed, so an unresolvable external reference is a compile error
-//!. References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
+//! refuses everything is installed, so an unresolvable external reference is a compile
+//! error. References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
 //! `$dynamicRef`/`$dynamicAnchor`) resolve normally.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -456,8 +456,8 @@ fn resolve_ref<'a>(
 
 /// Walks an evaluation path (JSON Schema "evaluationPath", which names every `$ref` taken)
 /// from the root schema to the schema object it ends at, returning it with its schema
-/// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a row
-///.
+/// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a
+/// row.
 fn resolve_evaluation_path<'a>(root: &'a Value, path: &str) -> Option<(&'a Value, &'a Value)> {
     let mut node = root;
     let mut base = root;
