@@ -1060,7 +1060,7 @@ impl Registry {
     /// ```
     #[must_use]
     pub fn read_timeout(&self, uri: &str) -> Option<std::time::Duration> {
-        self.route_read(uri).and_then(|route| route.timeout)
+        self.route_read(uri).and_then(|route| route.timeout())
     }
 
     /// The time-out override of the prompt `name` ([`PromptDef::timeout`]); `None` means the
