@@ -1,9 +1,9 @@
-//! Guarded encoding of outbound messages: compact single-line JSON (C1) that is checked against
-//! its bound before a single byte leaves (O39, O41, O42).
+//! Guarded encoding of outbound messages: compact single-line JSON that is checked against
+//! its bound before a single byte leaves.
 //!
 //! Encoding writes into a buffer that refuses to grow past the message ceiling, so an oversized
 //! result costs at most the ceiling in memory and is reported as [`EgressError::TooLarge`]; the
-//! server turns that into the `result_too_large` tool failure (O40). Raw values (`result`,
+//! server turns that into the `result_too_large` tool failure. Raw values (`result`,
 //! `params`, `error.data`) are written verbatim; if one contains a raw line break (insignificant
 //! whitespace of a pretty-printed value) the encoded text is compacted so the line stays one line.
 
@@ -24,11 +24,11 @@ pub struct EgressLimits {
     pub max_message_bytes: usize,
     /// Part of the ceiling held back from payloads for envelope, id and identity.
     pub reserve_bytes: usize,
-    /// Ceiling for notification params (O42).
+    /// Ceiling for notification params.
     pub max_notification_params_bytes: usize,
-    /// Ceiling for an encoded request id (O39: 256 B).
+    /// Ceiling for an encoded request id (256 B).
     pub max_id_bytes: usize,
-    /// Ceiling for the encoded server identity (O39: 4 KiB).
+    /// Ceiling for the encoded server identity (4 KiB).
     pub max_identity_bytes: usize,
 }
 
@@ -65,7 +65,7 @@ fn too_large(bound: EgressBound, limit: usize, actual: usize) -> EgressError {
     }
 }
 
-/// Checks a result payload before it is wrapped into a response (O39): at most the ceiling
+/// Checks a result payload before it is wrapped into a response: at most the ceiling
 /// minus the reserve. Call it on a tool's encoded result to decide on `result_too_large` early.
 pub fn preflight_result(result: &RawValue, limits: &EgressLimits) -> Result<(), EgressError> {
     let len = result.get().len();
@@ -76,7 +76,7 @@ pub fn preflight_result(result: &RawValue, limits: &EgressLimits) -> Result<(), 
     Ok(())
 }
 
-/// Checks the encoded server identity (`serverInfo`) against its share of the reserve (O39).
+/// Checks the encoded server identity (`serverInfo`) against its share of the reserve.
 pub fn check_identity(identity: &RawValue, limits: &EgressLimits) -> Result<(), EgressError> {
     let len = identity.get().len();
     if len > limits.max_identity_bytes {
@@ -214,7 +214,7 @@ pub fn encode_error(
 
 impl Rejection {
     /// The encoded error reply a server sends for a rejected frame (through
-    /// [`encode_error`]), or `None` for notifications (A11).
+    /// [`encode_error`]), or `None` for notifications.
     pub fn encode_reply(&self, limits: &EgressLimits) -> Option<ErrorReply> {
         let id = match &self.reply_to {
             ReplyTo::Id(id) => Some(id),
@@ -344,7 +344,7 @@ fn compact(buf: &mut Vec<u8>) {
     });
 }
 
-/// One complete, checked stdio line (compact JSON plus `\n`); only these reach the pipe (O41).
+/// One complete, checked stdio line (compact JSON plus `\n`); only these reach the pipe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedLine(Vec<u8>);
 
@@ -361,14 +361,14 @@ impl EncodedLine {
 }
 
 /// Encodes one message as a stdio line: the whole line is built and checked before the caller
-/// writes any of it, so a tripped guard never leaves a partial line (O41, C1).
+/// writes any of it, so a tripped guard never leaves a partial line.
 pub fn encode_line(message: &Message, limits: &EgressLimits) -> Result<EncodedLine, EgressError> {
     let mut buf = encode(message, limits)?;
     buf.push(b'\n');
     Ok(EncodedLine(buf))
 }
 
-/// A blocking stdio writer that only ever writes whole, checked lines (O41).
+/// A blocking stdio writer that only ever writes whole, checked lines.
 ///
 /// Async drivers use [`encode_line`] and their own `write_all` the same way.
 #[derive(Debug)]

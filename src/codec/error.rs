@@ -11,7 +11,7 @@ use crate::wire::jsonrpc::{ErrorCode, ErrorObject, ErrorResponse, InvalidId, Req
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum IngressError {
-    /// The frame is longer than the direction's bound (O36); it was not parsed.
+    /// The frame is longer than the direction's bound; it was not parsed.
     #[error("message exceeds the {limit}-byte frame limit")]
     FrameTooLarge {
         /// The bound that was exceeded.
@@ -19,7 +19,7 @@ pub enum IngressError {
         /// The frame length; `None` when a stdio line was discarded unread.
         actual: Option<usize>,
     },
-    /// The bytes are not UTF-8 (A1).
+    /// The bytes are not UTF-8.
     #[error("message is not valid UTF-8")]
     InvalidUtf8,
     /// The text is not one JSON value: bad token, trailing data, leading BOM, `NaN`, lone
@@ -29,7 +29,7 @@ pub enum IngressError {
         /// Byte offset where the scanner stopped.
         offset: usize,
     },
-    /// A JSON array at top level: MCP has no batches (A21).
+    /// A JSON array at top level: MCP has no batches.
     #[error("batches are not supported")]
     Batch,
     /// A top-level string, number, literal: not a JSON-RPC object.
@@ -41,23 +41,23 @@ pub enum IngressError {
         /// The depth bound.
         limit: usize,
     },
-    /// The same member name twice in one object, compared after unescaping (O13, O74).
+    /// The same member name twice in one object, compared after unescaping.
     #[error("duplicate member name in an object")]
     DuplicateKey {
         /// Nesting level of the offending object (top-level object = 1).
         depth: usize,
     },
     /// A top-level member other than `jsonrpc`, `id`, `method`, `params`, `result`, `error`,
-    /// or an unknown member of the `error` object (O13).
+    /// or an unknown member of the `error` object.
     #[error("unknown member in the JSON-RPC envelope")]
     UnknownMember,
-    /// `jsonrpc` is missing or is not the string `"2.0"` (A1).
+    /// `jsonrpc` is missing or is not the string `"2.0"`.
     #[error("jsonrpc must be \"2.0\"")]
     BadVersion,
-    /// The `id` is null, fractional, structured or otherwise not an id (A2).
+    /// The `id` is null, fractional, structured or otherwise not an id.
     #[error("invalid request id: {0}")]
     BadId(InvalidId),
-    /// The encoded id token is longer than the bound (O37).
+    /// The encoded id token is longer than the bound.
     #[error("request id exceeds {limit} encoded bytes")]
     IdTooLong {
         /// The bound that was exceeded.
@@ -66,7 +66,7 @@ pub enum IngressError {
     /// `method` is present but not a string.
     #[error("method must be a string")]
     MethodNotString,
-    /// The encoded method token is longer than the bound (O37).
+    /// The encoded method token is longer than the bound.
     #[error("method exceeds {limit} encoded bytes")]
     MethodTooLong {
         /// The bound that was exceeded.
@@ -75,7 +75,7 @@ pub enum IngressError {
     /// `params` is present but not an object (MCP params are always objects).
     #[error("params must be an object")]
     ParamsNotObject,
-    /// Notification `params` longer than the bound (O42).
+    /// Notification `params` longer than the bound.
     #[error("notification params exceed {limit} bytes")]
     NotificationParamsTooLarge {
         /// The bound that was exceeded.
@@ -87,7 +87,7 @@ pub enum IngressError {
     /// `method` together with `result`/`error`, or `result` together with `error`.
     #[error("message mixes request and response members")]
     AmbiguousEnvelope,
-    /// `result` is present but not an object (A5).
+    /// `result` is present but not an object.
     #[error("result must be an object")]
     ResultNotObject,
     /// `error` is not an object with an integer `code`, a string `message` and optional `data`.
@@ -96,10 +96,10 @@ pub enum IngressError {
     /// A success response without an id.
     #[error("response id missing")]
     MissingResponseId,
-    /// A request arrived at a client: servers never send requests (A12).
+    /// A request arrived at a client: servers never send requests.
     #[error("unexpected request")]
     UnexpectedRequest,
-    /// A response arrived at a server: clients never send responses (A12).
+    /// A response arrived at a server: clients never send responses.
     #[error("unexpected response")]
     UnexpectedResponse,
 }
@@ -136,17 +136,17 @@ impl IngressError {
 /// Whom a server answers after rejecting a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyTo {
-    /// The id could be read: echo it exactly (A4).
+    /// The id could be read: echo it exactly.
     Id(RequestId),
     /// The id could not be read (parse error, oversized line, bad id): reply with `"id": null`.
     NullId,
-    /// The frame was recognisably a notification: never reply, not even with an error (A11).
+    /// The frame was recognisably a notification: never reply, not even with an error.
     Nobody,
 }
 
 /// A rejected inbound frame: the cause plus whom to answer.
 ///
-/// Client drivers never send replies (A12) and only log the cause.
+/// Client drivers never send replies and only log the cause.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{error}")]
 pub struct Rejection {
@@ -187,7 +187,7 @@ impl Rejection {
         }
     }
 
-    /// The error response a server sends, or `None` for notifications (A11).
+    /// The error response a server sends, or `None` for notifications.
     pub fn to_response(&self) -> Option<ErrorResponse> {
         let id = match &self.reply_to {
             ReplyTo::Id(id) => Some(id.clone()),
@@ -203,15 +203,15 @@ impl Rejection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EgressBound {
-    /// A result payload against the ceiling minus the reserve (O39).
+    /// A result payload against the ceiling minus the reserve.
     ResultPayload,
-    /// A whole encoded message or line against the ceiling (O39, O41).
+    /// A whole encoded message or line against the ceiling.
     Message,
-    /// Notification params (O42).
+    /// Notification params.
     NotificationParams,
-    /// The encoded server identity (O39: 4 KiB).
+    /// The encoded server identity (4 KiB).
     Identity,
-    /// The encoded request id (O39: 256 B).
+    /// The encoded request id (256 B).
     Id,
 }
 
@@ -220,7 +220,7 @@ pub enum EgressBound {
 #[non_exhaustive]
 pub enum EgressError {
     /// The message (or part of it) exceeds its bound. The server turns an oversized tool result
-    /// into the `result_too_large` tool failure (O40); the codec knows nothing of tools.
+    /// into the `result_too_large` tool failure; the codec knows nothing of tools.
     #[error("{bound:?} of {actual} bytes exceeds the {limit}-byte limit")]
     TooLarge {
         /// Which bound tripped.

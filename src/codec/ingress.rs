@@ -1,14 +1,14 @@
 //! Bounded decoding of one inbound frame (a stdio line without its newline, or an HTTP body).
 //!
 //! Order of checks, and so precedence of errors:
-//! 1. frame length against the direction's bound, before reading a byte (O36);
+//! 1. frame length against the direction's bound, before reading a byte;
 //! 2. UTF-8, then one scan that validates JSON syntax to the last byte (-32700 wins over any
 //!    structural error: a leading BOM, `NaN`, trailing data and lone surrogates are -32700);
-//! 3. batch / non-object (A21), depth (64) and duplicate member names at any depth, compared
-//!    after unescaping (O13, O74, O122);
-//! 4. the JSON-RPC envelope: members, version, id (A2, O37), method (O37), params/result/error.
+//! 3. batch / non-object, depth (64) and duplicate member names at any depth, compared
+//!    after unescaping;
+//! 4. the JSON-RPC envelope: members, version, id, method, params/result/error.
 //!
-//! `params`, `result` and `error.data` are kept as the exact bytes received (O44, O56, O121):
+//! `params`, `result` and `error.data` are kept as the exact bytes received:
 //! arguments, `inputResponses`, `_meta` and progress tokens inside them are never re-encoded.
 
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use crate::wire::jsonrpc::{
 };
 use crate::wire::limits;
 
-/// The side that runs the decoder, which fixes what it may receive (A12).
+/// The side that runs the decoder, which fixes what it may receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// A server decodes requests and client notifications; a response is rejected.
@@ -50,7 +50,7 @@ pub struct IngressLimits {
 }
 
 impl IngressLimits {
-    /// What a server accepts from a client: frames up to 2 MiB (O36).
+    /// What a server accepts from a client: frames up to 2 MiB.
     pub const SERVER: IngressLimits = IngressLimits {
         role: Role::Server,
         max_frame_bytes: limits::MAX_REQUEST_FRAME_BYTES,
@@ -203,7 +203,7 @@ fn one(slot: Slot<'_>) -> Option<Member<'_>> {
     }
 }
 
-/// Whom to answer if the frame is rejected after the syntax check (A4, A11).
+/// Whom to answer if the frame is rejected after the syntax check.
 fn reply_target(m: &scan::TopMembers<'_>, id: Option<&Result<RequestId, IngressError>>) -> ReplyTo {
     match (m.id, m.method, id) {
         // A notification (method, no id member at all) is never answered.
@@ -213,7 +213,7 @@ fn reply_target(m: &scan::TopMembers<'_>, id: Option<&Result<RequestId, IngressE
     }
 }
 
-/// Checks the id's encoded size (O37) and type (A2), keeping its exact token.
+/// Checks the id's encoded size and type, keeping its exact token.
 fn read_id(id: Member<'_>, limits: &IngressLimits) -> Result<RequestId, IngressError> {
     if id.text.len() > limits.max_id_bytes {
         return Err(IngressError::IdTooLong {
@@ -236,7 +236,7 @@ fn unescape(token: &str) -> Option<String> {
     serde_json::from_str(token).ok()
 }
 
-/// The wire shape of `error`; unknown members are refused (O13), `data: null` stays `null`.
+/// The wire shape of `error`; unknown members are refused, `data: null` stays `null`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WireError {

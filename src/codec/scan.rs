@@ -4,7 +4,7 @@
 //! Recursion is limited to `max_depth` frames: a container that would open level
 //! `max_depth + 1` is noted as too deep and then skipped by an iterative, still validating
 //! loop, so the rest of the frame is still checked for syntax (which takes precedence, -32700)
-//! and the top-level `id` can still be read for the error reply (A4).
+//! and the top-level `id` can still be read for the error reply.
 //!
 //! Why not a serde `Visitor` over `serde_json`: `deserialize_any` converts every number and
 //! fails on valid JSON such as `1e400` (which must pass through byte-exact, O121), and serde

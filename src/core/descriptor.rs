@@ -22,7 +22,7 @@
 //! decodes a full schema example of each into the descriptor with no member lost.
 //!
 //! Optional members are omitted when `None`; an explicit `Some(false)` or `Some(0)` stays on
-//! the wire (O19, O22). Schemas and structured results are kept as raw JSON text so their
+//! the wire. Schemas and structured results are kept as raw JSON text so their
 //! bytes (and numbers) never pass through a float.
 
 use serde::{Deserialize, Serialize};
@@ -131,7 +131,7 @@ pub struct Annotations {
     pub last_modified: Option<String>,
 }
 
-/// Contents of a resource: text or base64 blob. Empty bodies keep their field (O33).
+/// Contents of a resource: text or base64 blob. Empty bodies keep their field.
 ///
 /// ```
 /// use strict_mcp::core::descriptor::ResourceContents;
@@ -415,7 +415,33 @@ pub struct PromptMessage {
     pub content: ContentBlock,
 }
 
-/// `cacheScope` of a cacheable result (H1): the generated enum (`"public"` or `"private"`).
+impl PromptMessage {
+    /// A text message from the user.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::PromptMessage;
+    /// assert_eq!(serde_json::to_string(&PromptMessage::user("Hi")).unwrap(),
+    ///     r#"{"role":"user","content":{"type":"text","text":"Hi"}}"#);
+    /// ```
+    #[must_use]
+    pub fn user(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::User,
+            content: ContentBlock::text(text),
+        }
+    }
+
+    /// A text message from the assistant.
+    #[must_use]
+    pub fn assistant(text: impl Into<String>) -> Self {
+        PromptMessage {
+            role: Role::Assistant,
+            content: ContentBlock::text(text),
+        }
+    }
+}
+
+/// `cacheScope` of a cacheable result: the generated enum (`"public"` or `"private"`).
 pub use crate::wire::CacheableResultCacheScope as CacheScope;
 
 /// Cache hints `ttlMs` and `cacheScope` (H-section).
@@ -429,7 +455,7 @@ pub struct CacheHints {
 }
 
 impl CacheHints {
-    /// `ttlMs: 0`, `cacheScope: "private"` — the adapter default for every list and read (O31).
+    /// `ttlMs: 0`, `cacheScope: "private"` — the adapter default for every list and read.
     pub const PRIVATE_NO_STORE: CacheHints = CacheHints {
         ttl_ms: 0,
         cache_scope: CacheScope::Private,

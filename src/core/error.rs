@@ -11,11 +11,11 @@ use crate::wire::jsonrpc::ErrorCode;
 /// A protocol-level error of the core; the server turns it into a JSON-RPC error object.
 ///
 /// Unknown and hidden names deliberately produce the same variant with the same text, so a
-/// caller cannot tell them apart (O23).
+/// caller cannot tell them apart.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CoreError {
-    /// The tool does not exist or is hidden from this caller (E11, O23).
+    /// The tool does not exist or is hidden from this caller.
     #[error("Unknown tool: {name}")]
     UnknownTool {
         /// The requested name, echoed back.
@@ -29,19 +29,19 @@ pub enum CoreError {
         /// The requested name, echoed back.
         name: String,
     },
-    /// The prompt does not exist or is hidden from this caller (G5).
+    /// The prompt does not exist or is hidden from this caller.
     #[error("Unknown prompt: {name}")]
     UnknownPrompt {
         /// The requested name, echoed back.
         name: String,
     },
-    /// The resource does not exist or is hidden from this caller (F5, O34; never -32002).
+    /// The resource does not exist or is hidden from this caller (never -32002).
     #[error("Resource not found")]
     UnknownResource {
         /// The requested URI, echoed in `data.uri`.
         uri: String,
     },
-    /// The cursor was tampered with, minted for another caller or list, or expired (O21).
+    /// The cursor was tampered with, minted for another caller or list, or expired.
     #[error("Invalid cursor")]
     InvalidCursor,
     /// Any other invalid parameter (missing prompt argument, search limit out of range, ...).
@@ -50,7 +50,7 @@ pub enum CoreError {
         /// A safe, caller-facing explanation.
         message: String,
     },
-    /// The request lacks a client capability the operation needs (O46).
+    /// The request lacks a client capability the operation needs.
     #[error("Missing required client capability")]
     MissingCapability {
         /// The capabilities that would have been needed, in `ClientCapabilities` shape.
@@ -62,14 +62,14 @@ pub enum CoreError {
         /// Whether a retry could succeed.
         retryable: bool,
     },
-    /// A resource read produced more bytes than the configured wire limit (O33).
+    /// A resource read produced more bytes than the configured wire limit.
     #[error("Resource too large")]
     ResourceTooLarge {
         /// The requested URI.
         uri: String,
     },
     /// A resource read did not finish (handler, conversion and final size check) within its
-    /// time-out (O33); the handler's cancellation token fired. A retry may succeed.
+    /// time-out; the handler's cancellation token fired. A retry may succeed.
     #[error("Resource read timed out")]
     ReadTimedOut {
         /// The requested URI.
@@ -81,8 +81,15 @@ pub enum CoreError {
         /// The requested prompt name.
         name: String,
     },
+    /// A `tools/call` did not finish (handler and result check) within its time-out; the
+    /// handler's cancellation token fired. A retry may succeed.
+    #[error("Tool call timed out")]
+    ToolTimedOut {
+        /// The called tool's name.
+        name: String,
+    },
     /// The request's cancellation token had fired (server shutdown) before the read or prompt
-    /// started. A client-cancelled request gets no reply at all (C9).
+    /// started. A client-cancelled request gets no reply at all.
     #[error("Request cancelled")]
     Cancelled,
 }
@@ -103,6 +110,7 @@ impl CoreError {
             | CoreError::ResourceTooLarge { .. }
             | CoreError::ReadTimedOut { .. }
             | CoreError::PromptTimedOut { .. }
+            | CoreError::ToolTimedOut { .. }
             | CoreError::Cancelled => Cause::Internal,
         }
     }
@@ -130,7 +138,9 @@ impl CoreError {
             CoreError::Internal { retryable } => Some(json!({ "retryable": retryable })),
             CoreError::ResourceTooLarge { uri } => Some(json!({ "uri": uri, "retryable": false })),
             CoreError::ReadTimedOut { uri } => Some(json!({ "uri": uri, "retryable": true })),
-            CoreError::PromptTimedOut { name } => Some(json!({ "name": name, "retryable": true })),
+            CoreError::PromptTimedOut { name } | CoreError::ToolTimedOut { name } => {
+                Some(json!({ "name": name, "retryable": true }))
+            }
             CoreError::Cancelled => Some(json!({ "retryable": true })),
             _ => None,
         }
@@ -497,7 +507,7 @@ impl ToolFailure {
         ToolFailure::internal()
     }
 
-    /// The failure envelope `{"failure": {...}}` used by the publication layer (O17).
+    /// The failure envelope `{"failure": {...}}` used by the publication layer.
     ///
     /// ```
     /// use strict_mcp::core::{FailureCode, ToolFailure};
@@ -644,7 +654,7 @@ pub enum BuildError {
         /// The duplicated name.
         name: String,
     },
-    /// The tool name breaks E6 (1–128 characters of `[A-Za-z0-9_.-]`).
+    /// The tool name is not 1–128 characters of `[A-Za-z0-9_.-]`.
     #[error("tool `{name}`: invalid name (1-128 characters of A-Z a-z 0-9 _ . -)")]
     InvalidName {
         /// The offending name.
@@ -660,7 +670,7 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
-    /// An `x-mcp-header` annotation breaks D22.
+    /// An `x-mcp-header` annotation is malformed.
     #[error("tool `{tool}`: property `{property}`: invalid x-mcp-header annotation: {reason}")]
     McpHeader {
         /// The tool name.
@@ -670,7 +680,7 @@ pub enum BuildError {
         /// What is wrong.
         reason: String,
     },
-    /// The output type does not name its payload (O108).
+    /// The output type does not name its payload.
     #[error("tool `{tool}`: output must be an object that names its payload: {reason}")]
     UnnamedPayload {
         /// The tool name.
@@ -685,9 +695,9 @@ pub enum BuildError {
     /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT).
     #[error("{kind} `{name}`: time-out {timeout:?} is outside 1 ms ..= 1 h")]
     InvalidTimeout {
-        /// `resource`, `resource template` or `prompt`.
+        /// `tool`, `resource`, `resource template` or `prompt`.
         kind: &'static str,
-        /// The URI, template or prompt name.
+        /// The tool name, URI, template or prompt name.
         name: String,
         /// The refused value.
         timeout: std::time::Duration,

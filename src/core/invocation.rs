@@ -19,7 +19,7 @@ use crate::core::schema::CompiledSchema;
 /// use strict_mcp::core::{ClientCapabilities, ElicitMode};
 /// let caps = ClientCapabilities::from_value(serde_json::json!({"elicitation": {}}));
 /// assert!(caps.supports(ElicitMode::Form));
-/// assert!(!caps.supports(ElicitMode::Url)); // URL only when declared explicitly (O45)
+/// assert!(!caps.supports(ElicitMode::Url)); // URL only when declared explicitly
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientCapabilities {
@@ -38,7 +38,7 @@ pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
 /// The MIME type of an MCP Apps HTML view.
 pub const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
-/// What the client declared, on this request only (B4), about presenting user interfaces:
+/// What the client declared, on this request only, about presenting user interfaces:
 /// the MCP Apps extension `extensions["io.modelcontextprotocol/ui"]` with its `mimeTypes`.
 ///
 /// Absent, malformed or without `mimeTypes`, it declares nothing: no UI is supported. MIME
@@ -147,7 +147,7 @@ impl ClientCapabilities {
         &self.presentation
     }
 
-    /// Whether the client accepts elicitation in this mode (O45, O46).
+    /// Whether the client accepts elicitation in this mode.
     #[must_use]
     pub fn supports(&self, mode: ElicitMode) -> bool {
         match mode {
@@ -162,13 +162,13 @@ impl ClientCapabilities {
         self.sampling
     }
 
-    /// Whether the client declared `sampling.tools` (tool use inside sampling, M3).
+    /// Whether the client declared `sampling.tools` (tool use inside sampling).
     #[must_use]
     pub fn sampling_tools(&self) -> bool {
         self.sampling_tools
     }
 
-    /// Whether the client declared `sampling.context` (a non-`none` `includeContext`, M3).
+    /// Whether the client declared `sampling.context` (a non-`none` `includeContext`).
     #[must_use]
     pub fn sampling_context(&self) -> bool {
         self.sampling_context
@@ -225,6 +225,14 @@ pub enum Outcome<T> {
     },
 }
 
+/// A finished value is a complete outcome, so a handler that never asks for input can return
+/// its value where an [`Outcome`] is accepted (prompt handlers of either constructor).
+impl<T> From<T> for Outcome<T> {
+    fn from(value: T) -> Self {
+        Outcome::Complete(value)
+    }
+}
+
 impl<T> Outcome<T> {
     /// One input request under `key`.
     #[must_use]
@@ -277,7 +285,7 @@ impl ProgressGate {
 pub use crate::wire::logging::LogLevel;
 
 /// Where a handler's log messages go. The server installs one only for requests whose `_meta`
-/// asks for logging (L2), filtering by the requested level and delivering on that request's
+/// asks for logging, filtering by the requested level and delivering on that request's
 /// own response stream; without one, [`Invocation::log`] does nothing.
 pub trait LogSink: Send + Sync {
     /// One message: `data` is any JSON value; `logger` names the source.
@@ -366,7 +374,7 @@ impl Invocation {
         self
     }
 
-    /// Marks the call as the replay of a completed chain (O53).
+    /// Marks the call as the replay of a completed chain.
     #[must_use]
     pub fn with_recovery(mut self, recovery: bool) -> Self {
         self.recovery = recovery;
@@ -397,7 +405,7 @@ impl Invocation {
     }
 
     /// What this request's client declared for presenting user interfaces (the MCP Apps
-    /// extension `io.modelcontextprotocol/ui`), read from this request only (B4). A handler
+    /// extension `io.modelcontextprotocol/ui`), read from this request only. A handler
     /// may attach a UI resource when [`Presentation::supports_ui`] holds and must still return
     /// meaningful text content for clients without it.
     #[must_use]
@@ -444,7 +452,7 @@ impl Invocation {
         self.recovery
     }
 
-    /// Sends log messages to `sink` (installed by the server for requests that ask, L2).
+    /// Sends log messages to `sink` (installed by the server for requests that ask).
     #[must_use]
     pub fn with_log(mut self, sink: Arc<dyn LogSink>) -> Self {
         self.log = Some(sink);
@@ -452,7 +460,7 @@ impl Invocation {
     }
 
     /// Logs a message for the client; does nothing unless this request asked for logging at
-    /// `level` or below (L2). Never put credentials or internals in `data` (L5).
+    /// `level` or below. Never put credentials or internals in `data`.
     pub fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
         if let Some(sink) = &self.log {
             sink.log(level, logger, &data);
@@ -480,7 +488,7 @@ impl Invocation {
     }
 
     /// Builds a form elicitation. The schema must be a flat object of primitive properties
-    /// (I19; the rules are listed on the checker in [`crate::core::schema`]).
+    /// (the rules are listed on the checker in [`crate::core::schema`]).
     ///
     /// # Errors
     /// -32021 when the request did not declare form elicitation; -32603 when the schema is
@@ -537,7 +545,7 @@ impl Invocation {
     /// # Errors
     /// -32021 when the request did not declare `sampling`; also when `params` carry `tools`
     /// or `toolChoice` without `sampling.tools`, or an `includeContext` other than `"none"`
-    /// without `sampling.context` (M3). `data.requiredCapabilities` names everything missing,
+    /// without `sampling.context`. `data.requiredCapabilities` names everything missing,
     /// e.g. `{"sampling":{"tools":{}}}`.
     ///
     /// ```
@@ -609,8 +617,40 @@ pub struct FormAnswer {
     pub content: Option<serde_json::Map<String, Value>>,
 }
 
-/// An answer that breaks the rules (O49) or the requested schema. On `tools/call` it becomes
-/// a tool failure; on `resources/read` and `prompts/get` a -32602 error (O50).
+impl FormAnswer {
+    /// The submitted values when the user accepted; `None` when they declined or cancelled.
+    #[must_use]
+    pub fn accepted(&self) -> Option<&serde_json::Map<String, Value>> {
+        match self.action {
+            ElicitAction::Accept => self.content.as_ref(),
+            ElicitAction::Decline | ElicitAction::Cancel => None,
+        }
+    }
+
+    /// Whether the user accepted with the boolean `field` set to `true`: the check a
+    /// confirmation form needs. Declined, cancelled, `false` and a missing field are all `false`.
+    ///
+    /// ```
+    /// use strict_mcp::core::{ElicitAction, FormAnswer};
+    /// let answer = |action, confirm: bool| FormAnswer { action,
+    ///     content: Some(serde_json::json!({"confirm": confirm}).as_object().unwrap().clone()) };
+    /// assert!(answer(ElicitAction::Accept, true).confirmed("confirm"));
+    /// assert!(!answer(ElicitAction::Accept, false).confirmed("confirm"));
+    /// assert!(!answer(ElicitAction::Accept, true).confirmed("other"));
+    /// let declined = FormAnswer { action: ElicitAction::Decline, content: None };
+    /// assert!(!declined.confirmed("confirm"));
+    /// ```
+    #[must_use]
+    pub fn confirmed(&self, field: &str) -> bool {
+        self.accepted()
+            .and_then(|content| content.get(field))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+}
+
+/// An answer that breaks the rules or the requested schema. On `tools/call` it becomes
+/// a tool failure; on `resources/read` and `prompts/get` a -32602 error.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid answer under `{key}`: {message}")]
 pub struct AnswerError {
@@ -679,7 +719,7 @@ impl Invocation {
     /// against the schema that was asked for (pass the same schema again: the core keeps no
     /// state between rounds). `Ok(None)` means no answer yet — ask again.
     ///
-    /// Rules (O49): `accept` requires an object (`{}` for an empty form); `decline` and
+    /// Rules: `accept` requires an object (`{}` for an empty form); `decline` and
     /// `cancel` carry no content; `null` content or an unknown action is refused.
     ///
     /// # Errors
@@ -738,7 +778,7 @@ impl Invocation {
     }
 
     /// Reads and checks the answer to a URL elicitation under `key`. An `accept` only records
-    /// the user's action: the handler must check its own external flow before completing (O55).
+    /// the user's action: the handler must check its own external flow before completing.
     ///
     /// # Errors
     /// [`AnswerError`] when the answer is malformed or carries content.

@@ -1,4 +1,4 @@
-//! Visibility and authorisation, decided per request (O3, O23, O28).
+//! Visibility and authorisation, decided per request.
 
 use crate::core::caller::Caller;
 

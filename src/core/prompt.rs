@@ -19,10 +19,20 @@ use crate::core::resource::Completer;
 use crate::core::schema::{derive_schema, Side};
 use crate::core::tool::BoxFuture;
 
-/// Maximum number of values in one completion result (G10).
+/// Maximum number of values in one completion result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// A successful `prompts/get` body (without `resultType`; never cacheable).
+///
+/// ```
+/// use strict_mcp::core::PromptReply;
+/// use strict_mcp::core::descriptor::PromptMessage;
+/// let one = PromptReply::user("Review this Rust code.");
+/// let two = PromptReply::new(vec![PromptMessage::user("Review this Rust code.")]);
+/// assert_eq!(one, two);
+/// assert_eq!(serde_json::to_string(&one.description("A review")).unwrap(),
+///     r#"{"description":"A review","messages":[{"role":"user","content":{"type":"text","text":"Review this Rust code."}}]}"#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptReply {
     /// Optional description.
@@ -30,6 +40,30 @@ pub struct PromptReply {
     pub description: Option<String>,
     /// The messages.
     pub messages: Vec<PromptMessage>,
+}
+
+impl PromptReply {
+    /// These messages, without description.
+    #[must_use]
+    pub fn new(messages: Vec<PromptMessage>) -> Self {
+        PromptReply {
+            description: None,
+            messages,
+        }
+    }
+
+    /// One text message from the user: the common prompt.
+    #[must_use]
+    pub fn user(text: impl Into<String>) -> Self {
+        PromptReply::new(vec![PromptMessage::user(text)])
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
 }
 
 /// Why a prompt handler failed.
@@ -96,13 +130,13 @@ impl fmt::Debug for PromptDef {
 impl PromptDef {
     /// A prompt whose arguments are derived from a type: every property must be a string
     /// (prompt arguments are a map of strings); non-`Option` fields are required and doc
-    /// comments become descriptions.
+    /// comments become descriptions. The handler returns a [`PromptReply`] (or, to ask the
+    /// client for input first, an [`Outcome`]), like [`PromptDef::new`]'s.
     ///
     /// ```
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     /// use strict_mcp::core::{Invocation, PromptDef, PromptReply};
-    /// use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, Role};
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct Review { /// The language of the code.
@@ -110,18 +144,16 @@ impl PromptDef {
     ///     focus: Option<String> }
     ///
     /// let p = PromptDef::typed("review", |_inv: Invocation, a: Review| async move {
-    ///     Ok(PromptReply { description: None, messages: vec![PromptMessage {
-    ///         role: Role::User,
-    ///         content: ContentBlock::text(format!("Review this {} code", a.language)),
-    ///     }]})
+    ///     Ok(PromptReply::user(format!("Review this {} code", a.language)))
     /// });
     /// assert_eq!(p.name(), "review");
     /// ```
-    pub fn typed<A, F, Fut>(name: impl Into<String>, handler: F) -> Self
+    pub fn typed<A, R, F, Fut>(name: impl Into<String>, handler: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
+        R: Into<Outcome<PromptReply>> + Send + 'static,
         F: Fn(Invocation, A) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<PromptReply, PromptError>> + Send + 'static,
+        Fut: Future<Output = Result<R, PromptError>> + Send + 'static,
     {
         let schema = derive_schema::<A>(Side::Input);
         let (arguments, schema_error) = match prompt_arguments(&schema) {
@@ -150,7 +182,7 @@ impl PromptDef {
                             "the arguments do not fit the prompt".to_owned(),
                         )
                     })?;
-                    handler(inv, typed).await.map(Outcome::Complete)
+                    handler(inv, typed).await.map(Into::into)
                 })
             }),
             completers: BTreeMap::new(),
@@ -159,13 +191,30 @@ impl PromptDef {
         }
     }
 
-    /// A prompt with hand-declared string arguments (add them with [`PromptDef::argument`]).
-    pub fn new<F, Fut>(name: impl Into<String>, handler: F) -> Self
+    /// A prompt with hand-declared string arguments (add them with [`PromptDef::required`],
+    /// [`PromptDef::optional`] or [`PromptDef::argument`]). The handler gets the arguments
+    /// as sent and returns a [`PromptReply`], or an [`Outcome`] to ask the client for input
+    /// first.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use strict_mcp::core::{Invocation, PromptDef, PromptReply};
+    /// let p = PromptDef::new("greet", |_inv: Invocation, args: BTreeMap<String, String>| async move {
+    ///     Ok(PromptReply::user(format!("Say hello to {}.", args["name"])))
+    /// })
+    /// .required("name", "Who to greet.");
+    /// assert_eq!(p.name(), "greet");
+    /// ```
+    pub fn new<R, F, Fut>(name: impl Into<String>, handler: F) -> Self
     where
+        R: Into<Outcome<PromptReply>> + Send + 'static,
         F: Fn(Invocation, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Outcome<PromptReply>, PromptError>> + Send + 'static,
+        Fut: Future<Output = Result<R, PromptError>> + Send + 'static,
     {
-        let handler = Arc::new(handler);
+        let handler = move |inv, args| {
+            let fut = handler(inv, args);
+            async move { fut.await.map(Into::into) }
+        };
         PromptDef {
             descriptor: Prompt {
                 name: name.into(),
@@ -180,6 +229,18 @@ impl PromptDef {
             schema_error: None,
             timeout: None,
         }
+    }
+
+    /// Declares one required argument.
+    #[must_use]
+    pub fn required(self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.argument(name, description, true)
+    }
+
+    /// Declares one optional argument.
+    #[must_use]
+    pub fn optional(self, name: impl Into<String>, description: impl Into<String>) -> Self {
+        self.argument(name, description, false)
     }
 
     /// Declares one argument.

@@ -28,11 +28,11 @@ use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema
 use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
-/// Items per list page (O21: at most 20 tools per page).
+/// Items per list page (at most 20 tools per page).
 pub const DEFAULT_PAGE_SIZE: usize = 20;
-/// Search results when no limit is given (O12).
+/// Search results when no limit is given.
 pub const DEFAULT_SEARCH_LIMIT: u32 = 5;
-/// Largest accepted search limit (O12).
+/// Largest accepted search limit.
 pub const MAX_SEARCH_LIMIT: u32 = 20;
 /// Default cursor lifetime.
 pub const DEFAULT_CURSOR_TTL_MS: u64 = 10 * 60 * 1000;
@@ -45,7 +45,7 @@ struct CompiledTool {
     output: Option<CompiledSchema>,
     descriptor: Tool,
     /// The input schema's `x-mcp-header` annotations, parsed once at registration so the HTTP
-    /// host checks each call without re-reading the schema (D28).
+    /// host checks each call without re-reading the schema.
     param_headers: Arc<[ParamHeader]>,
 }
 
@@ -240,6 +240,8 @@ pub(crate) struct ReadRoute<'r> {
     handler: &'r ReadHandler,
     vars: BTreeMap<String, String>,
     timeout: Option<std::time::Duration>,
+    /// The `mimeType` the resource or template declares, echoed in contents that carry none.
+    mime_type: Option<&'r str>,
 }
 
 impl ReadRoute<'_> {
@@ -348,7 +350,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Items per list page (1..=20 for tools by O21; clamped to that range).
+    /// Items per list page (1..=20 for tools; clamped to that range).
     #[must_use]
     pub fn page_size(mut self, size: usize) -> Self {
         self.page_size = size.clamp(1, DEFAULT_PAGE_SIZE);
@@ -362,7 +364,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Limit on the encoded `contents` of one read (O33).
+    /// Limit on the encoded `contents` of one read.
     #[must_use]
     pub fn max_read_bytes(mut self, limit: usize) -> Self {
         self.max_read_bytes = limit;
@@ -410,6 +412,31 @@ impl RegistryBuilder {
     }
 }
 
+/// Gives each of `contents` for the read `uri` that names no `mimeType` the one its resource
+/// or template declares, so a client reads the type where it reads the bytes. Contents for
+/// other URIs (a directory's members) and contents that name their own type are kept as the
+/// handler wrote them.
+fn echo_mime_type(
+    contents: &mut [crate::core::descriptor::ResourceContents],
+    uri: &str,
+    declared: &str,
+) {
+    use crate::core::descriptor::ResourceContents;
+    for item in contents {
+        match item {
+            ResourceContents::Text {
+                uri: at, mime_type, ..
+            }
+            | ResourceContents::Blob {
+                uri: at, mime_type, ..
+            } if at == uri && mime_type.is_none() => {
+                *mime_type = Some(declared.to_owned());
+            }
+            ResourceContents::Text { .. } | ResourceContents::Blob { .. } => {}
+        }
+    }
+}
+
 fn check_timeout(
     timeout: Option<std::time::Duration>,
     kind: &'static str,
@@ -453,6 +480,7 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
     if !valid_tool_name(&name) {
         return Err(BuildError::InvalidName { name });
     }
+    check_timeout(def.timeout, "tool", &name)?;
     let input = compile_source(&def.input, "tool input", &name)?;
     check_object_root(input.value()).map_err(|reason| BuildError::Schema {
         kind: "tool input",
@@ -513,7 +541,7 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// Cursor of the next page, if any.
     pub next_cursor: Option<String>,
-    /// Cache hints of this page (every page of a list uses the same scope, H3).
+    /// Cache hints of this page (every page of a list uses the same scope).
     pub cache: CacheHints,
 }
 
@@ -521,7 +549,7 @@ impl<T: Serialize> Page<T> {
     /// The exact wire result body: `{<key>: [...], "nextCursor"?, "ttlMs", "cacheScope"}`.
     ///
     /// Serialised directly (never through `serde_json::Value`), so registered schemas keep
-    /// their bytes, member order and numbers (O29).
+    /// their bytes, member order and numbers.
     ///
     /// ```
     /// use strict_mcp::core::{Caller, DynamicOutput, Invocation, RegistryBuilder, ToolDef};
@@ -583,7 +611,7 @@ pub struct SearchReply {
     pub truncated: bool,
 }
 
-/// What a completion request refers to (G10).
+/// What a completion request refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompletionRef {
     /// `ref/prompt`.
@@ -674,7 +702,7 @@ impl Registry {
         })
     }
 
-    /// `tools/list`: the caller's visible tools, by name, paginated (E2–E4, O21).
+    /// `tools/list`: the caller's visible tools, by name, paginated.
     ///
     /// # Errors
     /// -32602 for an invalid, foreign or expired cursor.
@@ -734,7 +762,7 @@ impl Registry {
     }
 
     /// Searches the caller's visible tools by name, title, description and keywords. Never
-    /// runs a handler. `limit` defaults to 5 and must be within 1..=20 (O12).
+    /// runs a handler. `limit` defaults to 5 and must be within 1..=20.
     ///
     /// # Errors
     /// -32602 when `limit` is 0 or above 20.
@@ -783,7 +811,7 @@ impl Registry {
     }
 
     /// `tools/call`: policy, recovery check, argument validation, the handler (panics caught,
-    /// cancellation observed), then output validation (O107).
+    /// cancellation observed), then output validation.
     ///
     /// `arguments` are the exact bytes from the request (`None` means `{}`).
     ///
@@ -959,7 +987,7 @@ impl Registry {
     /// ([`Invocation::cancelled`]); a read requested with an already cancelled token ends with
     /// [`CoreError::Cancelled`] without running the handler. Unlike a tool call, a running
     /// read is not abandoned when the token fires: the handler decides how to stop, and the
-    /// server's time-out bounds one that does not (O33).
+    /// server's time-out bounds one that does not.
     ///
     /// # Errors
     /// -32602 (unknown/hidden/not found/denied), -32603 (internal, too large or cancelled),
@@ -998,10 +1026,13 @@ impl Registry {
         if inv.is_cancelled() {
             return Err(CoreError::Cancelled);
         }
-        let reply = match call_read_handler(handler, inv, uri, vars).await? {
+        let mut reply = match call_read_handler(handler, inv, uri, vars).await? {
             Outcome::InputRequired { requests } => return Ok(Outcome::InputRequired { requests }),
             Outcome::Complete(reply) => reply,
         };
+        if let Some(declared) = route.mime_type {
+            echo_mime_type(&mut reply.contents, uri, declared);
+        }
         if reply.contents.is_empty() {
             return Err(not_found());
         }
@@ -1027,6 +1058,7 @@ impl Registry {
                 handler: &r.handler,
                 vars: BTreeMap::new(),
                 timeout: r.timeout,
+                mime_type: r.descriptor.mime_type.as_deref(),
             });
         }
         self.inner.templates.iter().find_map(|t| {
@@ -1034,6 +1066,7 @@ impl Registry {
                 handler: &t.def.handler,
                 vars,
                 timeout: t.def.timeout,
+                mime_type: t.def.descriptor.mime_type.as_deref(),
             })
         })
     }
@@ -1055,7 +1088,7 @@ impl Registry {
     /// ```
     #[must_use]
     pub fn read_timeout(&self, uri: &str) -> Option<std::time::Duration> {
-        self.route_read(uri).and_then(|route| route.timeout)
+        self.route_read(uri).and_then(|route| route.timeout())
     }
 
     /// The time-out override of the prompt `name` ([`PromptDef::timeout`]); `None` means the
@@ -1063,6 +1096,15 @@ impl Registry {
     #[must_use]
     pub fn prompt_timeout(&self, name: &str) -> Option<std::time::Duration> {
         self.inner.prompts.get(name).and_then(|p| p.timeout)
+    }
+
+    /// The `tools/call` time-out override of the tool `name`
+    /// ([`ToolDef::timeout`](crate::core::ToolDef::timeout)); `None` for a tool without one
+    /// (and for no such tool), which the server bounds by its default. Policy is not
+    /// consulted: the answer never reaches the client.
+    #[must_use]
+    pub fn tool_timeout(&self, name: &str) -> Option<std::time::Duration> {
+        self.inner.tools.get(name).and_then(|t| t.def.timeout)
     }
 
     /// `prompts/list`: visible prompts, by name, paginated.
@@ -1261,7 +1303,7 @@ async fn run_handler(
     }
 }
 
-/// A complete result checked against the tool's output schema (O107).
+/// A complete result checked against the tool's output schema.
 fn checked_output(tool: &CompiledTool, out: DynamicOutput) -> ToolReply {
     let name = tool.descriptor.name.as_str();
     if let Some(schema) = &tool.output {

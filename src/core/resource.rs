@@ -1,4 +1,4 @@
-//! Static resources and URI templates with read handlers (F-section, O30–O35).
+//! Static resources and URI templates with read handlers.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,7 +30,7 @@ pub fn timeout_in_range(timeout: Duration) -> bool {
 /// The `_meta` key under which a partial bundle's report travels.
 pub const PARTIAL_META_KEY: &str = "dev.strict-mcp/partial";
 
-/// A successful read: one or more contents, optionally marked as a partial bundle (O32).
+/// A successful read: one or more contents, optionally marked as a partial bundle.
 /// Serialises to the wire `ReadResourceResult` body (without `resultType`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -151,7 +151,38 @@ impl ResourceDef {
         }
     }
 
-    /// Overrides the server's read time-out for this resource (O33). The time-out covers the
+    /// A resource whose handler shares `state` with other handlers (as
+    /// [`ToolDef::typed_with`](crate::core::ToolDef::typed_with)): each read gets its own
+    /// clone of the `Arc`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strict_mcp::core::{Invocation, ReadReply, ResourceDef};
+    /// use strict_mcp::core::descriptor::ResourceContents;
+    /// let motd = Arc::new(String::from("hello"));
+    /// let r = ResourceDef::new_with("mem://motd", "motd", &motd, |motd, _inv: Invocation, uri| async move {
+    ///     Ok(ReadReply::new(vec![ResourceContents::text(uri, motd.as_str())]))
+    /// });
+    /// assert_eq!(r.uri(), "mem://motd");
+    /// ```
+    pub fn new_with<S, F, Fut>(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> Self
+    where
+        S: Send + Sync + 'static,
+        F: Fn(Arc<S>, Invocation, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadReply, ResourceError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::new(uri, name, move |inv, uri| {
+            handler(Arc::clone(&state), inv, uri)
+        })
+    }
+
+    /// Overrides the server's read time-out for this resource. The time-out covers the
     /// handler, the conversion of its contents and the final size check; when it expires the
     /// handler's cancellation token fires and the client gets -32603 with
     /// `data: {"uri", "retryable": true}`. The core only records it (it has no timer); the

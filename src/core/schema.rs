@@ -14,12 +14,12 @@
 //!
 //! # References
 //!
-//! No `$ref` is ever fetched from the network or the file system (E21): a retriever that
-//! refuses everything is installed, so an unresolvable external reference is a compile error
-//! (E22). References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
+//! No `$ref` is ever fetched from the network or the file system: a retriever that
+//! refuses everything is installed, so an unresolvable external reference is a compile
+//! error. References inside the schema (`#/$defs/...`, `$id`-relative, `$anchor`,
 //! `$dynamicRef`/`$dynamicAnchor`) resolve normally.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, Retrieve, Uri};
@@ -33,10 +33,10 @@ use crate::core::error::{Diagnostic, ToolFailure};
 pub const MAX_INSTANCE_DEPTH: usize = 64;
 /// Maximum nesting of a registered schema document.
 pub const MAX_SCHEMA_DEPTH: usize = 128;
-/// Largest accepted schema text (E23: bounded validation cost starts with bounded schemas).
+/// Largest accepted schema text (bounded validation cost starts with bounded schemas).
 pub const MAX_SCHEMA_BYTES: usize = 1024 * 1024;
 /// Longest chain of local `$ref`s followed when diagnostics look up the keys an object allows
-/// (E23: bounded work for references, including cyclic ones).
+/// (bounded work for references, including cyclic ones).
 pub const MAX_REF_DEPTH: usize = 32;
 /// At most this many diagnostics are reported for one invalid instance.
 pub const MAX_DIAGNOSTICS: usize = 16;
@@ -60,7 +60,7 @@ const KNOWN_DIALECTS: &[(&str, Draft)] = &[
     ("http://json-schema.org/draft-04/schema#", Draft::Draft4),
 ];
 
-/// Refuses every retrieval: schemas are self-contained (E21, E22).
+/// Refuses every retrieval: schemas are self-contained.
 #[derive(Debug, Clone, Copy)]
 struct RefuseRetrieval;
 
@@ -95,7 +95,7 @@ impl CompiledSchema {
     /// Compiles schema text, keeping the text byte-exact.
     ///
     /// A missing `$schema` means 2020-12; draft-07 (and 2019-09, 06, 04) are honoured when
-    /// declared; any other `$schema` is refused as an unsupported dialect (E19).
+    /// declared; any other `$schema` is refused as an unsupported dialect.
     ///
     /// ```
     /// use strict_mcp::core::schema::CompiledSchema;
@@ -456,8 +456,8 @@ fn resolve_ref<'a>(
 
 /// Walks an evaluation path (JSON Schema "evaluationPath", which names every `$ref` taken)
 /// from the root schema to the schema object it ends at, returning it with its schema
-/// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a row
-/// (E23).
+/// resource. References are followed with [`resolve_ref`]; at most [`MAX_REF_DEPTH`] in a
+/// row.
 fn resolve_evaluation_path<'a>(root: &'a Value, path: &str) -> Option<(&'a Value, &'a Value)> {
     let mut node = root;
     let mut base = root;
@@ -635,7 +635,7 @@ pub enum Side {
 /// - on the input side, plain object schemas get `additionalProperties: false` unless they
 ///   say otherwise, so a misspelt member is reported (with the allowed keys) instead of being
 ///   silently ignored; a tool without parameters gets `{"type":"object",
-///   "additionalProperties":false}` (E8). Maps (`additionalProperties: {...}`) are untouched.
+///   "additionalProperties":false}`. Maps (`additionalProperties: {...}`) are untouched.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -651,6 +651,45 @@ pub enum Side {
 /// ```
 #[must_use]
 pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
+    derive_schema_with::<T>(side, SchemaProfile::Portable)
+}
+
+/// How a derived schema carries a sub-schema that several places use (a type that appears in
+/// two fields, say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SchemaProfile {
+    /// Every non-recursive definition inlined where it is used: clients and LLM providers
+    /// that do not resolve `$ref` still see the whole shape. The default.
+    #[default]
+    Portable,
+    /// The smallest schema: a definition used more than once stays under `$defs` and every
+    /// use is a local `{"$ref": "#/$defs/Name"}` (when that is shorter than repeating it); a
+    /// definition used once is still inlined. For clients that resolve local references, as
+    /// JSON Schema 2020-12 requires. Everything else is as in [`SchemaProfile::Portable`].
+    Shared,
+}
+
+/// [`derive_schema`] in the chosen [`SchemaProfile`].
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use strict_mcp::core::schema::{derive_schema_with, SchemaProfile, Side};
+/// #[derive(JsonSchema, serde::Deserialize)]
+/// struct Point { /// Metres east.
+///     x: i32, /// Metres north.
+///     y: i32 }
+/// #[derive(JsonSchema, serde::Deserialize)]
+/// struct Route { from: Point, to: Point }
+/// let shared = derive_schema_with::<Route>(Side::Input, SchemaProfile::Shared);
+/// assert_eq!(shared["properties"]["from"]["$ref"], "#/$defs/Point");
+/// assert_eq!(shared["$defs"]["Point"]["required"], serde_json::json!(["x", "y"]));
+/// let portable = derive_schema_with::<Route>(Side::Input, SchemaProfile::Portable);
+/// assert!(portable.get("$defs").is_none());
+/// assert!(shared.to_string().len() < portable.to_string().len());
+/// ```
+#[must_use]
+pub fn derive_schema_with<T: JsonSchema>(side: Side, profile: SchemaProfile) -> Value {
     let settings = SchemaSettings::draft2020_12();
     let settings = match side {
         Side::Input => settings.for_deserialize(),
@@ -660,7 +699,7 @@ pub fn derive_schema<T: JsonSchema>(side: Side) -> Value {
         .into_generator()
         .into_root_schema_for::<T>()
         .to_value();
-    inline_defs(&mut value);
+    inline_defs(&mut value, profile);
     strip_optional_null(&mut value);
     if side == Side::Input {
         close_objects(&mut value);
@@ -697,30 +736,65 @@ fn integer_bounds(map: &mut Map<String, Value>) {
     map.entry("maximum").or_insert(max);
 }
 
-/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive.
-fn inline_defs(root: &mut Value) {
+/// Replaces `{"$ref": "#/$defs/X"}` by the definition of `X` when `X` is not recursive and,
+/// in the shared profile, not used often enough to be worth sharing. Kept definitions get the
+/// same treatment inside, so no reference is left to a definition that was dropped.
+fn inline_defs(root: &mut Value, profile: SchemaProfile) {
     let Some(Value::Object(defs)) = root.get("$defs").cloned() else {
         return;
     };
-    let recursive: BTreeSet<String> = defs
+    let mut keep: BTreeSet<String> = defs
         .keys()
         .filter(|name| reaches(&defs, name, name, &mut BTreeSet::new()))
         .cloned()
         .collect();
+    if profile == SchemaProfile::Shared {
+        keep.extend(worth_sharing(root, &defs));
+    }
     // Every inlining step removes one level of non-recursive references; the depth of such
     // references is bounded by the number of definitions.
-    for _ in 0..=defs.len() {
-        if !replace_refs(root, &defs, &recursive, true) {
-            break;
+    let inline = |node: &mut Value, is_root: bool| {
+        for _ in 0..=defs.len() {
+            if !replace_refs(node, &defs, &keep, is_root) {
+                break;
+            }
         }
-    }
+    };
+    inline(root, true);
     if let Value::Object(map) = root {
-        if recursive.is_empty() {
+        if keep.is_empty() {
             map.remove("$defs");
         } else if let Some(Value::Object(kept)) = map.get_mut("$defs") {
-            kept.retain(|name, _| recursive.contains(name));
+            kept.retain(|name, _| keep.contains(name));
+            for def in kept.values_mut() {
+                inline(def, false);
+            }
         }
     }
+}
+
+/// The definitions used more than once whose sharing makes the schema shorter: each use
+/// costs `"$ref":"#/$defs/Name"` instead of the definition's members, and the definition is
+/// written once under `$defs`.
+fn worth_sharing(root: &Value, defs: &Map<String, Value>) -> BTreeSet<String> {
+    let mut refs = Vec::new();
+    refs_in(root, &mut refs);
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for name in refs {
+        *uses.entry(name).or_default() += 1;
+    }
+    uses.into_iter()
+        .filter(|&(name, n)| {
+            let Some(def) = defs.get(name) else {
+                return false;
+            };
+            let members = def.to_string().len().saturating_sub(2);
+            let reference = r##""$ref":"#/$defs/""##.len() + name.len() + 1;
+            let entry = name.len() + 4 + members + 1;
+            n >= 2 && n * reference + entry < n * members
+        })
+        .map(|(name, _)| name.to_owned())
+        .collect()
 }
 
 fn def_ref(node: &Value) -> Option<&str> {
@@ -880,7 +954,7 @@ fn drop_null(prop: &mut Value) {
     }
 }
 
-/// Checks the root of a tool schema: an object schema with `type: "object"` (E5).
+/// Checks the root of a tool schema: an object schema with `type: "object"`.
 pub(crate) fn check_object_root(schema: &Value) -> Result<(), String> {
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => Ok(()),
@@ -891,7 +965,7 @@ pub(crate) fn check_object_root(schema: &Value) -> Result<(), String> {
     }
 }
 
-/// Checks that an output schema names its payload (O108): object root, at least one named
+/// Checks that an output schema names its payload: object root, at least one named
 /// property, no generic `items` key.
 pub(crate) fn check_named_payload(schema: &Value) -> Result<(), String> {
     check_object_root(schema)?;
@@ -1007,7 +1081,7 @@ fn admits_null(prop: &Value) -> bool {
 // The `x-mcp-header` rules live with the other header rules; the old path stays.
 pub use crate::wire::headers::{check_mcp_headers, HeaderViolation, MAX_HEADER_INTEGER};
 
-/// Why an elicitation `requestedSchema` is not a flat object of primitive properties (I19),
+/// Why an elicitation `requestedSchema` is not a flat object of primitive properties,
 /// the restricted subset of JSON Schema every client can render as a form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum FlatSchemaError {
@@ -1080,7 +1154,7 @@ pub(crate) enum PropertyProblem {
 /// Keywords every property kind may carry.
 const ANNOTATIONS: [&str; 3] = ["type", "title", "description"];
 
-/// Checks an elicitation `requestedSchema` against I19: a root `{type: "object", properties,
+/// Checks an elicitation `requestedSchema` against the elicitation rules: a root `{type: "object", properties,
 /// required?, $schema?}` whose properties are each one of string (`minLength`, `maxLength`,
 /// `format`, `default`), number or integer (`minimum`, `maximum`, `default`), boolean
 /// (`default`), single-select enum (`enum` with optional legacy `enumNames`, or `oneOf` of
@@ -1304,7 +1378,7 @@ fn titled_options(options: &Value) -> Result<Vec<&str>, PropertyProblem> {
 
 /// The JSON Schema (2020-12) of the failure envelope `{"failure": {...}}`, derived from
 /// [`ToolFailure`]: the publication layer references it next to an application's output
-/// schema (O17, O25), and every envelope the core produces validates against it.
+/// schema, and every envelope the core produces validates against it.
 ///
 /// ```
 /// use strict_mcp::core::{failure_envelope_schema, FailureCode, ToolFailure};
@@ -1332,7 +1406,7 @@ pub fn failure_envelope_schema() -> Value {
 
 #[cfg(test)]
 mod flat_schema_tests {
-    //! I19: one accept and at least one refusal per rule of the flat `requestedSchema`.
+    //! one accept and at least one refusal per rule of the flat `requestedSchema`.
 
     use super::{check_flat_schema, FlatSchemaError, PropertyProblem};
     use serde_json::{json, Value};

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use crate::core::descriptor::{CallToolResult, ContentBlock, Icon, Meta, ToolAnnotations};
 use crate::core::error::{Diagnostic, FailureCode, ToolError, ToolFailure};
 use crate::core::invocation::{InputRequest, Invocation, Outcome};
-use crate::core::schema::{derive_schema, Side};
+use crate::core::schema::{derive_schema_with, SchemaProfile, Side};
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -33,6 +34,17 @@ pub(crate) type ErasedHandler = Arc<
         + Send
         + Sync,
 >;
+
+/// One side's schema derivation of a typed tool, in a given profile.
+pub(crate) type Derive = fn(SchemaProfile) -> Value;
+
+fn derive_input<In: JsonSchema>(profile: SchemaProfile) -> Value {
+    derive_schema_with::<In>(Side::Input, profile)
+}
+
+fn derive_output<Out: JsonSchema>(profile: SchemaProfile) -> Value {
+    derive_schema_with::<Out>(Side::Output, profile)
+}
 
 #[derive(Clone)]
 pub(crate) enum SchemaSource {
@@ -59,6 +71,11 @@ pub struct ToolDef {
     /// The Rust output type of a typed tool, named in registration errors about its schema.
     pub(crate) output_type: Option<&'static str>,
     pub(crate) recovery_safe: bool,
+    /// A typed tool's schema derivations (input, output), kept to derive again in another
+    /// [`SchemaProfile`].
+    pub(crate) derive: Option<(Derive, Derive)>,
+    /// This tool's own `tools/call` time-out, overriding the server's.
+    pub(crate) timeout: Option<Duration>,
     pub(crate) handler: ErasedHandler,
 }
 
@@ -93,7 +110,7 @@ impl ToolDef {
         self
     }
 
-    /// Behavioural hints; unset hints stay absent, explicit `false` stays present (O22).
+    /// Behavioural hints; unset hints stay absent, explicit `false` stays present.
     #[must_use]
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
@@ -125,6 +142,76 @@ impl ToolDef {
     pub fn recovery_safe(mut self) -> Self {
         self.recovery_safe = true;
         self
+    }
+
+    /// Publishes this typed tool's schemas in `profile`: [`SchemaProfile::Shared`] keeps a
+    /// sub-schema used more than once under `$defs` with local `$ref`s (smaller), for
+    /// clients that resolve references; the default [`SchemaProfile::Portable`] inlines
+    /// every non-recursive one. Arguments and results are validated against the published
+    /// schemas either way. A dynamic tool's schemas are its own text and stay as given.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+    /// use strict_mcp::core::schema::SchemaProfile;
+    /// #[derive(Deserialize, Serialize, JsonSchema)]
+    /// struct Point { /// Metres east.
+    ///     x: i32, /// Metres north.
+    ///     y: i32 }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Route { from: Point, to: Point }
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Length { metres: u32 }
+    /// let tool = ToolDef::typed("length", |_: Invocation, r: Route| async move {
+    ///     Ok(Length { metres: (r.to.x - r.from.x).unsigned_abs() + (r.to.y - r.from.y).unsigned_abs() })
+    /// }).schema_profile(SchemaProfile::Shared);
+    /// let registry = RegistryBuilder::new().tool(tool).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    #[must_use]
+    pub fn schema_profile(mut self, profile: SchemaProfile) -> Self {
+        if let Some((input, output)) = self.derive {
+            self.input = SchemaSource::Derived(input(profile));
+            self.output = Some(SchemaSource::Derived(output(profile)));
+        }
+        self
+    }
+
+    /// Overrides the server's `tools/call` time-out
+    /// ([`ServerOptions::tool_timeout`](crate::server::ServerOptions::tool_timeout)) for this
+    /// tool. It covers the handler and the check of its result. On expiry the handler's
+    /// cancellation token fires and the client gets -32603 "Tool call timed out" with
+    /// `data: {"name": …, "retryable": true}`. Must lie within
+    /// [`MIN_TIMEOUT`](crate::core::MIN_TIMEOUT)`..=`[`MAX_TIMEOUT`](crate::core::MAX_TIMEOUT),
+    /// checked when the registry is built.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::core::{BuildError, Invocation, RegistryBuilder, ToolDef};
+    /// # use schemars::JsonSchema; use serde::{Deserialize, Serialize};
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct In {}
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Out { done: bool }
+    /// let tool = |t: Duration| ToolDef::typed("slow", |_i: Invocation, _: In| async move {
+    ///     Ok(Out { done: true })
+    /// }).timeout(t);
+    /// let zero = RegistryBuilder::new().tool(tool(Duration::ZERO)).build();
+    /// assert!(matches!(zero, Err(BuildError::InvalidTimeout { kind: "tool", .. })));
+    /// let ok = RegistryBuilder::new().tool(tool(Duration::from_secs(2))).build().unwrap();
+    /// assert_eq!(ok.tool_timeout("slow"), Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The time-out override, if any.
+    #[must_use]
+    pub fn timeout_override(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// The tool name.
@@ -189,6 +276,58 @@ impl ToolDef {
         )
     }
 
+    /// A typed tool whose handler shares `state` with other handlers: each call gets its own
+    /// clone of the `Arc`, so no clone is written before or inside the closure.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    /// use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
+    ///
+    /// #[derive(Default)]
+    /// struct Notes { items: Mutex<Vec<String>> }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Add { /// The note.
+    ///     text: String }
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Nothing {}
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Count { /// Notes stored.
+    ///     count: usize }
+    ///
+    /// let notes = Arc::new(Notes::default());
+    /// let registry = RegistryBuilder::new()
+    ///     .tool(ToolDef::typed_with("add_note", &notes, |notes, _inv: Invocation, a: Add| async move {
+    ///         let mut items = notes.items.lock().unwrap();
+    ///         items.push(a.text);
+    ///         Ok(Count { count: items.len() })
+    ///     }))
+    ///     .tool(ToolDef::typed_with("count_notes", &notes, |notes, _inv: Invocation, _: Nothing| async move {
+    ///         Ok(Count { count: notes.items.lock().unwrap().len() })
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn typed_with<S, In, Out, F, Fut>(
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> ToolDef
+    where
+        S: Send + Sync + 'static,
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Arc<S>, Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::typed(name, move |inv, input| {
+            handler(Arc::clone(&state), inv, input)
+        })
+    }
+
     /// A typed tool whose handler may ask the client for input first
     /// (see [`Invocation::elicit_form`] and friends).
     pub fn typed_interactive<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> ToolDef
@@ -216,6 +355,25 @@ impl ToolDef {
         )
     }
 
+    /// [`ToolDef::typed_interactive`] with shared `state`, as [`ToolDef::typed_with`].
+    pub fn typed_interactive_with<S, In, Out, F, Fut>(
+        name: impl Into<String>,
+        state: &Arc<S>,
+        handler: F,
+    ) -> ToolDef
+    where
+        S: Send + Sync + 'static,
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + Send + 'static,
+        F: Fn(Arc<S>, Invocation, In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Outcome<Out>, ToolError>> + Send + 'static,
+    {
+        let state = Arc::clone(state);
+        Self::typed_interactive(name, move |inv, input| {
+            handler(Arc::clone(&state), inv, input)
+        })
+    }
+
     fn build_typed<In: JsonSchema, Out: JsonSchema>(
         name: String,
         handler: ErasedHandler,
@@ -228,11 +386,15 @@ impl ToolDef {
             annotations: ToolAnnotations::default(),
             meta: None,
             keywords: Vec::new(),
-            input: SchemaSource::Derived(derive_schema::<In>(Side::Input)),
-            output: Some(SchemaSource::Derived(derive_schema::<Out>(Side::Output))),
+            input: SchemaSource::Derived(derive_input::<In>(SchemaProfile::Portable)),
+            output: Some(SchemaSource::Derived(derive_output::<Out>(
+                SchemaProfile::Portable,
+            ))),
+            derive: Some((derive_input::<In>, derive_output::<Out>)),
             typed: true,
             output_type: Some(std::any::type_name::<Out>()),
             recovery_safe: false,
+            timeout: None,
             handler,
         }
     }
@@ -335,6 +497,8 @@ impl ToolDef {
             typed: false,
             output_type: None,
             recovery_safe: true,
+            derive: None,
+            timeout: None,
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
         }
     }
@@ -346,7 +510,7 @@ impl ToolDef {
 pub enum ToolReply {
     /// The call succeeded; `structured` already passed the output schema.
     Success {
-        /// Content blocks (typed tools: one text block holding the JSON of the result, E16).
+        /// Content blocks (typed tools: one text block holding the JSON of the result).
         content: Vec<ContentBlock>,
         /// Structured result, exact text.
         structured: Option<Box<RawValue>>,

@@ -1,4 +1,4 @@
-//! Serving epoch, admission and shutdown (O5, O6).
+//! Serving epoch, admission and shutdown.
 //!
 //! `Serving → Draining → Stopped | CleanupFailed`, and `CleanupFailed → Stopped` once the late
 //! work drains. Nothing leads back to `Serving`: a stopped server never restarts, whatever handle
@@ -107,7 +107,7 @@ pub enum EpochEffect {
     EpochBumped(Epoch),
     /// Cancel this active call.
     Cancel(CallId),
-    /// End every open `subscriptions/listen` stream gracefully (O6, K10).
+    /// End every open `subscriptions/listen` stream gracefully.
     CloseListenStreams,
     /// Shutdown completed with nothing left running.
     Stopped,

@@ -68,7 +68,7 @@ impl Tick {
     }
 }
 
-/// The serving epoch: bumped exactly once, by shutdown (O5). Every `requestState` names the epoch
+/// The serving epoch: bumped exactly once, by shutdown. Every `requestState` names the epoch
 /// it was issued under, and a state from an older epoch is dead.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Epoch(pub u64);

@@ -6,10 +6,10 @@
 //! * enables progress only for a valid token: a JSON string or integer of at most
 //!   [`MAX_TOKEN_BYTES`] encoded bytes, echoed in its original JSON text (O57, X11); a missing or
 //!   invalid token disables progress silently, never failing the call;
-//! * keeps `progress` strictly increasing (J3) and an explicit `total: 0` present (O58), by keeping
+//! * keeps `progress` strictly increasing and an explicit `total: 0` present, by keeping
 //!   each number's exact JSON text;
-//! * spaces deliveries at least [`MIN_INTERVAL_MS`] apart across all invocations (J5, O58);
-//! * sends nothing once the invocation ended (J4).
+//! * spaces deliveries at least [`MIN_INTERVAL_MS`] apart across all invocations;
+//! * sends nothing once the invocation ended.
 //!
 //! # Coalescing (decision)
 //!
@@ -26,14 +26,14 @@
 //! invocation and [`PacerEvent::InvocationEnded`] after it; [`PacerEvent::Update`] for each update
 //! the handler reports; [`PacerEvent::CallEnded`] when the outer call is answered. After that the
 //! pacer emits nothing, ever. Problems ([`PacerEffect::Report`]) are reported at most once per
-//! invocation with a fixed code and no contents (O59).
+//! invocation with a fixed code and no contents.
 
 use super::Tick;
 
 /// Deliveries are at least this far apart (10 Hz maximum, O58).
 pub const MIN_INTERVAL_MS: u64 = 100;
 
-/// Largest accepted encoded `progressToken` (O57).
+/// Largest accepted encoded `progressToken`.
 pub const MAX_TOKEN_BYTES: usize = 256;
 
 /// A valid `progressToken`, kept as its exact JSON text.
@@ -131,15 +131,15 @@ impl Number {
 /// One update reported by a handler.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Update {
-    /// Progress so far; must exceed every earlier accepted value of this call (J3).
+    /// Progress so far; must exceed every earlier accepted value of this call.
     pub progress: Number,
-    /// Optional total; an explicit `0` is kept (O58). Negative totals are invalid.
+    /// Optional total; an explicit `0` is kept. Negative totals are invalid.
     pub total: Option<Number>,
     /// Optional human-readable message.
     pub message: Option<String>,
 }
 
-/// A `notifications/progress` to send on the call's own stream (J6).
+/// A `notifications/progress` to send on the call's own stream.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Notification {
     /// The call's token, exact JSON text.
@@ -152,7 +152,7 @@ pub struct Notification {
     pub message: Option<String>,
 }
 
-/// Safe, content-free problem codes for the server logger (O59).
+/// Safe, content-free problem codes for the server logger.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProgressProblem {
     /// `progress` did not increase.
@@ -235,7 +235,7 @@ pub struct Pacer {
 
 impl Pacer {
     /// A pacer for a call whose `_meta.progressToken` had this raw JSON text (`None` when
-    /// absent). An invalid token silently disables progress (O57).
+    /// absent). An invalid token silently disables progress.
     #[must_use]
     pub fn new(raw_token: Option<&str>) -> Pacer {
         Pacer {

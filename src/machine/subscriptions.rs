@@ -1,10 +1,10 @@
 //! One `subscriptions/listen` stream (K-section, O6): [`Listen`] is the server side,
-//! [`ClientListen`] the strict client's check of what arrives (K6, K7).
+//! [`ClientListen`] the strict client's check of what arrives.
 //!
 //! `Requested → Acknowledged → Closed` (or `Requested → Closed`). The stream's first message is
 //! the acknowledgement carrying the effective filter (requested ∩ supported, K3, K13); every later
 //! message carries the subscription id, which is the listen request's JSON-RPC id in its original
-//! JSON text (K4), and only notification types inside the effective filter go out (K2).
+//! JSON text, and only notification types inside the effective filter go out.
 //!
 //! # Calling-order contract
 //!
@@ -12,10 +12,10 @@
 //!   [`ListenEvent::Acknowledge`] with what the server supports before anything else.
 //! * Every registry or resource change is offered to every open stream with
 //!   [`ListenEvent::Change`]; the stream decides whether it goes out. A change offered before the
-//!   acknowledgement is dropped: nothing may precede the acknowledgement (K3), and a client fetches
+//!   acknowledgement is dropped: nothing may precede the acknowledgement, and a client fetches
 //!   the lists after it anyway.
 //! * [`ListenEvent::ClientClosed`] when the client goes away (HTTP close, stdio
-//!   `notifications/cancelled`, K9); [`ListenEvent::ServerClosing`] at shutdown (O6, K10). After
+//!   `notifications/cancelled`); [`ListenEvent::ServerClosing`] at shutdown. After
 //!   [`ListenEffect::CloseStream`] nothing is ever emitted again.
 //!
 //! Shutdown sends the listen result `{resultType: "complete", _meta: {subscriptionId}}`, then on
@@ -35,12 +35,12 @@ pub struct ServerSupport {
     pub prompts_list_changed: bool,
     /// `resources.listChanged` is advertised.
     pub resources_list_changed: bool,
-    /// `resources.subscribe` is advertised (K13).
+    /// `resources.subscribe` is advertised.
     pub resources_subscribe: bool,
 }
 
 impl ServerSupport {
-    /// The acknowledged filter: the requested subset this server honours (K3, K13).
+    /// The acknowledged filter: the requested subset this server honours.
     #[must_use]
     pub fn effective(&self, requested: &Filter) -> Filter {
         Filter {
@@ -80,9 +80,9 @@ pub enum ListenEvent {
     Acknowledge(ServerSupport),
     /// Something changed on the server.
     Change(Change),
-    /// The client ended the subscription (K9).
+    /// The client ended the subscription.
     ClientClosed,
-    /// The server is shutting down (O6, K10).
+    /// The server is shutting down.
     ServerClosing,
 }
 
@@ -103,7 +103,7 @@ pub enum ListenEffect {
         /// What changed.
         change: Change,
     },
-    /// The listen result `{resultType: "complete", _meta: {subscriptionId}}` (K10).
+    /// The listen result `{resultType: "complete", _meta: {subscriptionId}}`.
     SendClosingResult {
         /// Subscription id.
         id: SubscriptionId,
@@ -292,7 +292,7 @@ pub enum Incoming {
     StreamClosed,
 }
 
-/// A server message the strict client refuses (K7). The stream stays usable: one bad message is
+/// A server message the strict client refuses. The stream stays usable: one bad message is
 /// dropped, not the subscription.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Violation {
@@ -315,7 +315,7 @@ pub enum Violation {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// The subscription is live with this effective filter; `dropped` is what the server did not
-    /// honour (K6), for the application to cope with (e.g. poll instead).
+    /// honour, for the application to cope with (e.g. poll instead).
     Acknowledged {
         /// Effective filter.
         filter: Filter,
@@ -327,7 +327,7 @@ pub enum Verdict {
     /// Refuse and drop this message.
     Reject(Violation),
     /// The subscription ended. `graceful` is false when the stream closed without the listen
-    /// result, which a client may treat as unexpected and re-listen (K11).
+    /// result, which a client may treat as unexpected and re-listen.
     Ended {
         /// The server sent the closing result first.
         graceful: bool,

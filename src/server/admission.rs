@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use super::answer::{to_reply, Answer};
 use super::context::{self, check_meta, parse_params, Ctx, HostCheck, Params, ProgressEnd};
 use super::encode::error_reply;
-use super::log::RequestLog;
+use super::log::{RequestLog, COMPLETION_TARGET, MAX_LOGGED_NAME};
 use super::progress::Progress;
 use super::{routes, Cause, Outbox, PublishMode, Reply, Server, PROTOCOL_VERSION};
 use crate::core::{Access, Caller, CancelToken, ClientCapabilities, Registry};
@@ -34,17 +34,20 @@ pub(crate) async fn serve_request(
     client_cancel: CancelToken,
     host: Option<HostCheck<'_>>,
 ) {
+    let started = std::time::Instant::now();
     // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
     let gated = Arc::new(Gated {
         inner: outbox,
         cancel: client_cancel.clone(),
         finished: std::sync::atomic::AtomicBool::new(false),
+        summary: Summary::default(),
     });
     let served = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
         serve_checked(server, caller, &request, &gated, client_cancel, host),
     ))
     .await;
     if served.is_err() {
+        gated.summary.set(Outcome::Panicked, Cause::Internal);
         tracing::error!(
             method = request.method.as_str(),
             "the server panicked while serving a request; answered with an internal error"
@@ -57,6 +60,107 @@ pub(crate) async fn serve_request(
                 None,
             ));
         }
+    }
+    gated.summary.emit(&request, started.elapsed());
+}
+
+/// How a request ended, as its completion event reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// A result (a tool result without `isError` included).
+    Result,
+    /// A tool result with `isError: true` (a tool failure).
+    ToolError,
+    /// A JSON-RPC error.
+    Error,
+    /// The client cancelled it: no reply (C9).
+    Cancelled,
+    /// Nothing was sent (a listen stream that ended without its final result).
+    Silent,
+    /// The server panicked; answered -32603.
+    Panicked,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Result => "result",
+            Outcome::ToolError => "tool_error",
+            Outcome::Error => "error",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Silent => "silent",
+            Outcome::Panicked => "panicked",
+        }
+    }
+}
+
+/// What one request's completion event reports, filled in while it is served.
+#[derive(Default)]
+struct Summary {
+    name: std::sync::OnceLock<String>,
+    outcome: std::sync::Mutex<Option<(Outcome, i64)>>,
+}
+
+impl Summary {
+    fn set(&self, outcome: Outcome, cause: Cause) {
+        let code = cause.code().map_or(0, |code| code.code());
+        self.set_code(outcome, code);
+    }
+
+    fn set_code(&self, outcome: Outcome, code: i64) {
+        *super::lock(&self.outcome) = Some((outcome, code));
+    }
+
+    /// Records what `answer` will be sent as (before it is encoded).
+    fn record(&self, answer: &Answer) {
+        match answer {
+            Answer::Error { cause, .. } => self.set(Outcome::Error, *cause),
+            Answer::ToolResult(parts) if parts.is_error => self.set_code(Outcome::ToolError, 0),
+            Answer::Silent => self.set_code(Outcome::Silent, 0),
+            Answer::ToolResult(_) | Answer::Result { .. } | Answer::Encoded(_) => {
+                self.set_code(Outcome::Result, 0);
+            }
+        }
+    }
+
+    /// The request's `name` (or `uri`), cut to [`MAX_LOGGED_NAME`] bytes.
+    fn name_from(&self, server: &Server, method: &str, params: &super::context::Params<'_>) {
+        let key = match method {
+            methods::RESOURCES_READ => "uri",
+            methods::TOOLS_CALL | methods::PROMPTS_GET => "name",
+            _ => return,
+        };
+        let Some(mut name) = params
+            .get(key)
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+        else {
+            return;
+        };
+        if method == methods::TOOLS_CALL {
+            name =
+                super::tools::called_tool(server.mode(), &name, params.get("arguments").copied());
+        }
+        if name.len() > MAX_LOGGED_NAME {
+            let mut end = MAX_LOGGED_NAME;
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            name.truncate(end);
+        }
+        let _ = self.name.set(name);
+    }
+
+    fn emit(&self, request: &Request, latency: std::time::Duration) {
+        let (outcome, code) = super::lock(&self.outcome).unwrap_or((Outcome::Silent, 0));
+        tracing::info!(
+            target: COMPLETION_TARGET,
+            method = request.method.as_str(),
+            name = self.name.get().map_or("", String::as_str),
+            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            outcome = outcome.as_str(),
+            code,
+            "request completed"
+        );
     }
 }
 
@@ -149,6 +253,7 @@ async fn serve_admitted(
     client_cancel: CancelToken,
 ) {
     let Some((call, epoch, shutdown)) = server.admit() else {
+        gated.summary.set(Outcome::Error, Cause::ShuttingDown);
         gated.finish(error_reply(
             &request.id,
             Cause::ShuttingDown,
@@ -163,7 +268,6 @@ async fn serve_admitted(
         finished: false,
     };
     let handler_cancel = CancelToken::new();
-    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     // Boxed once: the request's whole state machine is large (every method's arm), and
     // moving it through the selects below would copy all of it each time.
     let work = Box::pin(handle(
@@ -171,7 +275,7 @@ async fn serve_admitted(
         caller,
         request,
         arrival,
-        outbox,
+        gated,
         epoch,
         handler_cancel.clone(),
         client_cancel.clone(),
@@ -199,6 +303,7 @@ async fn serve_admitted(
         // C9, J9: the handler's token fires, the handler gets the one poll that observes it
         // (cooperative clean-up), then it is dropped; nothing more is sent.
         Either::Right(((), mut work)) => {
+            gated.summary.set_code(Outcome::Cancelled, 0);
             handler_cancel.cancel();
             let _ = futures_util::FutureExt::now_or_never(&mut work);
         }
@@ -212,6 +317,8 @@ struct Gated {
     inner: Arc<dyn Outbox>,
     cancel: CancelToken,
     finished: std::sync::atomic::AtomicBool,
+    /// What the request's completion event reports.
+    summary: Summary,
 }
 
 impl Gated {
@@ -261,11 +368,13 @@ async fn handle(
     caller: Caller,
     request: &Request,
     arrival: Arrival<'_>,
-    outbox: Arc<dyn Outbox>,
+    gated: &Arc<Gated>,
     epoch: crate::machine::Epoch,
     handler_cancel: CancelToken,
     client_cancel: CancelToken,
 ) -> Option<Reply> {
+    let summary = &gated.summary;
+    let outbox: Arc<dyn Outbox> = Arc::clone(gated) as Arc<dyn Outbox>;
     super::fault::point(super::fault::points::DISPATCH);
     let Arrival {
         registry,
@@ -288,8 +397,12 @@ async fn handle(
     };
     let (params, request_meta) = match checked {
         Ok(x) => x,
-        Err(answer) => return reply(server, &request.id, answer),
+        Err(answer) => return reply(server, &request.id, answer, summary),
     };
+    // Read only for an operator who listens: compact mode's name is inside `arguments`.
+    if tracing::enabled!(target: COMPLETION_TARGET, tracing::Level::INFO) {
+        summary.name_from(server, method, &params);
+    }
     let progress = Progress::new(
         request_meta.progress_token.map(RawValue::get),
         Arc::clone(&outbox),
@@ -316,11 +429,23 @@ async fn handle(
         .await
         .unwrap_or_else(|a| a);
     drop(progress_end);
-    reply(server, &request.id, answer)
+    reply(server, &request.id, answer, summary)
 }
 
-fn reply(server: &Server, id: &crate::wire::jsonrpc::RequestId, answer: Answer) -> Option<Reply> {
-    to_reply(server.info(), server.publication(), id, answer)
+fn reply(
+    server: &Server,
+    id: &crate::wire::jsonrpc::RequestId,
+    answer: Answer,
+    summary: &Summary,
+) -> Option<Reply> {
+    summary.record(&answer);
+    to_reply(
+        server.info(),
+        server.publication(),
+        id,
+        answer,
+        &server.egress_limits(),
+    )
 }
 
 #[cfg(test)]
@@ -346,6 +471,7 @@ mod tests {
             inner: inner.clone(),
             cancel: cancel.clone(),
             finished: std::sync::atomic::AtomicBool::new(false),
+            summary: Summary::default(),
         };
         let reply = || Reply {
             line: String::new(),

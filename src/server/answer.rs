@@ -183,9 +183,10 @@ pub(crate) fn encode_complete(
     info: &RawValue,
     id: &RequestId,
     body: Map<String, Value>,
+    limits: &EgressLimits,
 ) -> Result<Reply, crate::codec::EgressError> {
     let result = with_identity(members(body), "complete", info);
-    encode_result_raw(id, &result).map(|line| Reply { line, status: 200 })
+    encode_result_raw(id, &result, limits).map(|line| Reply { line, status: 200 })
 }
 
 /// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
@@ -197,18 +198,15 @@ pub(crate) fn to_reply(
     publication: &Publication,
     id: &RequestId,
     answer: Answer,
+    limits: &EgressLimits,
 ) -> Option<Reply> {
     super::fault::point(super::fault::points::REPLY);
     let encoded = |body: ResultMembers, result_type: &str| {
-        encode_result_raw(id, &with_identity(body, result_type, info))
+        encode_result_raw(id, &with_identity(body, result_type, info), limits)
     };
     // Tool results are written once from their pieces (no member map, no re-parse).
     let encoded_tool = |parts: &ResultParts| {
-        crate::codec::egress::encode_success_text(
-            id,
-            &parts.complete_text(info),
-            &EgressLimits::SERVER,
-        )
+        crate::codec::egress::encode_success_text(id, &parts.complete_text(info), limits)
     };
     match answer {
         Answer::Silent => None,

@@ -41,15 +41,17 @@ pub(crate) fn encode_result(
 ) -> Result<String, crate::codec::EgressError> {
     let raw = RawValue::from_string(result.to_owned())
         .map_err(|e| crate::codec::EgressError::Encode(e.to_string()))?;
-    encode_result_raw(id, &raw)
+    encode_result_raw(id, &raw, &EgressLimits::SERVER)
 }
 
-/// Encodes a success response around a result that is already a valid JSON value.
+/// Encodes a success response around a result that is already a valid JSON value, within
+/// `limits` (the server's configured response cap).
 pub(crate) fn encode_result_raw(
     id: &RequestId,
     result: &RawValue,
+    limits: &EgressLimits,
 ) -> Result<String, crate::codec::EgressError> {
-    crate::codec::egress::encode_success(id, result, &EgressLimits::SERVER)
+    crate::codec::egress::encode_success(id, result, limits)
 }
 
 /// Encodes a server notification; over its bound it is dropped with a warning (O42).

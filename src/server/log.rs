@@ -1,8 +1,11 @@
 //! Per-request logging (L-section): the core's [`LogSink`] wired to the request's own outbox.
 //!
-//! Installed only for a request whose `_meta` carries `logLevel` (L2); messages below that level
-//! are dropped, nothing goes out after the reply, and never on a listen stream (D41). At most
-//! [`MAX_LOG_NOTIFICATIONS_PER_REQUEST`] messages go out per request (L6 rate limit).
+//! Installed only for a request whose `_meta` carries `logLevel`; messages below that level
+//! are dropped, nothing goes out after the reply, and never on a listen stream. At most
+//! [`MAX_LOG_NOTIFICATIONS_PER_REQUEST`] messages go out per request (a rate limit).
+//!
+//! Beside the client's log channel, every request ends with one `tracing` event for the
+//! operator, on the target [`COMPLETION_TARGET`].
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,14 +17,28 @@ use super::Outbox;
 use crate::core::{CancelToken, LogLevel, LogSink};
 
 /// The most `notifications/message` one request may emit; later messages are dropped with one
-/// tracing warning, so a chatty handler cannot flood the client (L6).
+/// tracing warning, so a chatty handler cannot flood the client.
 pub const MAX_LOG_NOTIFICATIONS_PER_REQUEST: usize = 100;
+
+/// The `tracing` target of the one completion event each request ends with (an `INFO` event,
+/// "request completed"): its fields are `method`, `name` (the tool or prompt name, compact
+/// mode's wrapped tool included, or the resource URI; empty for other methods; at most
+/// [`MAX_LOGGED_NAME`] bytes), `latency_us` (from arrival to the reply, in microseconds),
+/// `outcome` (`result`, `tool_error`, `error`, `cancelled`, `silent` or `panicked`) and
+/// `code` (the JSON-RPC error code of an `error` or `panicked` request, else 0).
+/// Filter on it as `strict_mcp::request=info`.
+pub const COMPLETION_TARGET: &str = "strict_mcp::request";
+
+/// Longest `name` a completion event carries, in bytes: the name comes from the client, so
+/// one event stays one short line however long the name it sent (cut at a character
+/// boundary).
+pub const MAX_LOGGED_NAME: usize = 128;
 
 /// The log channel of one request.
 pub(crate) struct RequestLog {
     threshold: LogLevel,
     outbox: Arc<dyn Outbox>,
-    /// The request's cancellation: fired when the outbox reports the peer gone (D12).
+    /// The request's cancellation: fired when the outbox reports the peer gone.
     gone: CancelToken,
     sent: AtomicUsize,
     closed: AtomicBool,
@@ -42,7 +59,7 @@ impl RequestLog {
         })
     }
 
-    /// The request is answered or cancelled: nothing more goes out (L2: before the response).
+    /// The request is answered or cancelled: nothing more goes out (before the response).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
@@ -105,7 +122,7 @@ mod tests {
         (out, log)
     }
 
-    /// L2, L4, L5: at or above the threshold only, exact payload, `logger` absent when not given.
+    /// at or above the threshold only, exact payload, `logger` absent when not given.
     #[test]
     fn l2_l4_threshold_and_exact_payload() {
         let (out, log) = channel(LogLevel::Warning);
@@ -121,7 +138,7 @@ mod tests {
         );
     }
 
-    /// L6: exactly MAX_LOG_NOTIFICATIONS_PER_REQUEST go out; the one past it is dropped.
+    /// exactly MAX_LOG_NOTIFICATIONS_PER_REQUEST go out; the one past it is dropped.
     #[test]
     fn l6_rate_limit_at_the_bound_and_one_past() {
         let (out, log) = channel(LogLevel::Debug);
@@ -139,7 +156,7 @@ mod tests {
         );
     }
 
-    /// L2: nothing after the reply.
+    /// nothing after the reply.
     #[test]
     fn l2_nothing_after_close() {
         let (out, log) = channel(LogLevel::Debug);
@@ -148,7 +165,7 @@ mod tests {
         assert!(out.0.lock().unwrap().is_empty());
     }
 
-    /// L4: wire names round-trip and order is RFC 5424 ascending severity.
+    /// wire names round-trip and order is RFC 5424 ascending severity.
     #[test]
     fn l4_level_names_and_order() {
         for (i, level) in LogLevel::ALL.into_iter().enumerate() {

@@ -7,11 +7,11 @@
 //! A driver decodes one frame with [`crate::codec::decode`] and calls [`Server::serve`] with the
 //! caller, the message, an [`Outbox`] and a [`CancelToken`] it fires when the client cancels.
 //! The server admits the call through the epoch machine, checks the request's own `_meta`
-//! (B1–B5: nothing is remembered from earlier requests), dispatches it to the registry, binds
+//! (nothing is remembered from earlier requests), dispatches it to the registry, binds
 //! `input_required` outcomes to the continuation ledger, paces progress, and writes notifications
 //! and exactly one encoded reply into the outbox. A request the client cancelled gets no reply:
 //! its handler's token fires and nothing more leaves for it. `resources/read` and `prompts/get`
-//! run within their time-out ([`ServerOptions::read_timeout`], O33).
+//! run within their time-out ([`ServerOptions::read_timeout`]).
 //!
 //! # State
 //!
@@ -33,6 +33,8 @@ mod context;
 mod deadline;
 mod discover;
 mod encode;
+// Test-only fault points (the integration tests arm them); public for them, not for users.
+#[doc(hidden)]
 pub mod fault;
 #[cfg(feature = "http")]
 pub mod http;
@@ -58,7 +60,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use crate::codec::IngressLimits;
+use crate::codec::{EgressLimits, IngressLimits};
 use crate::core::lifecycle::{route_epoch_effect, EpochRoute};
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
@@ -73,7 +75,7 @@ use crate::wire::jsonrpc::{Message, Notification};
 pub use crate::wire::errors::Cause;
 pub use outbox::{Outbox, Reply};
 
-/// The only protocol revision this server speaks (B14).
+/// The only protocol revision this server speaks.
 pub const PROTOCOL_VERSION: &str = crate::wire::PROTOCOL_REVISION;
 
 /// Requests one stdio connection serves at once; further lines wait until a slot frees (C-section).
@@ -82,7 +84,7 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// Shutdown budget used when stdin reaches EOF and when no other budget is configured.
 pub const DEFAULT_SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 
-/// Default time-out of one `resources/read` or `prompts/get` (O33): the handler, the
+/// Default time-out of one `resources/read` or `prompts/get`: the handler, the
 /// conversion of its result and the final size check must finish within it. Override per
 /// server with [`ServerOptions::read_timeout`], per item with
 /// [`ResourceDef::timeout`](crate::core::ResourceDef::timeout),
@@ -90,12 +92,36 @@ pub const DEFAULT_SHUTDOWN_BUDGET: Duration = Duration::from_secs(5);
 /// [`PromptDef::timeout`](crate::core::PromptDef::timeout).
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Default server identity (O7).
+/// Default time-out of one `tools/call` without its own override
+/// ([`ToolDef::timeout`](crate::core::ToolDef::timeout)): the handler and the check of its
+/// result must finish within it. Long enough for tools that work for minutes (reporting
+/// progress), short enough that a hung handler does not hold its slot and its client forever.
+/// Override per server with [`ServerOptions::tool_timeout`].
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Hard maximum of [`ServerOptions::max_request_bytes`], and its default: the 2 MiB a
+/// request may have. A server may accept less, never more.
+pub const MAX_REQUEST_BYTES: usize = crate::wire::limits::MAX_REQUEST_FRAME_BYTES;
+
+/// Smallest [`ServerOptions::max_request_bytes`]: room for any request's `_meta` (client
+/// capabilities, `requestState` tokens) and modest arguments, so a low cap cannot break
+/// `server/discover` or continuations.
+pub const MIN_REQUEST_BYTES: usize = 16 * 1024;
+
+/// Hard maximum of [`ServerOptions::max_response_bytes`], and its default: the 16 MiB a
+/// response may have. A server may send less, never more.
+pub const MAX_RESPONSE_BYTES: usize = crate::wire::limits::MAX_RESPONSE_BYTES;
+
+/// Smallest [`ServerOptions::max_response_bytes`]: eight times the 8 KiB reserve for
+/// envelope, id and identity, so every listing page and failure still fits.
+pub const MIN_RESPONSE_BYTES: usize = 64 * 1024;
+
+/// Default server identity.
 pub const DEFAULT_NAME: &str = "mcp";
-/// Default server version (O7).
+/// Default server version.
 pub const DEFAULT_VERSION: &str = "unreleased";
 
-/// How tools are published (O11, O21).
+/// How tools are published.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PublishMode {
     /// Three discovery tools (`search_tools`, `get_tool_details`, `call_tool`): the default.
@@ -122,7 +148,7 @@ impl From<PublishMode> for String {
     }
 }
 
-/// Why a server configuration was refused (O7).
+/// Why a server configuration was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -135,7 +161,7 @@ pub enum ConfigError {
     /// The server name or version is empty.
     #[error("server identity needs a non-empty name and version")]
     EmptyIdentity,
-    /// The encoded identity exceeds its 4 KiB share of the response reserve (O39).
+    /// The encoded identity exceeds its 4 KiB share of the response reserve.
     #[error("server identity is larger than 4 KiB when encoded")]
     IdentityTooLarge,
     /// The operating system refused randomness for the default seal key.
@@ -150,6 +176,19 @@ pub enum ConfigError {
         /// The refused value.
         value: Duration,
     },
+    /// A size option lies outside its range (for example
+    /// [`MIN_REQUEST_BYTES`]`..=`[`MAX_REQUEST_BYTES`]).
+    #[error("option `{option}`: {value} bytes is outside {min} ..= {max}")]
+    InvalidLimit {
+        /// The option name.
+        option: &'static str,
+        /// The refused value.
+        value: usize,
+        /// The smallest accepted value.
+        min: usize,
+        /// The largest accepted value.
+        max: usize,
+    },
 }
 
 /// Builder of a [`Server`]'s fixed configuration. Every option may be given at most once.
@@ -163,6 +202,9 @@ pub struct ServerOptions {
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
     read_timeout: Option<Duration>,
+    tool_timeout: Option<Duration>,
+    max_request_bytes: Option<usize>,
+    max_response_bytes: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     monotonic: Option<Arc<dyn MonotonicClock>>,
     #[cfg(feature = "legacy")]
@@ -182,9 +224,32 @@ impl std::fmt::Debug for ServerOptions {
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
             .field("read_timeout", &self.read_timeout)
+            .field("tool_timeout", &self.tool_timeout)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("clock", &self.clock.is_some())
             .field("monotonic_clock", &self.monotonic.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// `value` (or `max`, the default, when unset) if it lies in `min..=max`.
+fn limit_in_range(
+    option: &'static str,
+    value: Option<usize>,
+    min: usize,
+    max: usize,
+) -> Result<usize, ConfigError> {
+    let value = value.unwrap_or(max);
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::InvalidLimit {
+            option,
+            value,
+            min,
+            max,
+        })
     }
 }
 
@@ -202,13 +267,14 @@ fn set_once<T>(
 
 impl ServerOptions {
     /// Default options: identity `mcp`/`unreleased`, compact mode, random seal key, in-memory
-    /// ledger, 5 s shutdown budget, no instructions, 30 s read time-out.
+    /// ledger, 5 s shutdown budget, no instructions, 30 s read time-out, 10 min tool time-out,
+    /// 2 MiB requests and 16 MiB responses.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// The server's own identity, sent as `serverInfo` (B6, O7).
+    /// The server's own identity, sent as `serverInfo`.
     #[must_use]
     pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         set_once(
@@ -275,7 +341,7 @@ impl ServerOptions {
 
     /// Time-out of each `resources/read` and `prompts/get` without its own override (default
     /// [`DEFAULT_READ_TIMEOUT`]). It covers the handler, the conversion of its result and the
-    /// final size check (O33). On expiry the handler's cancellation token fires and the client
+    /// final size check. On expiry the handler's cancellation token fires and the client
     /// gets -32603 with `data: {"uri": …, "retryable": true}` (`"name"` for a prompt).
     ///
     /// The timer is tokio's when a runtime with time enabled is current (a paused test clock
@@ -298,6 +364,78 @@ impl ServerOptions {
             &mut self.read_timeout,
             timeout,
             "read_timeout",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Time-out of each `tools/call` of a tool without its own override (default
+    /// [`DEFAULT_TOOL_TIMEOUT`]). It covers the handler and the check of its result. On expiry
+    /// the handler's cancellation token fires and the client gets -32603 "Tool call timed
+    /// out" with `data: {"name": …, "retryable": true}`. Same range and timer as
+    /// [`ServerOptions::read_timeout`]. Compact mode's `search_tools` and `get_tool_details`
+    /// are not bounded by it (they never run a handler of yours).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use strict_mcp::server::{ConfigError, ServerOptions, DEFAULT_TOOL_TIMEOUT};
+    /// # use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, ResourceDef};
+    /// # let registry = || RegistryBuilder::new().resource(ResourceDef::new("mem://a", "a",
+    /// #     |_i: Invocation, _u: String| async move { Ok(ReadReply::new(vec![])) })).build().unwrap();
+    /// let server = |o| strict_mcp::server::Server::new(registry(), o);
+    /// assert_eq!(server(ServerOptions::new()).unwrap().tool_timeout(), DEFAULT_TOOL_TIMEOUT);
+    /// let long = server(ServerOptions::new().tool_timeout(Duration::from_secs(3600)));
+    /// assert_eq!(long.unwrap().tool_timeout(), Duration::from_secs(3600));
+    /// let over = server(ServerOptions::new().tool_timeout(Duration::from_secs(3601)));
+    /// assert!(matches!(over, Err(ConfigError::InvalidTimeout { option: "tool_timeout", .. })));
+    /// ```
+    #[must_use]
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        set_once(
+            &mut self.tool_timeout,
+            timeout,
+            "tool_timeout",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Largest request accepted, in bytes: one stdio line or one HTTP body (default and hard
+    /// maximum [`MAX_REQUEST_BYTES`], 2 MiB; at least [`MIN_REQUEST_BYTES`]). A longer
+    /// HTTP body is answered 413 with -32600 and nothing past the cap is buffered; a longer
+    /// stdio line is answered -32600 and skipped.
+    ///
+    /// ```
+    /// use strict_mcp::server::{ConfigError, ServerOptions, MAX_REQUEST_BYTES, MIN_REQUEST_BYTES};
+    /// # use strict_mcp::core::{Invocation, ReadReply, RegistryBuilder, ResourceDef};
+    /// # let registry = || RegistryBuilder::new().resource(ResourceDef::new("mem://a", "a",
+    /// #     |_i: Invocation, _u: String| async move { Ok(ReadReply::new(vec![])) })).build().unwrap();
+    /// let server = |n| strict_mcp::server::Server::new(registry(), ServerOptions::new().max_request_bytes(n));
+    /// assert_eq!(server(MIN_REQUEST_BYTES).unwrap().ingress_limits().max_frame_bytes, MIN_REQUEST_BYTES);
+    /// assert!(matches!(server(MIN_REQUEST_BYTES - 1), Err(ConfigError::InvalidLimit { .. })));
+    /// assert!(matches!(server(MAX_REQUEST_BYTES + 1), Err(ConfigError::InvalidLimit { .. })));
+    /// ```
+    #[must_use]
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        set_once(
+            &mut self.max_request_bytes,
+            bytes,
+            "max_request_bytes",
+            &mut self.repeated,
+        );
+        self
+    }
+
+    /// Largest response sent, in bytes, the JSON-RPC envelope included (default and hard
+    /// maximum [`MAX_RESPONSE_BYTES`], 16 MiB; at least [`MIN_RESPONSE_BYTES`]). 8 KiB of it
+    /// stay reserved for envelope, id and identity. A tool result over it becomes the
+    /// `result_too_large` failure; a resource read over it -32603 "Resource too large".
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        set_once(
+            &mut self.max_response_bytes,
+            bytes,
+            "max_response_bytes",
             &mut self.repeated,
         );
         self
@@ -327,7 +465,7 @@ impl ServerOptions {
 
     /// Serve the initialise era too (feature `legacy`; default off): an `initialize` without
     /// modern `_meta` starts a legacy session of revision 2025-06-18 or 2025-11-25 instead of
-    /// getting -32601 (B23). See [`legacy`].
+    /// getting -32601. See [`legacy`].
     #[cfg(feature = "legacy")]
     #[must_use]
     pub fn legacy_era(mut self, on: bool) -> Self {
@@ -362,7 +500,7 @@ impl ServerOptions {
     }
 }
 
-/// How a shutdown ended (O5).
+/// How a shutdown ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShutdownReport {
     /// Every call ended within the budget.
@@ -377,7 +515,7 @@ pub enum ShutdownReport {
 
 impl ShutdownReport {
     /// The exit status a server process reports for [`ShutdownReport::CleanupFailed`], so a
-    /// supervisor can tell an abandoned shutdown from a clean one (O5).
+    /// supervisor can tell an abandoned shutdown from a clean one.
     pub const CLEANUP_FAILED_EXIT_CODE: i32 = 3;
 
     /// The process exit status for this outcome: 0 when every call ended,
@@ -471,8 +609,14 @@ struct Inner {
     ended: event_listener::Event,
     listens: listen::Hub,
     budget: Duration,
-    /// Time-out of reads and prompt gets without their own override (O33).
+    /// Time-out of reads and prompt gets without their own override.
     read_timeout: Duration,
+    /// Time-out of tool calls without their own override.
+    tool_timeout: Duration,
+    /// Request bounds, with the configured request cap.
+    ingress: IngressLimits,
+    /// Response bounds, with the configured response cap.
+    egress: EgressLimits,
     stdio_started: std::sync::atomic::AtomicBool,
     /// Whether `initialize` starts a legacy session ([`ServerOptions::legacy_era`]).
     #[cfg(feature = "legacy")]
@@ -489,7 +633,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Server {
-    /// Fixes the whole configuration. Starts no listener, thread or task (O1).
+    /// Fixes the whole configuration. Starts no listener, thread or task.
     ///
     /// # Errors
     /// [`ConfigError`] for an unknown mode, a repeated option, an empty or oversized identity,
@@ -527,6 +671,31 @@ impl Server {
                 value: read_timeout,
             });
         }
+        let tool_timeout = options.tool_timeout.unwrap_or(DEFAULT_TOOL_TIMEOUT);
+        if !crate::core::timeout_in_range(tool_timeout) {
+            return Err(ConfigError::InvalidTimeout {
+                option: "tool_timeout",
+                value: tool_timeout,
+            });
+        }
+        let ingress = IngressLimits {
+            max_frame_bytes: limit_in_range(
+                "max_request_bytes",
+                options.max_request_bytes,
+                MIN_REQUEST_BYTES,
+                MAX_REQUEST_BYTES,
+            )?,
+            ..IngressLimits::SERVER
+        };
+        let egress = EgressLimits {
+            max_message_bytes: limit_in_range(
+                "max_response_bytes",
+                options.max_response_bytes,
+                MIN_RESPONSE_BYTES,
+                MAX_RESPONSE_BYTES,
+            )?,
+            ..EgressLimits::SERVER
+        };
         let ledger = LedgerConfig::with_ttl(
             options
                 .state_ttl_ms
@@ -562,6 +731,9 @@ impl Server {
                 listens: listen::Hub::default(),
                 budget: options.shutdown_budget.unwrap_or(DEFAULT_SHUTDOWN_BUDGET),
                 read_timeout,
+                tool_timeout,
+                ingress,
+                egress,
                 stdio_started: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(feature = "legacy")]
                 legacy_era: options.legacy_era.unwrap_or(false),
@@ -573,7 +745,7 @@ impl Server {
 
     /// Serves one decoded message from `caller`. Everything it produces goes to `outbox`:
     /// notifications, then exactly one reply for a request; nothing at all for a notification,
-    /// a response, or a request cancelled through `cancel` (J9, C9).
+    /// a response, or a request cancelled through `cancel`.
     pub async fn serve(
         &self,
         caller: Caller,
@@ -607,7 +779,7 @@ impl Server {
     }
 
     /// For a `notifications/cancelled`, the exact JSON text of the `requestId` it cancels.
-    /// `None` for any other notification and for malformed ones (ignored silently, J10).
+    /// `None` for any other notification and for malformed ones (ignored silently).
     #[must_use]
     pub fn cancelled_request(notification: &Notification) -> Option<String> {
         if notification.method != crate::wire::methods::CANCELLED {
@@ -661,7 +833,7 @@ impl Server {
 
     /// Stops admission for good, invalidates every outstanding `requestState` (epoch bump),
     /// cancels active calls, ends listen streams gracefully, and waits for active calls within
-    /// `budget` (O5, O6).
+    /// `budget`.
     pub async fn shutdown(&self, budget: Duration) -> ShutdownReport {
         let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
         let effects = lock(&self.inner.lifecycle)
@@ -780,14 +952,22 @@ impl Server {
         }
     }
 
-    /// Ingress bounds for requests to this server (O36, O37).
+    /// Ingress bounds for requests to this server, with the configured
+    /// [`ServerOptions::max_request_bytes`].
     #[must_use]
     pub fn ingress_limits(&self) -> IngressLimits {
-        IngressLimits::SERVER
+        self.inner.ingress
+    }
+
+    /// Egress bounds of this server's responses, with the configured
+    /// [`ServerOptions::max_response_bytes`].
+    #[must_use]
+    pub fn egress_limits(&self) -> EgressLimits {
+        self.inner.egress
     }
 
     /// The `x-mcp-header` annotations of the tool `name` as this server publishes it to
-    /// `caller` (what the HTTP host checks a `tools/call`'s headers against, D28). Compact mode
+    /// `caller` (what the HTTP host checks a `tools/call`'s headers against). Compact mode
     /// lists only its three discovery tools, none annotated.
     pub(crate) fn published_param_headers(
         &self,
@@ -812,6 +992,12 @@ impl Server {
         self.inner.read_timeout
     }
 
+    /// The time-out of tool calls without their own override.
+    #[must_use]
+    pub fn tool_timeout(&self) -> Duration {
+        self.inner.tool_timeout
+    }
+
     /// The budget the stdio host uses at EOF.
     #[must_use]
     pub fn shutdown_budget(&self) -> Duration {
@@ -834,7 +1020,7 @@ impl Server {
         Arc::clone(&self.inner.monotonic)
     }
 
-    /// `{"name":…,"version":…}` as encoded once (B6).
+    /// `{"name":…,"version":…}` as encoded once.
     pub(crate) fn info(&self) -> &RawValue {
         &self.inner.info
     }
@@ -925,7 +1111,7 @@ impl Server {
         &self.inner.legacy_sessions
     }
 
-    /// Marks the stdio host as started; false when it already ran (O4).
+    /// Marks the stdio host as started; false when it already ran.
     #[cfg(feature = "stdio")]
     pub(crate) fn claim_stdio(&self) -> bool {
         !self.inner.stdio_started.swap(true, Ordering::AcqRel)

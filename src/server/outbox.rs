@@ -4,7 +4,7 @@
 //! together with an [`Outbox`]. Everything one inbound request produces leaves through that
 //! outbox, in order: zero or more notifications tied to the request (progress, log messages,
 //! listen-stream notifications), then exactly one final reply. The server never writes to a
-//! socket or a pipe itself, so the same dispatch serves every transport (O10).
+//! socket or a pipe itself, so the same dispatch serves every transport.
 
 /// One final message: a JSON-RPC response (result or error), already encoded as one compact
 /// line and checked by the egress guard, plus the HTTP status its cause maps to
@@ -21,7 +21,7 @@ pub struct Reply {
 ///
 /// Implementations must be cheap to call from any task. `notify` reports whether the peer can
 /// still receive: `false` means the response stream is gone (HTTP client closed it, stdout
-/// closed), which the server treats as cancellation of that request (D12).
+/// closed), which the server treats as cancellation of that request.
 ///
 /// Two exceptions to "notifications, then one reply": a request the client cancelled gets no
 /// reply at all (`finish` is never called, J9, C9), and a `subscriptions/listen` stream ended by

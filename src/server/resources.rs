@@ -64,7 +64,7 @@ fn encode_read(ctx: &Ctx, id: &RequestId, uri: &str, reply: &ReadReply) -> Resul
     let Ok(Value::Object(body)) = serde_json::to_value(reply) else {
         return Err(Answer::internal_retryable());
     };
-    match encode_complete(ctx.server.info(), id, body) {
+    match encode_complete(ctx.server.info(), id, body, &ctx.server.egress_limits()) {
         Ok(reply) => Ok(Answer::Encoded(reply)),
         Err(e) if e.is_too_large() => Err(Answer::from_core(&CoreError::ResourceTooLarge {
             uri: uri.to_owned(),

@@ -2,16 +2,16 @@
 //!
 //! This file only moves bytes: lines come out of [`LineFramer`], are decoded by the codec and
 //! handed to [`Server::serve`]; replies and notifications leave through one writer, each as one
-//! whole line (C1, C6). Protocol decisions stay in the server and the codec.
+//! whole line. Protocol decisions stay in the server and the codec.
 //!
 //! * Requests run concurrently, at most [`MAX_IN_FLIGHT`] at once, and are answered in the order
-//!   they finish (C14). At most [`MAX_QUEUED`] requests wait or run; beyond that, reading pauses.
+//!   they finish. At most [`MAX_QUEUED`] requests wait or run; beyond that, reading pauses.
 //! * A malformed line is answered (-32700/-32600, `"id": null` when the id is unreadable) and the
 //!   next line is served; an oversized line is skipped up to its newline and answered once.
 //! * `notifications/cancelled` cancels the in-flight request with that id: its handler stops and
-//!   no reply follows (C9). Unknown ids and malformed cancellations are ignored (J10).
+//!   no reply follows. Unknown ids and malformed cancellations are ignored.
 //! * At EOF the server shuts down with its configured budget, requests still running after that
-//!   are abandoned, and the call returns once every line is written (C11).
+//!   are abandoned, and the call returns once every line is written.
 //!
 //! # How the bytes move
 //!
@@ -23,12 +23,12 @@
 //! blocks its thread (it should use `spawn_blocking`) stalls the requests after it. It cannot
 //! stop the end of the run, though: a separate watcher sees stdin hang up, and if the session
 //! does not reach EOF within the shutdown budget the server shuts down without it, reports
-//! `cleanup_failed` and the run returns (O5, C11).
+//! `cleanup_failed` and the run returns.
 //!
 //! Output collects in `Lines`, one buffer of whole lines. While one read's lines are served
 //! the writer is not woken ("corked"); afterwards everything queued goes out with one `write`
 //! and one flush, so a burst of requests costs one system call. Whoever writes holds stdout
-//! (`writing`) and takes everything queued before letting go, so lines never interleave (C6).
+//! (`writing`) and takes everything queued before letting go, so lines never interleave.
 //!
 //! [`Server::run_stdio`] serves the process's stdin and stdout from dedicated threads. The
 //! reader (`mcp-stdin`) does large blocking `read`s, feeds the session and then writes that
@@ -37,7 +37,7 @@
 //! woken only for lines that come later (requests that waited, notifications, the end of the
 //! run). When stdout is not read, the reader blocks in its `write`, or waits while more than
 //! `MAX_UNWRITTEN` bytes are queued behind the writer, and stops reading: input is not taken
-//! in faster than output drains (O8). Neither thread goes through tokio's blocking pool,
+//! in faster than output drains. Neither thread goes through tokio's blocking pool,
 //! which costs a hand-off per read and per write.
 //! [`Server::run_stdio_on`] feeds the same session from any `AsyncRead` and drains the same
 //! `Lines` into any `AsyncWrite` from a task.
@@ -69,10 +69,10 @@ pub const MAX_QUEUED: usize = 4 * MAX_IN_FLIGHT;
 const READ_CHUNK: usize = 64 * 1024;
 
 /// Bytes of output queued behind a writer that holds stdout before the reader stops reading:
-/// when stdout is not read, input stays in the client's pipe instead of piling up here (O8).
+/// when stdout is not read, input stays in the client's pipe instead of piling up here.
 const MAX_UNWRITTEN: usize = 1 << 20;
 
-/// Output waiting for the writer: whole lines, each with its newline (C6).
+/// Output waiting for the writer: whole lines, each with its newline.
 struct Lines {
     state: Mutex<LinesState>,
     /// Wakes the writer when output is ready or the session closed.
@@ -86,11 +86,11 @@ struct LinesState {
     buf: Vec<u8>,
     /// A batch of input is being served: hold the wake-up until it is done.
     corked: bool,
-    /// A writer holds stdout and will take `buf` before letting go: one writer at a time (C6).
+    /// A writer holds stdout and will take `buf` before letting go: one writer at a time.
     writing: bool,
     /// No more lines will come; the writer ends once `buf` is written.
     closed: bool,
-    /// A write failed: lines are dropped and the peer counts as gone (D12).
+    /// A write failed: lines are dropped and the peer counts as gone.
     broken: bool,
     /// The failure, for the run's result.
     failure: Option<io::Error>,
@@ -507,7 +507,7 @@ impl Session {
         });
     }
 
-    /// C11: EOF (or a broken input) ends the run through a regular shutdown, once every
+    /// EOF (or a broken input) ends the run through a regular shutdown, once every
     /// request already read has been admitted (or the budget ran out); then the writer is told
     /// that no more lines come.
     async fn finish(mut self) -> ShutdownReport {
@@ -561,9 +561,9 @@ fn poll_once(serving: &mut Serving) -> Poll<()> {
 }
 
 impl Server {
-    /// Serves MCP on this process's stdin and stdout until stdin closes. Runs once per server
-    /// (O4); nothing but protocol lines is written to stdout (C1, C4). Returns how the
-    /// shutdown at EOF ended, so a binary can exit non-zero on `cleanup_failed` (O5).
+    /// Serves MCP on this process's stdin and stdout until stdin closes. Runs once per
+    /// server; nothing but protocol lines is written to stdout. Returns how the
+    /// shutdown at EOF ended, so a binary can exit non-zero on `cleanup_failed`.
     ///
     /// Stdin and stdout are served by two dedicated threads (`mcp-stdin`, `mcp-stdout`); the
     /// requests that have to wait run as tasks on the calling runtime.

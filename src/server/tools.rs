@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 
 use super::answer::{members_text, Answer};
 use super::context::{Continuation, Ctx, Params};
+use super::deadline::{within, Expired};
 use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
@@ -65,6 +66,12 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
             ..call
         });
     let publication = ctx.server.publication();
+    let tool = called_tool(ctx.server.mode(), target, arguments);
+    let limit = ctx
+        .registry
+        .tool_timeout(&tool)
+        .unwrap_or(ctx.server.tool_timeout());
+    let tool = &tool;
     mrtr::run(
         ctx,
         InputMethod::ToolsCall,
@@ -75,17 +82,42 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
             let call = call.as_ref().map_err(Answer::from_core);
             async move {
                 let call = call?;
-                match publication.call_tool_parts(&ctx.registry, inv, call).await {
-                    Ok(PartsOutcome::Complete(parts)) => {
+                let token = inv.cancel_token().clone();
+                let work = publication.call_tool_parts(&ctx.registry, inv, call);
+                let clock = ctx.server.monotonic_clock();
+                match within(&*clock, limit, &token, work).await {
+                    Ok(Ok(PartsOutcome::Complete(parts))) => {
                         Ok(HandlerOut::Complete(Answer::ToolResult(parts)))
                     }
-                    Ok(PartsOutcome::InputRequired { requests }) => Ok(HandlerOut::Input(requests)),
-                    Err(e) => Err(Answer::from_core(&e)),
+                    Ok(Ok(PartsOutcome::InputRequired { requests })) => {
+                        Ok(HandlerOut::Input(requests))
+                    }
+                    Ok(Err(e)) => Err(Answer::from_core(&e)),
+                    Err(Expired) => Err(Answer::from_core(&CoreError::ToolTimedOut {
+                        name: tool.clone(),
+                    })),
                 }
             }
         },
     )
     .await
+}
+
+/// The tool a `tools/call` runs, whose time-out bounds it: the target itself in direct mode,
+/// `call_tool`'s `name` argument in compact mode (`call_tool` itself when that is not a
+/// string; publication then refuses the call).
+pub(crate) fn called_tool(mode: PublishMode, target: &str, arguments: Option<&RawValue>) -> String {
+    #[derive(serde::Deserialize)]
+    struct Wrapped {
+        name: String,
+    }
+    match (mode, arguments) {
+        (PublishMode::Compact, Some(raw)) if target == "call_tool" => {
+            serde_json::from_str::<Wrapped>(raw.get())
+                .map_or_else(|_| target.to_owned(), |w| w.name)
+        }
+        _ => target.to_owned(),
+    }
 }
 
 /// Compact mode's `search_tools` and `get_tool_details`: they never ask for input and refuse

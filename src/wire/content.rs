@@ -1,4 +1,4 @@
-//! Content blocks decoded by their `type` tag (E18, O74).
+//! Content blocks decoded by their `type` tag.
 //!
 //! The generated `ContentBlock` is an untagged union, so serde would try each variant in turn
 //! and format an error for every miss before the one that fits. Every variant has its own

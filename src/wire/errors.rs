@@ -12,35 +12,35 @@ use crate::wire::jsonrpc::ErrorCode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Cause {
-    /// The frame is not UTF-8 JSON (A1): -32700, 400.
+    /// The frame is not UTF-8 JSON: -32700, 400.
     Parse,
-    /// Valid JSON that is not a valid JSON-RPC message, or a bound was exceeded (A2, A21, O37): -32600, 400.
+    /// Valid JSON that is not a valid JSON-RPC message, or a bound was exceeded: -32600, 400.
     InvalidRequest,
-    /// Unknown, removed or unadvertised method (A14, D31): -32601, 404.
+    /// Unknown, removed or unadvertised method: -32601, 404.
     MethodNotFound,
-    /// Required `_meta` (protocolVersion, clientCapabilities) missing or malformed (B1, D32): -32602, 400.
+    /// Required `_meta` (protocolVersion, clientCapabilities) missing or malformed: -32602, 400.
     MissingMeta,
     /// Parameters of a known method are invalid (bad cursor, malformed envelope) (E-section): -32602, 200.
     InvalidParams,
     /// Unknown or hidden tool, prompt or resource; indistinguishable on purpose (O23, F-section): -32602, 200.
     UnknownTarget,
-    /// The requested protocol revision is not served (B3, D32): -32022, 400.
+    /// The requested protocol revision is not served: -32022, 400.
     UnsupportedVersion,
     /// The request needs a client capability it did not declare (I-section, D32): -32021, 400.
     MissingCapability,
-    /// An HTTP protocol header is missing, malformed or disagrees with the body (D26–D30): -32020, 400.
+    /// An HTTP protocol header is missing, malformed or disagrees with the body: -32020, 400.
     HeaderMismatch,
     /// An unexpected failure inside the server; the private cause is never sent: -32603, 500.
     Internal,
-    /// The request body exceeds the ingress bound (O36): -32600, 413.
+    /// The request body exceeds the ingress bound: -32600, 413.
     BodyTooLarge,
-    /// A present `Origin` is not allowed (D34): no code, 403.
+    /// A present `Origin` is not allowed: no code, 403.
     OriginRejected,
     /// The `Host` header is not on the allow-list (D35, DNS rebinding): no code, 403.
     HostRejected,
-    /// GET, DELETE or another non-POST method on the endpoint (D37, D38): no code, 405.
+    /// GET, DELETE or another non-POST method on the endpoint: no code, 405.
     MethodNotAllowed,
-    /// `Accept` does not list both `application/json` and `text/event-stream` (D3): -32600, 406.
+    /// `Accept` does not list both `application/json` and `text/event-stream`: -32600, 406.
     NotAcceptable,
     /// The body is not declared as `application/json`: -32600, 415.
     UnsupportedMediaType,
@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     /// Every row of the table, written out once (interfaces.md "Errors and HTTP status";
-    /// D6, D26, D31, D32, D34, D37; A14; O36).
+    /// D6, D26, D31, D32, D34, D37; A14).
     #[test]
     fn cause_table_every_row() {
         let rows: [(Cause, Option<i64>, u16); 19] = [

@@ -2,8 +2,8 @@
 //!
 //! Everything that carries application data (`params`, `result`, `error.data`) is held as
 //! [`RawValue`]: the exact bytes the peer sent, never re-encoded, so big integers, exponent
-//! spelling and member order survive untouched (O44, O56, O121). The id keeps its exact JSON
-//! token, so a reply echoes `1` as `1` and `"1"` as `"1"` (A4).
+//! spelling and member order survive untouched. The id keeps its exact JSON
+//! token, so a reply echoes `1` as `1` and `"1"` as `"1"`.
 //!
 //! These types are built by [`crate::codec::decode`] (which enforces every bound and the
 //! envelope rules) and serialised by [`crate::codec::encode`]. Their `Serialize` impls write the
@@ -16,14 +16,14 @@ use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-/// The only `jsonrpc` member value this crate reads or writes (A1).
+/// The only `jsonrpc` member value this crate reads or writes.
 pub const JSONRPC_VERSION: &str = "2.0";
 
-/// Why a JSON token cannot be a request id (A2): ids are strings or integers, nothing else.
+/// Why a JSON token cannot be a request id: ids are strings or integers, nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidId {
-    /// `null` is not an id, even though JSON-RPC 1.0 peers send it (A2).
+    /// `null` is not an id, even though JSON-RPC 1.0 peers send it.
     #[error("request id is null")]
     Null,
     /// A number with a fraction or an exponent (`1.5`, `1.0`, `1e3`); only integer tokens count.
@@ -37,7 +37,7 @@ pub enum InvalidId {
     Malformed,
 }
 
-/// Which of the two legal JSON types an id has; `1` and `"1"` are different ids (A4).
+/// Which of the two legal JSON types an id has; `1` and `"1"` are different ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IdKind {
     /// A JSON string id.
@@ -317,7 +317,7 @@ impl ErrorCode {
         })
     }
 
-    /// A default one-sentence message (A10) for replies that have nothing more specific.
+    /// A default one-sentence message for replies that have nothing more specific.
     pub const fn default_message(self) -> &'static str {
         match self {
             ErrorCode::ParseError => "Parse error",
@@ -341,12 +341,12 @@ fn raw_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
     }
 }
 
-/// The `error` member of an error response (A9): integer code, string message, optional data.
+/// The `error` member of an error response: integer code, string message, optional data.
 #[derive(Debug, Clone)]
 pub struct ErrorObject {
     /// The code as an integer: peers may send codes outside [`ErrorCode`] (e.g. retired -32002).
     pub code: i64,
-    /// One concise sentence (A10).
+    /// One concise sentence.
     pub message: String,
     /// Optional free-form data, kept byte-exact.
     pub data: Option<Box<RawValue>>,
@@ -397,7 +397,7 @@ impl Serialize for ErrorObject {
 /// A request: it has an id and expects exactly one response.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The exact id to echo in the response (A4).
+    /// The exact id to echo in the response.
     pub id: RequestId,
     /// The unescaped method name.
     pub method: String,
@@ -405,7 +405,7 @@ pub struct Request {
     pub params: Option<Box<RawValue>>,
 }
 
-/// A notification: no id, and the receiver never replies to it, not even with an error (A11).
+/// A notification: no id, and the receiver never replies to it, not even with an error.
 #[derive(Debug, Clone)]
 pub struct Notification {
     /// The unescaped method name.
@@ -429,7 +429,7 @@ pub struct SuccessResponse {
 /// parse error or an oversized line); when decoding, an absent id and `null` both become `None`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorResponse {
-    /// The id of the request this answers, or `None` when it could not be read (A4).
+    /// The id of the request this answers, or `None` when it could not be read.
     pub id: Option<RequestId>,
     /// The error itself.
     pub error: ErrorObject,

@@ -9,27 +9,27 @@ const KIB: usize = 1024;
 /// One MiB, so the bounds below read as the requirements state them.
 const MIB: usize = 1024 * KIB;
 
-/// Largest request or notification frame a server accepts (O36: 2 MiB).
+/// Largest request or notification frame a server accepts (2 MiB).
 ///
 /// Threat: a client that streams an unbounded line or body to exhaust server memory. The stdio
 /// framer never buffers more than this many bytes of one line; HTTP drivers stop reading the
 /// body here.
 pub const MAX_REQUEST_FRAME_BYTES: usize = 2 * MIB;
 
-/// Largest JSON-RPC response a server may emit (O39: 16 MiB).
+/// Largest JSON-RPC response a server may emit (16 MiB).
 ///
 /// Threat: a tool result that grows without bound and stalls or crashes the client; the server
-/// turns an oversized result into a bounded failure instead (O40).
+/// turns an oversized result into a bounded failure instead.
 pub const MAX_RESPONSE_BYTES: usize = 16 * MIB;
 
-/// Part of [`MAX_RESPONSE_BYTES`] held back for framing and metadata (O39: 8 KiB).
+/// Part of [`MAX_RESPONSE_BYTES`] held back for framing and metadata (8 KiB).
 ///
 /// Threat: a result that just fits the ceiling and then overflows it once the envelope, the id
 /// and the server identity are added. A result is preflighted against
 /// `MAX_RESPONSE_BYTES - RESPONSE_RESERVE_BYTES`.
 pub const RESPONSE_RESERVE_BYTES: usize = 8 * KIB;
 
-/// Largest result payload accepted by the egress preflight (O39): the ceiling minus the reserve.
+/// Largest result payload accepted by the egress preflight: the ceiling minus the reserve.
 pub const MAX_RESULT_PAYLOAD_BYTES: usize = MAX_RESPONSE_BYTES - RESPONSE_RESERVE_BYTES;
 
 /// Largest frame a client accepts from a server: a full response plus the reserve.
@@ -38,13 +38,13 @@ pub const MAX_RESULT_PAYLOAD_BYTES: usize = MAX_RESPONSE_BYTES - RESPONSE_RESERV
 /// reserve keeps a conforming server's largest legal response acceptable.
 pub const MAX_CLIENT_INGRESS_FRAME_BYTES: usize = MAX_RESPONSE_BYTES + RESPONSE_RESERVE_BYTES;
 
-/// Largest encoded request `id` token, quotes and escapes included (O37: 256 bytes).
+/// Largest encoded request `id` token, quotes and escapes included (256 bytes).
 ///
 /// Threat: ids used as a memory or log amplifier (they are stored per in-flight request and
 /// echoed in every reply); also bounds integer ids, so a 400-digit id is an Invalid Request.
 pub const MAX_ID_BYTES: usize = 256;
 
-/// Largest encoded `method` token, quotes and escapes included (O37: 256 bytes).
+/// Largest encoded `method` token, quotes and escapes included (256 bytes).
 ///
 /// Threat: huge method names copied into logs, metrics labels and error messages.
 pub const MAX_METHOD_BYTES: usize = 256;
@@ -55,18 +55,18 @@ pub const MAX_METHOD_BYTES: usize = 256;
 /// handlers). The ingress scanner refuses a 65th level before it recurses into it.
 pub const MAX_DEPTH: usize = 64;
 
-/// Largest encoded server identity (`serverInfo`) inside the response reserve (O39: 4 KiB).
+/// Largest encoded server identity (`serverInfo`) inside the response reserve (4 KiB).
 ///
 /// Threat: an identity that eats the reserve so that a preflighted result no longer fits.
 pub const MAX_IDENTITY_BYTES: usize = 4 * KIB;
 
-/// Largest encoded `params` of a notification, before framing (O42: 8 KiB).
+/// Largest encoded `params` of a notification, before framing (8 KiB).
 ///
 /// Threat: notification floods (progress, log messages) that carry bulk data past the
 /// request/response bounds and the result-size accounting.
 pub const MAX_NOTIFICATION_PARAMS_BYTES: usize = 8 * KIB;
 
-/// Largest total size of all protocol HTTP headers at admission (O38: 8 KiB).
+/// Largest total size of all protocol HTTP headers at admission (8 KiB).
 ///
 /// Threat: header floods and oversized `Mcp-*` headers; enforced by the HTTP driver, named
 /// here so every bound lives in one place.

@@ -20,23 +20,23 @@ use super::meta::{SERVER_INFO, SUBSCRIPTION_ID};
 
 /// The listen request's method.
 pub const LISTEN: &str = "subscriptions/listen";
-/// The stream's first message (K3).
+/// The stream's first message.
 pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-/// `tools/list_changed` (K12).
+/// `tools/list_changed`.
 pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-/// `prompts/list_changed` (K12).
+/// `prompts/list_changed`.
 pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
-/// `resources/list_changed` (K12).
+/// `resources/list_changed`.
 pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
-/// `resources/updated` for one subscribed URI (K12).
+/// `resources/updated` for one subscribed URI.
 pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
 
 /// The listen request's JSON-RPC id, as its exact JSON text (`"abc"` or `42`), so that the
-/// `subscriptionId` echoes it with the same JSON type (K4).
+/// `subscriptionId` echoes it with the same JSON type.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SubscriptionId(pub String);
 
-/// A `notifications` filter (K1). `resource_subscriptions` keeps presence: `None` means the member
+/// A `notifications` filter. `resource_subscriptions` keeps presence: `None` means the member
 /// was omitted (not subscribed).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Filter {
@@ -66,7 +66,7 @@ impl Filter {
     }
 }
 
-/// A change that may be announced on listen streams (K12).
+/// A change that may be announced on listen streams.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Change {
     /// `notifications/tools/list_changed`
@@ -86,7 +86,7 @@ pub enum Change {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FilterError {
-    /// `params.notifications` is absent (K1: the filter is required).
+    /// `params.notifications` is absent (the filter is required).
     #[error("notifications filter is required")]
     Missing,
     /// `notifications` is not a JSON object.
@@ -165,7 +165,7 @@ impl Change {
         }
     }
 
-    /// The notification's params, tagged with the stream's subscription id (K4).
+    /// The notification's params, tagged with the stream's subscription id.
     #[must_use]
     pub fn params(&self, id: &SubscriptionId) -> String {
         let meta = format!(r#""_meta":{{"{SUBSCRIPTION_ID}":{}}}"#, id.0);
@@ -178,7 +178,7 @@ impl Change {
     }
 }
 
-/// The acknowledgement's params: the effective filter and the subscription id (K3, K4).
+/// The acknowledgement's params: the effective filter and the subscription id.
 #[must_use]
 pub fn acknowledged_params(id: &SubscriptionId, filter: &Filter) -> String {
     format!(

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-/// RFC 5424 severities in ascending order (L4), as sent in `_meta` `logLevel` and in
+/// RFC 5424 severities in ascending order, as sent in `_meta` `logLevel` and in
 /// `notifications/message`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LogLevel {

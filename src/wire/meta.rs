@@ -1,5 +1,5 @@
-//! `_meta` keys of revision 2026-07-28: the reserved keys (B1, B2, B6, B12, B13) and the
-//! key syntax (B9) with its reserved namespaces (B10).
+//! `_meta` keys of revision 2026-07-28: the reserved keys and the
+//! key syntax with its reserved namespaces.
 //!
 //! Every request carries its protocol version and capabilities in `params._meta` instead of
 //! a session, so these keys are protocol, not decoration: they are spelled once, here.
@@ -10,7 +10,7 @@
 //! * name: empty, or starting and ending alphanumeric with alphanumerics, `-`, `_` or `.`
 //!   inside.
 //!
-//! A prefix whose second label is `modelcontextprotocol` or `mcp` belongs to MCP (B10):
+//! A prefix whose second label is `modelcontextprotocol` or `mcp` belongs to MCP:
 //! `io.modelcontextprotocol/`, `dev.mcp/`, `com.mcp.tools/` — but not `com.example.mcp/`.
 
 use std::borrow::Cow;
@@ -28,11 +28,11 @@ pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// The client's self-reported `{name, version}` (B2, recommended; never trusted, B7).
 pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-/// The server's self-reported `{name, version}` on results (B6).
+/// The server's self-reported `{name, version}` on results.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// Per-request log level (deprecated logging feature, section L).
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// Marks notifications sent on a `subscriptions/listen` stream (B13).
+/// Marks notifications sent on a `subscriptions/listen` stream.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// Associates progress notifications with a request (section J).
 pub const PROGRESS_TOKEN: &str = "progressToken";
@@ -57,14 +57,14 @@ pub const RESERVED_KEYS: [&str; 10] = [
     BAGGAGE,
 ];
 
-/// Second labels that make a prefix MCP's own (B10).
+/// Second labels that make a prefix MCP's own.
 const RESERVED_SECOND_LABELS: [&str; 2] = ["modelcontextprotocol", "mcp"];
 
 /// Why a `_meta` key is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetaKeyError {
-    /// A prefix label breaks the label rule (B9); `label` is the offending label (may be
+    /// A prefix label breaks the label rule; `label` is the offending label (may be
     /// empty, e.g. `a..b/x` or `/x`).
     #[error("`_meta` key `{key}`: prefix label `{label}` is not a valid label")]
     InvalidPrefixLabel {
@@ -73,7 +73,7 @@ pub enum MetaKeyError {
         /// The offending label.
         label: String,
     },
-    /// The name part breaks the name rule (B9).
+    /// The name part breaks the name rule.
     #[error("`_meta` key `{key}`: name `{name}` is not a valid name")]
     InvalidName {
         /// The whole key.
@@ -81,10 +81,10 @@ pub enum MetaKeyError {
         /// The name part (after the `/`, or the whole key without a prefix).
         name: String,
     },
-    /// Caller-supplied metadata used a prefix reserved for MCP (B10).
+    /// Caller-supplied metadata used a prefix reserved for MCP.
     #[error("`_meta` key `{0}` uses a prefix reserved for MCP")]
     ReservedPrefix(String),
-    /// Caller-supplied metadata used a key the protocol itself sets (B12).
+    /// Caller-supplied metadata used a key the protocol itself sets.
     #[error("`_meta` key `{0}` is reserved by the protocol")]
     ReservedKey(String),
 }
@@ -97,7 +97,7 @@ pub struct MetaKey<'a> {
 }
 
 impl<'a> MetaKey<'a> {
-    /// Checks the key syntax (B9).
+    /// Checks the key syntax.
     pub fn parse(key: &'a str) -> Result<Self, MetaKeyError> {
         let (prefix, name) = match key.split_once('/') {
             Some((prefix, name)) => (Some(prefix), name),
@@ -130,7 +130,7 @@ impl<'a> MetaKey<'a> {
         self.name
     }
 
-    /// Whether the prefix belongs to MCP (B10): its second label is `modelcontextprotocol`
+    /// Whether the prefix belongs to MCP: its second label is `modelcontextprotocol`
     /// or `mcp`.
     pub fn is_reserved_prefix(&self) -> bool {
         self.prefix
@@ -169,7 +169,7 @@ fn is_name(name: &str) -> bool {
     }
 }
 
-/// Checks every key of a received `_meta` object against the syntax (B9). Reserved keys are
+/// Checks every key of a received `_meta` object against the syntax. Reserved keys are
 /// allowed here: peers legitimately send them.
 pub fn check_meta_keys(meta: &Map<String, Value>) -> Result<(), MetaKeyError> {
     meta.keys().try_for_each(|k| check_meta_key(k))
@@ -188,7 +188,7 @@ pub fn check_meta_key(key: &str) -> Result<(), MetaKeyError> {
     MetaKey::parse(key).map(|_| ())
 }
 
-/// Checks a key that an application asks us to add to outgoing `_meta` (B10, B12): it must
+/// Checks a key that an application asks us to add to outgoing `_meta`: it must
 /// be valid, outside MCP's reserved prefixes, and not one of the keys the protocol sets.
 pub fn check_caller_key(key: &str) -> Result<MetaKey<'_>, MetaKeyError> {
     let parsed = MetaKey::parse(key)?;
@@ -201,7 +201,7 @@ pub fn check_caller_key(key: &str) -> Result<MetaKey<'_>, MetaKeyError> {
     Ok(parsed)
 }
 
-/// Why the value of a reserved trace key is refused (B12: `traceparent`, `tracestate` and
+/// Why the value of a reserved trace key is refused (`traceparent`, `tracestate` and
 /// `baggage` must follow W3C Trace Context and W3C Baggage when present).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -224,7 +224,7 @@ pub enum TraceValueError {
     },
 }
 
-/// Checks the values of `traceparent`, `tracestate` and `baggage` when present (B12).
+/// Checks the values of `traceparent`, `tracestate` and `baggage` when present.
 /// Other keys are not looked at.
 pub fn check_trace_values(meta: &Map<String, Value>) -> Result<(), TraceValueError> {
     let text = |key: &'static str| match meta.get(key) {
@@ -405,14 +405,14 @@ pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
-/// What a request's own `_meta` declares (B1–B5: nothing is remembered between requests).
+/// What a request's own `_meta` declares (nothing is remembered between requests).
 #[derive(Debug, Clone)]
 pub struct RequestMeta<'a> {
     /// `clientCapabilities`, a JSON object.
     pub capabilities: Value,
     /// `progressToken` as its exact JSON text, echoed byte for byte (J-section).
     pub progress_token: Option<&'a RawValue>,
-    /// The requested `logLevel` (L2, L4), if any.
+    /// The requested `logLevel`, if any.
     pub log_level: Option<LogLevel>,
 }
 
@@ -424,22 +424,22 @@ pub enum RequestMetaError {
     #[error("params must be an object")]
     ParamsNotObject,
     /// `_meta`, its `protocolVersion` (a string) or its `clientCapabilities` (an object) is
-    /// missing or of the wrong type (B1): -32602, HTTP 400.
+    /// missing or of the wrong type: -32602, HTTP 400.
     #[error("params._meta must carry {PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}")]
     Missing,
-    /// The requested revision is not served (B3): -32022 with the supported versions.
+    /// The requested revision is not served: -32022 with the supported versions.
     #[error("Unsupported protocol version")]
     UnsupportedVersion {
         /// The version the request asked for.
         requested: String,
     },
-    /// A `_meta` key breaks the key syntax (B9).
+    /// A `_meta` key breaks the key syntax.
     #[error(transparent)]
     Key(#[from] MetaKeyError),
-    /// A trace key's value breaks W3C Trace Context or Baggage (B12).
+    /// A trace key's value breaks W3C Trace Context or Baggage.
     #[error(transparent)]
     Trace(#[from] TraceValueError),
-    /// `logLevel` is not one of the RFC 5424 names (L3).
+    /// `logLevel` is not one of the RFC 5424 names.
     #[error("Unrecognised logLevel")]
     LogLevel,
 }
@@ -458,8 +458,8 @@ impl RequestMetaError {
         }
     }
 
-    /// The error's `data`: the supported and requested versions for an unsupported revision
-    /// (B3, B22), nothing otherwise.
+    /// The error's `data`: the supported and requested versions for an unsupported revision,
+    /// nothing otherwise.
     #[must_use]
     pub fn data(&self) -> Option<Value> {
         match self {
@@ -528,7 +528,7 @@ pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, Requ
     })
 }
 
-/// What a client puts into one request's `_meta` (B1, B2, B11–B13, O73): the capabilities this
+/// What a client puts into one request's `_meta`: the capabilities this
 /// call supports, its identity, and optional progress, logging and application keys.
 #[derive(Debug, Clone, Default)]
 pub struct OutgoingMeta<'a> {
@@ -540,7 +540,7 @@ pub struct OutgoingMeta<'a> {
     pub progress_token: Option<&'a Value>,
     /// `logLevel`.
     pub log_level: Option<LogLevel>,
-    /// Application keys; none may be reserved or in an MCP namespace (B10, B12).
+    /// Application keys; none may be reserved or in an MCP namespace.
     pub extra: &'a [(&'a str, Value)],
 }
 

@@ -1,9 +1,9 @@
-//! The method table of revision 2026-07-28 (A14, M6), for both roles: which requests exist,
+//! The method table of revision 2026-07-28, for both roles: which requests exist,
 //! which server capability each needs, which were removed, and which may answer
 //! `input_required` (I-section). A server answers a method it does not serve with -32601; a
 //! client never sends one the server's discovery does not advertise.
 
-/// `server/discover` (B16).
+/// `server/discover`.
 pub const DISCOVER: &str = "server/discover";
 /// `tools/list`.
 pub const TOOLS_LIST: &str = "tools/list";
@@ -30,8 +30,8 @@ pub const PROGRESS: &str = "notifications/progress";
 /// `notifications/message` (L-section).
 pub const MESSAGE: &str = "notifications/message";
 
-/// Methods this revision removed (M6); a server answers them like unknown methods (-32601,
-/// A14), with the supported versions in `data` so an initialise-era client learns why (B22).
+/// Methods this revision removed; a server answers them like unknown methods (-32601),
+/// with the supported versions in `data` so an initialise-era client learns why.
 pub const REMOVED: [&str; 5] = [
     "initialize",
     "ping",
@@ -54,7 +54,7 @@ pub const REQUESTS: [&str; 10] = [
     LISTEN,
 ];
 
-/// The server capability a request method needs (A14: a method behind a capability the server
+/// The server capability a request method needs (a method behind a capability the server
 /// does not advertise does not exist).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

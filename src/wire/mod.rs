@@ -19,5 +19,5 @@ pub mod result;
 
 pub use crate::generated::*;
 
-/// The protocol revision this crate speaks, on both roles (B14).
+/// The protocol revision this crate speaks, on both roles.
 pub const PROTOCOL_REVISION: &str = "2026-07-28";

@@ -1,4 +1,4 @@
-//! The schema pin: which exact `schema.json` the wire types are generated from (O87).
+//! The schema pin: which exact `schema.json` the wire types are generated from.
 //!
 //! This file is compiled twice: as `strict_mcp::wire::pin` (so clients can run the same
 //! offline preflight and so the check has unit tests) and by `build.rs` through

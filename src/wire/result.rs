@@ -1,17 +1,17 @@
-//! Result decoding by `resultType` (O124, A5–A8, H1, H2, H8).
+//! Result decoding by `resultType`.
 //!
 //! The schema cannot tell result kinds apart (any object with a `resultType` validates as
 //! `InputRequiredResult`), so a result is decoded by first reading `resultType` and then
 //! deserializing into the one type the request's method allows. Two flavours:
 //!
-//! * [`decode_strict`] — what our server accepts and always emits: `resultType` is required
-//!   (A5), cacheable results carry `ttlMs` and `cacheScope` (H1), input-required results
-//!   carry no cache hints (H2) and name at least one of `inputRequests`/`requestState`.
+//! * [`decode_strict`] — what our server accepts and always emits: `resultType` is required,
+//!   cacheable results carry `ttlMs` and `cacheScope`, input-required results
+//!   carry no cache hints and name at least one of `inputRequests`/`requestState`.
 //! * [`decode_lenient`] — what our client accepts from other servers: a missing
-//!   `resultType` is read as `complete` (A8); a missing or negative `ttlMs` is 0 and a
+//!   `resultType` is read as `complete`; a missing or negative `ttlMs` is 0 and a
 //!   missing `cacheScope` is `private` (H8, X2), the safe reading of an absent hint.
 //!
-//! Both reject an unrecognised `resultType` (A7) with a typed error.
+//! Both reject an unrecognised `resultType` with a typed error.
 
 use serde_json::{Map, Value};
 
@@ -19,7 +19,7 @@ use crate::generated as g;
 use crate::wire::content;
 use crate::wire::meta::{self, MetaKeyError};
 
-/// A client request method whose result this module decodes (A13).
+/// A client request method whose result this module decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Method {
@@ -81,7 +81,7 @@ impl Method {
         Self::ALL.into_iter().find(|m| m.name() == name)
     }
 
-    /// Complete results of these methods carry `ttlMs` and `cacheScope` (H1).
+    /// Complete results of these methods carry `ttlMs` and `cacheScope`.
     pub const fn is_cacheable(self) -> bool {
         matches!(
             self,
@@ -153,17 +153,17 @@ pub enum Decoded {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResultError {
-    /// A JSON-RPC `result` must be an object (A5).
+    /// A JSON-RPC `result` must be an object.
     #[error("result is not a JSON object")]
     NotAnObject,
-    /// Strict only: every result names its `resultType` (A5).
+    /// Strict only: every result names its `resultType`.
     #[error("result has no `resultType`")]
     MissingResultType,
     /// `resultType` is present but not a string.
     #[error("`resultType` is not a string")]
     ResultTypeNotString,
-    /// A `resultType` this implementation does not recognise makes the response invalid
-    /// (A7); extension values are not accepted until an extension registers them (A6).
+    /// A `resultType` this implementation does not recognise makes the response invalid;
+    /// extension values are not accepted until an extension registers them.
     #[error("unrecognised resultType `{0}`")]
     UnknownResultType(String),
     /// `input_required` answered to a method that has no multi round-trip form.
@@ -172,10 +172,10 @@ pub enum ResultError {
     /// An input-required result must carry `inputRequests` or `requestState`.
     #[error("input_required result has neither `inputRequests` nor `requestState`")]
     InputRequiredEmpty,
-    /// Strict only: an input-required result carries no cache hints (H2).
+    /// Strict only: an input-required result carries no cache hints.
     #[error("input_required result carries cache hint `{0}`")]
     CacheHintOnInputRequired(&'static str),
-    /// Strict only: a complete result of a cacheable method lacks a cache hint (H1).
+    /// Strict only: a complete result of a cacheable method lacks a cache hint.
     #[error("complete `{method}` result lacks `{field}`")]
     MissingCacheHint {
         /// The request method.
@@ -183,7 +183,7 @@ pub enum ResultError {
         /// `ttlMs` or `cacheScope`.
         field: &'static str,
     },
-    /// A key of the result's `_meta` breaks the key syntax (B9).
+    /// A key of the result's `_meta` breaks the key syntax.
     #[error(transparent)]
     Meta(#[from] MetaKeyError),
     /// The result does not match the schema type selected by `resultType` and method.

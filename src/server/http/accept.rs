@@ -26,7 +26,7 @@ fn prepare_accepted(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
     stream.set_nodelay(true)
 }
 
-/// The path [`serve`] answers when [`HttpConfig::path`] is `None` (D1; the conformance suite,
+/// The path [`serve`] answers when [`HttpConfig::path`] is `None` (the conformance suite,
 /// the examples and most clients use `/mcp`).
 pub const DEFAULT_PATH: &str = "/mcp";
 
@@ -98,7 +98,7 @@ impl Default for ServeConfig {
 }
 
 /// A service [`serve`] can run: an HTTP service that says which request paths it answers, so
-/// the accept loop can keep to one endpoint (D1) and answer every other path with a plain 404
+/// the accept loop can keep to one endpoint and answer every other path with a plain 404
 /// before the service sees it.
 ///
 /// [`McpHttp`] answers its [`HttpConfig::path`] (or [`DEFAULT_PATH`]); `server::auth`'s
@@ -246,7 +246,7 @@ where
 }
 
 /// Serves `service` on `listener` until `shutdown` resolves: one endpoint
-/// ([`Endpoint::paths`]; every other path gets a plain 404, D1), TCP_NODELAY on every
+/// ([`Endpoint::paths`]; every other path gets a plain 404), TCP_NODELAY on every
 /// accepted socket, HTTP/1.1 and HTTP/2, the time-outs and connection limit of `config`, then
 /// a graceful close (no new connections or requests; in-flight responses finish, so shut the
 /// protocol server down first to end listen streams).

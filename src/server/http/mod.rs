@@ -2,7 +2,7 @@
 //!
 //! One endpoint, POST only, no sessions. [`McpHttp`] is both a `tower::Service` and a hyper
 //! `Service`, so an application mounts it behind its own router, authentication, TLS and
-//! listener (O2, O9); [`serve`] is a small accept loop for the common loopback case.
+//! listener; [`serve`] is a small accept loop for the common loopback case.
 //!
 //! # What happens to one request, in order
 //!
@@ -13,16 +13,16 @@
 //! 2. `Origin`, when present, against the allow-list ([`HttpConfig::origins`]) → 403 with a
 //!    one-line body and an `info` event (`reason="origin_not_allowed"`). A request **without**
 //!    `Origin` is allowed: browsers always send it on cross-origin POSTs, so its absence means a
-//!    non-browser client, which the application's authentication must cover (D35 policy).
-//! 3. Method: anything but POST → 405 with `Allow: POST` (D37, D38). `Mcp-Session-Id` and
+//!    non-browser client, which the application's authentication must cover.
+//! 3. Method: anything but POST → 405 with `Allow: POST`. `Mcp-Session-Id` and
 //!    `Last-Event-ID` are ignored; no session id is ever minted and SSE events carry no ids.
 //! 4. `Accept` must list both `application/json` and `text/event-stream` by name (wildcards
-//!    do not count; `q=0` removes an entry) → 406 with a JSON-RPC error (D3).
+//!    do not count; `q=0` removes an entry) → 406 with a JSON-RPC error.
 //! 5. `Content-Type` must be `application/json` → 415 with a JSON-RPC error.
 //! 6. Protocol headers (every header whose name starts with `mcp-`; the size counts name bytes
-//!    plus value bytes) together at most 8 KiB (O38) → 400 / -32020 with `"id": null`, before the
+//!    plus value bytes) together at most 8 KiB → 400 / -32020 with `"id": null`, before the
 //!    body is read.
-//! 7. The body is capped while it is read (2 MiB, O36): a larger `Content-Length` or a longer
+//! 7. The body is capped while it is read (2 MiB by default, `ServerOptions::max_request_bytes`): a larger `Content-Length` or a longer
 //!    stream → 413 with a JSON-RPC error; nothing beyond the cap is buffered. A body that
 //!    pauses longer than [`HttpConfig::body_read_timeout`] → 408 with a JSON-RPC error. The
 //!    rest of a refused body is read and discarded (up to [`MAX_DRAIN_BYTES`] within
@@ -30,23 +30,23 @@
 //!    answer instead of a reset; the refusals of steps 1–6 drain the same way.
 //! 8. The codec decodes the body; a rejection is answered with its JSON-RPC error and the status
 //!    from [`Cause`] (never `text/plain`).
-//! 9. A notification is handed to the dispatcher and answered 202 with an empty body (D6). The
-//!    revision defines no header rules for notification POSTs (D7), so none are enforced.
-//! 10. A request has its mirrored headers checked against the body (D15–D30, rules in
+//! 9. A notification is handed to the dispatcher and answered 202 with an empty body. The
+//!    revision defines no header rules for notification POSTs, so none are enforced.
+//! 10. A request has its mirrored headers checked against the body (rules in
 //!     [`crate::wire::headers`], a tool's `x-mcp-header` annotations as parsed when it was
 //!     registered) → 400 / -32020 with the request id. A method this revision removed that
 //!     arrives without `MCP-Protocol-Version` (an initialise-era `initialize`) skips the check
-//!     and reaches the dispatcher's -32601 with the supported versions (B22). Then it is
+//!     and reaches the dispatcher's -32601 with the supported versions. Then it is
 //!     dispatched with the caller taken from the request's
 //!     extensions (absent → anonymous). Nothing is carried from one request to the next on a
-//!     connection (D36).
+//!     connection.
 //!
 //! # Response kind
 //!
 //! The first thing the request's [`Outbox`] receives decides: the final reply → one JSON body
 //! with the reply's status; a notification → an SSE stream (`text/event-stream`,
 //! `Cache-Control: no-cache`, `X-Accel-Buffering: no`) that carries the notifications and ends
-//! with the final response (D4, D8, D9, D10). A call that stays silent for
+//! with the final response. A call that stays silent for
 //! [`HttpConfig::stream_after`] is switched to SSE as well, so keep-alive comments (`:`) can
 //! flow on long calls; once streaming, the HTTP status is 200 and a late error travels as a
 //! JSON-RPC error event. `subscriptions/listen` is a request like any other: its
@@ -57,11 +57,11 @@
 //! [`HttpConfig::default`] accepts only loopback `Host` values and loopback browser origins, so
 //! a server bound to `127.0.0.1` is protected against DNS rebinding without configuration. A
 //! deployment on any other interface must name its host names ([`HostPolicy::Allow`]) and
-//! browser origins ([`OriginPolicy::Allow`]) and put authentication in front (O9, D36).
+//! browser origins ([`OriginPolicy::Allow`]) and put authentication in front.
 //! hyper itself answers malformed HTTP (bad request line, oversized header block) before this
 //! service runs; those answers are hyper's, not JSON-RPC.
 //!
-//! # One endpoint path (D1)
+//! # One endpoint path
 //!
 //! [`serve`] answers one path: [`HttpConfig::path`], or [`DEFAULT_PATH`] (`/mcp`) when that is
 //! `None`; every other path gets a plain 404. [`McpHttp`] mounted as a service answers every
@@ -92,7 +92,7 @@
 //! # Cancellation
 //!
 //! If the client closes the connection or drops the response stream before the final reply,
-//! the request's [`CancelToken`] fires and nothing further is sent (D12); a later `notify`
+//! the request's [`CancelToken`] fires and nothing further is sent; a later `notify`
 //! returns `false`. A stream whose client does not read fast enough to keep the queue under
 //! [`HttpConfig::max_queued_notifications`] is ended the same way (without a final response,
 //! so the client knows it missed something) rather than dropping notifications silently.
@@ -149,7 +149,7 @@ pub trait Dispatch: Send + Sync + 'static {
     /// The registry as of now.
     fn registry(&self) -> Arc<Registry>;
     /// The `x-mcp-header` annotations of the tool a `tools/call` names, as the caller sees it
-    /// in `tools/list`, which the host enforces (D28); parsed once when the tool was
+    /// in `tools/list`, which the host enforces; parsed once when the tool was
     /// registered. `None` when no such tool is published (unknown, hidden, or published only
     /// behind a wrapper such as compact mode's `call_tool`, whose own schema carries none).
     fn published_param_headers(&self, caller: &Caller, name: &str) -> Option<Arc<[ParamHeader]>> {
@@ -256,7 +256,7 @@ impl Dispatch for crate::server::Server {
     }
 }
 
-/// Which `Host` values are accepted (D35).
+/// Which `Host` values are accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HostPolicy {
@@ -268,7 +268,7 @@ pub enum HostPolicy {
     Any,
 }
 
-/// Which present `Origin` values are accepted (D34). Requests without `Origin` are allowed.
+/// Which present `Origin` values are accepted. Requests without `Origin` are allowed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum OriginPolicy {

@@ -142,7 +142,10 @@ fn initialize_result(server: &Server, version: &str) -> Value {
 /// A result reply; the lifecycle results are small and always within the bound.
 fn encode(id: &RequestId, result: &Value) -> Reply {
     let raw = serde_json::value::to_raw_value(result).ok();
-    match raw.as_deref().map(|r| encode_result_raw(id, r)) {
+    match raw
+        .as_deref()
+        .map(|r| encode_result_raw(id, r, &crate::codec::EgressLimits::SERVER))
+    {
         Some(Ok(line)) => Reply { line, status: 200 },
         _ => error_reply(id, Cause::Internal, "Internal error", None),
     }
