@@ -8,11 +8,13 @@
 //! `ServerOptions::ledger_store`, and give every instance the same key ring. [`Readiness`] is the
 //! probe a balancer sends: ready while serving and the store answers.
 
+pub mod bus;
 pub mod ledger;
 #[cfg(all(feature = "server", feature = "http"))]
 pub mod ready;
 pub mod record;
 
+pub use bus::{decode_event, encode_event, EventDecodeError, RedisEventBus, MAX_BUS_MESSAGE_BYTES};
 pub use ledger::{EpochScope, RedisLedgerStore, RedisStoreConfig, RedisStoreError};
 #[cfg(all(feature = "server", feature = "http"))]
 pub use ready::{NotReady, Readiness, DEFAULT_PROBE_TIMEOUT};
