@@ -671,6 +671,15 @@ impl Server {
             .await
     }
 
+    /// Replaces the key ring that seals and opens `requestState`, without a restart. Tokens
+    /// sealed under a key the new ring still holds (as current or previous) keep opening, so
+    /// the documented two-step rotation works live: first give every instance a ring whose
+    /// previous key is the old current one, then (once no token under the oldest key can be
+    /// live) drop it. A token sealed under a key the new ring lacks is `state_rejected`.
+    pub fn replace_key_ring(&self, ring: KeyRing) {
+        self.inner.continuations.replace_ring(ring);
+    }
+
     /// Stops admission for good, invalidates every outstanding `requestState` (epoch bump),
     /// cancels active calls, ends listen streams gracefully, and waits for active calls within
     /// `budget` (O5, O6).
