@@ -260,7 +260,10 @@ pub(crate) async fn listen(
     let _guard = StreamGuard { ctx, key };
     if ctx.server.bus_generation() != generation {
         // The bus was lost between attaching and registering this stream.
-        hub.fail(key, &BusError::Unavailable("lost while the stream opened".into()));
+        hub.fail(
+            key,
+            &BusError::Unavailable("lost while the stream opened".into()),
+        );
     }
     super::fault::point(super::fault::points::LISTEN_AFTER_ACK);
     let client = client_cancel.cancelled();
