@@ -55,6 +55,12 @@ const EXCHANGE_WAIT: Duration = Duration::from_secs(10);
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 
+/// Concurrent resumes of one final round through the balancer (O53): repeats, and the seed of
+/// the jitter that staggers the second request of each pair by 0–2 ms (a reproducible spread
+/// of interleavings).
+const BALANCED_RACE_REPEATS: usize = 10;
+const BALANCED_RACE_SEED: u64 = 20;
+
 /// The side effects every instance counts together.
 #[derive(Default)]
 struct Probes {
@@ -471,6 +477,46 @@ async fn three_instances_behind_nginx_round_robin() {
     assert_eq!(replayed_on, NAMES, "the replay reached every instance");
     assert_eq!(f.deleted(), 1);
 
+    // The same final round resumed concurrently through the balancer (round-robin sends the
+    // pair to two instances): the operation runs once per chain; the other request is refused
+    // (in flight) or answered as a replay (already completed), never run.
+    let mut rng = BALANCED_RACE_SEED;
+    let mut id = 100;
+    for repeat in 0..BALANCED_RACE_REPEATS {
+        let (first, _) = f.call(id, "delete", delete()).await;
+        let (second, _) = f
+            .call(id + 1, "delete", answer(&state_of(&first), "confirm"))
+            .await;
+        let state = state_of(&second);
+        rng = rng
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let jitter = Duration::from_micros((rng >> 33) % 2_000);
+        let before = f.deleted();
+        let one = f.call(id + 2, "delete", answer(&state, "again"));
+        let two = async {
+            tokio::time::sleep(jitter).await;
+            f.call(id + 3, "delete", answer(&state, "again")).await
+        };
+        let ((r1, _), (r2, _)) = tokio::join!(one, two);
+        assert_eq!(f.deleted(), before + 1, "repeat {repeat}: dispatched once");
+        let done = json!({"value": {"deleted": "x"}});
+        let completed = [&r1, &r2]
+            .iter()
+            .filter(|r| r["result"]["structuredContent"] == done)
+            .count();
+        assert_eq!(completed, 1, "repeat {repeat}: {r1} / {r2}");
+        for r in [&r1, &r2] {
+            let ok = r["result"]["structuredContent"] == done
+                || r["result"]["structuredContent"] == already_completed()
+                || r["error"]["data"]["reason"] == "state_rejected";
+            assert!(ok, "repeat {repeat}: {r}");
+        }
+        id += 4;
+    }
+    let chains = 1 + BALANCED_RACE_REPEATS;
+    assert_eq!(f.deleted(), chains);
+
     // A listen stream held by one instance sees an update published through another.
     let listen = f.request(
         "subscriptions/listen",
@@ -501,7 +547,8 @@ async fn three_instances_behind_nginx_round_robin() {
         .map(|(n, _)| *n)
         .collect();
     assert_eq!(holder.len(), 1, "one instance holds the stream");
-    let (touched, by) = f.call(8, "touch", json!({"arguments": {}})).await;
+    let (touched, by) = f.call(id, "touch", json!({"arguments": {}})).await;
+    id += 1;
     assert_eq!(touched["result"]["structuredContent"]["value"]["by"], by);
     assert_ne!(by, holder[0], "published through another instance");
     read_until(
@@ -514,7 +561,6 @@ async fn three_instances_behind_nginx_round_robin() {
 
     // A chain pending on `a` and one pending on `c`, then `c` shuts down.
     let mut pending = std::collections::BTreeMap::new();
-    let mut id = 10;
     while pending.len() < NAMES.len() {
         let (reply, by) = f.call(id, "delete", delete()).await;
         pending.insert(by, state_of(&reply));
@@ -556,6 +602,6 @@ async fn three_instances_behind_nginx_round_robin() {
         );
         id += 2;
     }
-    assert_eq!(f.deleted(), 3);
+    assert_eq!(f.deleted(), chains + 2);
     assert_eq!(f.ready("a").await, (StatusCode::OK, "ready\n".into()));
 }
