@@ -14,7 +14,7 @@ use strict_mcp::core::bus::{EventBus, MAX_EVENT_URI_BYTES};
 use strict_mcp::core::descriptor::ResourceContents;
 use strict_mcp::core::{Caller, ReadReply, Registry, RegistryBuilder, ResourceDef};
 use strict_mcp::machine::subscriptions::Change;
-use strict_mcp::scale::{RedisEventBus, RedisStoreConfig};
+use strict_mcp::scale::{BusSettings, RedisEventBus, RedisStoreConfig};
 use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
 use tokio::sync::mpsc;
 
@@ -225,6 +225,48 @@ async fn a_bus_outage_ends_listen_streams_with_32603_and_recovers() {
     assert!(published, "publishing works once Redis is back");
     assert_eq!(again.next().await, updated("L4"));
     again.task.abort();
+}
+
+/// Heartbeat of the bus in the pause test, and how long Redis stays paused (well past the
+/// heartbeat plus the operation time-out of [`redis_bus`], 500 ms).
+const PAUSE_HEARTBEAT: Duration = Duration::from_millis(200);
+const PAUSE_MS: u64 = 3_000;
+
+/// #20: a Redis that stops answering without closing the connection (`CLIENT PAUSE`) is caught
+/// by the heartbeat: the listen stream ends with the same -32603 within heartbeat + time-out,
+/// not silently and not only after the pause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_bus_is_caught_by_the_heartbeat() {
+    if !scale_support::redis_available() {
+        return;
+    }
+    let redis = scale_support::RedisProc::start(&[]);
+    let mut config = RedisStoreConfig::new(redis.url());
+    config.prefix = scale_support::unique_prefix("bus-pause");
+    config.op_timeout = Duration::from_millis(500);
+    let settings = BusSettings {
+        heartbeat: PAUSE_HEARTBEAT,
+        ..BusSettings::default()
+    };
+    let bus = RedisEventBus::connect_with(config, settings)
+        .await
+        .expect("bus connects");
+    let a = server(Arc::new(bus));
+    let mut stream = listen(&a, "LP");
+    assert_eq!(stream.next().await, ack("LP"));
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
+        .args(["CLIENT", "PAUSE", &PAUSE_MS.to_string(), "ALL"])
+        .output()
+        .expect("redis-cli runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "OK");
+    let paused = std::time::Instant::now();
+    assert_eq!(stream.next().await, bus_lost("LP"));
+    assert!(
+        paused.elapsed() < Duration::from_millis(PAUSE_MS),
+        "caught during the pause, after {:?}",
+        paused.elapsed()
+    );
 }
 
 /// The in-memory bus shared by two servers in one process behaves like the Redis one.

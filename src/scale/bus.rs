@@ -18,7 +18,8 @@
 //! The first [`EventBus::attach`] opens a dedicated pub/sub connection, waits for Redis to
 //! confirm the `SUBSCRIBE` (so the attached sink receives every later change) and starts the
 //! reader task. When that connection is lost (Redis stopped, network cut) the reader calls
-//! [`BusSink::lost`] on every sink and forgets them: the servers end their listen streams with
+//! [`BusSink::lost`] on every sink and forgets them (a subscription that goes silent without
+//! closing is caught by a heartbeat, [`DEFAULT_HEARTBEAT`]): the servers end their listen streams with
 //! -32603 and attach again on the next listen, which opens a new subscription once Redis answers.
 //! Changes are delivered to every sink except the publisher's own.
 
@@ -48,6 +49,30 @@ pub const MAX_BUS_MESSAGE_BYTES: usize = HEADER_LEN + MAX_EVENT_URI_BYTES;
 /// Default bound of changes queued for publishing: a burst of this many is taken at once; past
 /// it `publish` fails (`Unavailable`) instead of buffering without bound while Redis is slow.
 pub const DEFAULT_PUBLISH_QUEUE: usize = 1024;
+
+/// Default interval of the subscription's heartbeat (a `PING` on the pub/sub connection, answered
+/// within the operation time-out): a subscription that went silent without the connection
+/// closing (Redis paused or hung, a network cut without a reset) is noticed within this plus the
+/// operation time-out and reported lost, never left as a silent listen stream.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Settings of a [`RedisEventBus`] beyond the shared [`RedisStoreConfig`].
+#[derive(Debug, Clone)]
+pub struct BusSettings {
+    /// Changes queued for publishing at most ([`DEFAULT_PUBLISH_QUEUE`]).
+    pub publish_queue: usize,
+    /// Interval of the subscription's heartbeat ([`DEFAULT_HEARTBEAT`]).
+    pub heartbeat: Duration,
+}
+
+impl Default for BusSettings {
+    fn default() -> Self {
+        BusSettings {
+            publish_queue: DEFAULT_PUBLISH_QUEUE,
+            heartbeat: DEFAULT_HEARTBEAT,
+        }
+    }
+}
 
 /// The channel's name under the key prefix.
 const CHANNEL: &str = "events";
@@ -131,6 +156,7 @@ struct Inner {
     subscribers: Arc<Mutex<Subscribers>>,
     /// Fired on drop: stops the reader and publisher tasks.
     closed: CancelToken,
+    heartbeat: Duration,
 }
 
 impl Drop for Inner {
@@ -166,20 +192,21 @@ impl RedisEventBus {
     /// # Errors
     /// [`RedisStoreError`] for a bad configuration or a Redis that does not answer.
     pub async fn connect(config: RedisStoreConfig) -> Result<RedisEventBus, RedisStoreError> {
-        Self::connect_with_queue(config, DEFAULT_PUBLISH_QUEUE).await
+        Self::connect_with(config, BusSettings::default()).await
     }
 
-    /// As [`RedisEventBus::connect`], with `queue` changes queued for publishing at most.
+    /// As [`RedisEventBus::connect`], with its own [`BusSettings`].
     ///
     /// # Errors
-    /// As [`RedisEventBus::connect`]; a zero `queue` is a configuration error.
-    pub async fn connect_with_queue(
+    /// As [`RedisEventBus::connect`]; a zero queue or heartbeat is a configuration error.
+    pub async fn connect_with(
         config: RedisStoreConfig,
-        queue: usize,
+        settings: BusSettings,
     ) -> Result<RedisEventBus, RedisStoreError> {
-        if queue == 0 {
+        let queue = settings.publish_queue;
+        if queue == 0 || settings.heartbeat.is_zero() {
             return Err(RedisStoreError::Config(
-                "the publish queue must be positive".into(),
+                "the publish queue and the heartbeat must be positive".into(),
             ));
         }
         let client = redis::Client::open(config.connection_info()?)?;
@@ -213,6 +240,7 @@ impl RedisEventBus {
                 queue: tx,
                 subscribers: Arc::new(Mutex::new(Subscribers::default())),
                 closed,
+                heartbeat: settings.heartbeat,
             }),
         })
     }
@@ -239,8 +267,14 @@ impl RedisEventBus {
         let generation = subs.next;
         subs.next += 1;
         subs.live = Some(generation);
+        let (sink, messages) = pubsub.split();
         tokio::spawn(reader(
-            pubsub.into_on_message(),
+            Subscription {
+                sink,
+                messages,
+                heartbeat: self.inner.heartbeat,
+                op_timeout: config.op_timeout,
+            },
             Arc::clone(&self.inner.subscribers),
             generation,
             self.inner.closed.clone(),
@@ -283,20 +317,46 @@ async fn publisher(
     }
 }
 
-/// Delivers received changes until the subscription ends, then reports the loss.
+/// One live subscription: its connection's two halves and its heartbeat.
+struct Subscription {
+    sink: redis::aio::PubSubSink,
+    messages: redis::aio::PubSubStream,
+    heartbeat: Duration,
+    op_timeout: Duration,
+}
+
+/// Delivers received changes until the subscription ends (the connection closed, or a
+/// heartbeat went unanswered within the operation time-out), then reports the loss.
 async fn reader(
-    mut messages: redis::aio::PubSubStream,
+    sub: Subscription,
     subscribers: Arc<Mutex<Subscribers>>,
     generation: u64,
     closed: CancelToken,
 ) {
-    loop {
+    let Subscription {
+        mut sink,
+        mut messages,
+        heartbeat,
+        op_timeout,
+    } = sub;
+    let mut beat = tokio::time::interval(heartbeat);
+    beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is immediate; the subscription was just confirmed.
+    beat.tick().await;
+    let why = loop {
         let next = tokio::select! {
             next = messages.next() => next,
+            _ = beat.tick() => {
+                match tokio::time::timeout(op_timeout, sink.ping::<redis::Value>()).await {
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(e)) => break format!("heartbeat failed: {e}"),
+                    Err(_) => break format!("heartbeat unanswered within {op_timeout:?}"),
+                }
+            }
             () = closed.cancelled() => return,
         };
         let Some(message) = next else {
-            break;
+            break "the pub/sub connection was lost".to_owned();
         };
         let (from, change) = match decode_event(message.get_payload_bytes()) {
             Ok(event) => event,
@@ -314,10 +374,11 @@ async fn reader(
                 .filter_map(|(_, s)| s.upgrade())
                 .collect()
         };
-        for sink in targets {
-            sink.deliver(&change);
+        for target in targets {
+            target.deliver(&change);
         }
-    }
+    };
+    // The connection (both halves) is dropped with this task.
     let lost: Vec<Arc<dyn BusSink>> = {
         let mut subs = subscribers.lock().await;
         if subs.live != Some(generation) {
@@ -329,7 +390,7 @@ async fn reader(
             .filter_map(|(_, s)| s.upgrade())
             .collect()
     };
-    let error = BusError::Unavailable("the pub/sub connection was lost".into());
+    let error = BusError::Unavailable(why);
     for sink in lost {
         sink.lost(&error);
     }

@@ -16,7 +16,10 @@ pub mod ledger;
 pub mod ready;
 pub mod record;
 
-pub use bus::{decode_event, encode_event, EventDecodeError, RedisEventBus, MAX_BUS_MESSAGE_BYTES};
+pub use bus::{
+    decode_event, encode_event, BusSettings, EventDecodeError, RedisEventBus, DEFAULT_HEARTBEAT,
+    MAX_BUS_MESSAGE_BYTES,
+};
 pub use ledger::{EpochScope, RedisLedgerStore, RedisStoreConfig, RedisStoreError};
 #[cfg(all(feature = "server", feature = "http"))]
 pub use ready::{NotReady, Readiness, DEFAULT_PROBE_TIMEOUT};
