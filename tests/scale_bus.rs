@@ -73,7 +73,7 @@ impl Stream {
 /// Opens `subscriptions/listen` with id `id` for `mem://a` and list changes of tools.
 fn listen(server: &Server, id: &str) -> Stream {
     let line = format!(
-        r#"{{"jsonrpc":"2.0","id":"{id}","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true,"resourceSubscriptions":["mem://a"]}},"_meta":{META}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":"{id}","method":"subscriptions/listen","params":{{"notifications":{{"toolsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["mem://a"]}},"_meta":{META}}}}}"#
     );
     let message = strict_mcp::codec::decode(line.as_bytes(), &server.ingress_limits())
         .expect("a valid request");
@@ -94,13 +94,19 @@ fn listen(server: &Server, id: &str) -> Stream {
 
 fn ack(id: &str) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"resourceSubscriptions":["mem://a"]}},"_meta":{{"io.modelcontextprotocol/subscriptionId":"{id}"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{{"notifications":{{"resourceSubscriptions":["mem://a"],"resourcesListChanged":true}},"_meta":{{"io.modelcontextprotocol/subscriptionId":"{id}"}}}}}}"#
     )
 }
 
 fn updated(id: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{{"uri":"mem://a","_meta":{{"io.modelcontextprotocol/subscriptionId":"{id}"}}}}}}"#
+    )
+}
+
+fn list_changed(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{{"_meta":{{"io.modelcontextprotocol/subscriptionId":"{id}"}}}}}}"#
     )
 }
 
@@ -129,8 +135,9 @@ fn server(bus: Arc<dyn EventBus>) -> Server {
 }
 
 /// K2, #20: an update published on B reaches A's stream (tagged with A's subscription id) and
-/// B's own stream exactly once (not again through the bus); a change A's filter does not admit
-/// (tools list, not advertised) reaches nobody; a URI over the bus bound is refused.
+/// B's own stream exactly once (not again through the bus); a resources list change published
+/// on A reaches both; a change no filter admits (tools list, not advertised) reaches nobody; a
+/// URI over the bus bound is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k2_an_update_published_on_b_reaches_a_listener_on_a_once() {
     let Some((url, _guard)) = scale_support::shared_redis() else {
@@ -150,6 +157,12 @@ async fn k2_an_update_published_on_b_reaches_a_listener_on_a_once() {
     b.resource_updated("mem://a");
     assert_eq!(on_a.next().await, updated("LA"));
     assert_eq!(on_b.next().await, updated("LB"));
+    // A list change travels too, to every stream whose filter admits it.
+    a.publish_change(Change::ResourcesListChanged)
+        .await
+        .expect("published");
+    assert_eq!(on_a.next().await, list_changed("LA"));
+    assert_eq!(on_b.next().await, list_changed("LB"));
     a.publish_change(Change::ToolsListChanged)
         .await
         .expect("published");
