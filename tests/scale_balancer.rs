@@ -15,6 +15,9 @@
 //!   from admission means the request never ran.
 //! - The shutdown of one instance invalidates the chains that instance issued and no other:
 //!   a pending chain issued by another instance still completes through the balancer.
+//! - Redis stopped mid-chain: the resume through the balancer is the retryable
+//!   `state_unavailable` and runs nothing, `/ready` answers `store-unavailable`, and a listen
+//!   stream held through nginx ends with -32603 `bus_unavailable`.
 
 #![forbid(unsafe_code)]
 
@@ -60,6 +63,10 @@ const NAMES: [&str; 3] = ["a", "b", "c"];
 /// of interleavings).
 const BALANCED_RACE_REPEATS: usize = 10;
 const BALANCED_RACE_SEED: u64 = 20;
+
+/// Tries (100 ms apart) for a new chain once Redis is back: the store's connection repairs
+/// itself with backoff (`DEFAULT_BACKOFF_MAX` = 2 s), so 5 s is ample.
+const REDIS_BACK_ATTEMPTS: usize = 50;
 
 /// The side effects every instance counts together.
 #[derive(Default)]
@@ -276,14 +283,19 @@ struct Fleet {
     probes: Arc<Probes>,
     nginx: Nginx,
     client: Client<HttpConnector, Full<Bytes>>,
-    _redis: Option<scale_support::RedisProc>,
+    /// A private Redis: the test stops it at the end.
+    redis: scale_support::RedisProc,
 }
 
 async fn fleet() -> Option<Fleet> {
     if !nginx_available() {
         return None;
     }
-    let (url, guard) = scale_support::shared_redis()?;
+    if !scale_support::redis_available() {
+        return None;
+    }
+    let redis = scale_support::RedisProc::start(&[]);
+    let url = redis.url();
     let prefix = scale_support::unique_prefix("balancer");
     let ring = KeyRing::new(SealKey::new(9, [0x5a; 32]));
     let probes = Arc::new(Probes::default());
@@ -316,7 +328,7 @@ async fn fleet() -> Option<Fleet> {
         probes,
         nginx,
         client: Client::builder(TokioExecutor::new()).build_http(),
-        _redis: guard,
+        redis,
     })
 }
 
@@ -435,7 +447,7 @@ fn already_completed() -> Value {
 /// affects its own chains only while nginx routes around it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_instances_behind_nginx_round_robin() {
-    let Some(f) = fleet().await else {
+    let Some(mut f) = fleet().await else {
         return;
     };
     for name in NAMES {
@@ -604,4 +616,86 @@ async fn three_instances_behind_nginx_round_robin() {
     }
     assert_eq!(f.deleted(), chains + 2);
     assert_eq!(f.ready("a").await, (StatusCode::OK, "ready\n".into()));
+
+    // Redis stopped mid-chain, seen through the balancer: the resume is the typed retryable
+    // failure and runs nothing, /ready says why, and a held listen stream ends with -32603
+    // `bus_unavailable` on its own id (an SSE event), never silently.
+    let (asked, _) = f.call(id, "delete", delete()).await;
+    let state = state_of(&asked);
+    id += 1;
+    let listen = f.request(
+        "subscriptions/listen",
+        None,
+        body(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["mem://a"]}}),
+        ),
+    );
+    let response = tokio::time::timeout(EXCHANGE_WAIT, f.client.request(listen))
+        .await
+        .expect("answered in time")
+        .expect("answered");
+    let mut stream = response.into_body();
+    let mut seen = String::new();
+    read_until(
+        &mut stream,
+        &mut seen,
+        "notifications/subscriptions/acknowledged",
+    )
+    .await;
+    f.redis.stop();
+    read_until(
+        &mut stream,
+        &mut seen,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":"The listen event bus is unavailable; listen again.","data":{{"reason":"bus_unavailable","retryable":true}}}}}}"#
+        ),
+    )
+    .await;
+    id += 1;
+    let (refused, _) = f.call(id, "delete", answer(&state, "confirm")).await;
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32603,
+               "message": "The request state could not be checked right now; retry the call.",
+               "data": {"reason": "state_unavailable", "retryable": true}}),
+        "{refused}"
+    );
+    assert_eq!(f.deleted(), chains + 2, "nothing ran");
+    let (status, why) = f.ready("a").await;
+    assert_eq!(
+        (status, why.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "store-unavailable\n")
+    );
+    // Redis back (empty: nothing persisted): once the connections are repaired, new chains
+    // work again through the balancer; the old state's chain is gone, so it stays refused.
+    f.redis.restart();
+    let mut started = None;
+    for _ in 0..REDIS_BACK_ATTEMPTS {
+        id += 1;
+        let (reply, _) = f.call(id, "delete", delete()).await;
+        if reply["result"]["resultType"] == "input_required" {
+            started = Some(state_of(&reply));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let fresh = started.expect("new chains work once Redis is back");
+    let (next, _) = f.call(id + 1, "delete", answer(&fresh, "confirm")).await;
+    let (done, _) = f
+        .call(id + 2, "delete", answer(&state_of(&next), "again"))
+        .await;
+    assert_eq!(
+        done["result"]["structuredContent"],
+        json!({"value": {"deleted": "x"}}),
+        "{done}"
+    );
+    assert_eq!(f.deleted(), chains + 3);
+    let (stale, _) = f.call(id + 3, "delete", answer(&state, "confirm")).await;
+    assert_eq!(
+        stale["error"]["data"]["reason"], "state_rejected",
+        "{stale}"
+    );
+    assert_eq!(f.deleted(), chains + 3);
 }
