@@ -213,3 +213,39 @@ async fn a_one_step_rotation_refuses_states_on_instances_not_yet_rotated() {
     assert_eq!(resume(&not_yet, &state).await["error"], rejected());
     assert_eq!(fleet.deleted(), 1);
 }
+
+/// #20, live rotation: `Server::replace_key_ring` swaps the ring of running instances without a
+/// restart. Walking both instances through the two-step rotation live, a state sealed before
+/// each swap still opens after it (on the same and on the other instance), new states are
+/// sealed under the new current key (a ring without the old key opens them), and once the old
+/// key is retired its pending state is refused there without running the operation.
+#[tokio::test]
+async fn a_live_key_ring_swap_keeps_states_of_the_overlap_open() {
+    let fleet = Fleet::new();
+    let a = fleet.instance(KeyRing::new(old()));
+    let b = fleet.instance(KeyRing::new(old()));
+    let sealed_before_any_swap = start(&a).await;
+    let retired_later = start(&b).await;
+    // Step 1 on both, live: still sealing with `old`, already opening `new`.
+    a.replace_key_ring(KeyRing::with_previous(old(), new()).expect("distinct ids"));
+    b.replace_key_ring(KeyRing::with_previous(old(), new()).expect("distinct ids"));
+    assert!(completed(&resume(&b, &sealed_before_any_swap).await));
+    // Step 2 on A only: A seals with `new`; B (step 1) opens it, and A opens B's `old` states.
+    a.replace_key_ring(KeyRing::with_previous(new(), old()).expect("distinct ids"));
+    let sealed_new = start(&a).await;
+    assert!(completed(&resume(&b, &sealed_new).await));
+    let sealed_old = start(&b).await;
+    assert!(completed(&resume(&a, &sealed_old).await));
+    // What A seals now opens under a ring holding only `new`: it really is the new key.
+    let only_new = fleet.instance(KeyRing::new(new()));
+    let sealed_new = start(&a).await;
+    assert!(completed(&resume(&only_new, &sealed_new).await));
+    assert_eq!(fleet.deleted(), 4);
+    // Step 3 on A, live: `old` retired there; B's pending `old` state is refused on A and not
+    // run, and it still opens on B, which keeps `old` (the chain was never spent).
+    a.replace_key_ring(KeyRing::new(new()));
+    assert_eq!(resume(&a, &retired_later).await["error"], rejected());
+    assert_eq!(fleet.deleted(), 4);
+    assert!(completed(&resume(&b, &retired_later).await));
+    assert_eq!(fleet.deleted(), 5);
+}

@@ -78,6 +78,7 @@
 //! }
 //! ```
 
+pub mod bus;
 mod caller;
 pub mod continuation;
 mod cursor;

@@ -221,7 +221,7 @@ impl RedisStoreConfig {
         }
     }
 
-    fn connection_info(&self) -> Result<redis::ConnectionInfo, RedisStoreError> {
+    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo, RedisStoreError> {
         if self.url.starts_with("rediss://") && !cfg!(feature = "redis-tls") {
             return Err(RedisStoreError::Config(
                 "rediss:// needs the redis-tls feature".into(),

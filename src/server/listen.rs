@@ -15,6 +15,7 @@ use super::answer::Answer;
 use super::context::{Ctx, Params};
 use super::encode::{encode_notification, encode_result};
 use super::{lock, Cause, Outbox, Reply};
+use crate::core::bus::BusError;
 use crate::core::CancelToken;
 use crate::machine::subscriptions::{
     Change, Filter, Listen, ListenEffect, ListenEffects, ListenEvent, ServerSupport, SubscriptionId,
@@ -109,6 +110,23 @@ impl Hub {
         });
     }
 
+    /// Ends every stream with the bus-lost error (-32603, `data.reason = "bus_unavailable"`):
+    /// changes published elsewhere may have been missed, so no stream may stay open silent.
+    pub(crate) fn fail_all(&self, error: &BusError) {
+        let streams = std::mem::take(&mut *lock(&self.streams));
+        for (_, stream) in streams {
+            fail(stream, error);
+        }
+    }
+
+    /// Ends one stream with the bus-lost error, if it is still open.
+    pub(crate) fn fail(&self, key: u64, error: &BusError) {
+        let stream = lock(&self.streams).remove(&key);
+        if let Some(stream) = stream {
+            fail(stream, error);
+        }
+    }
+
     /// Open streams.
     pub(crate) fn len(&self) -> usize {
         lock(&self.streams).len()
@@ -156,6 +174,43 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
     open
 }
 
+/// The `data.reason` of a listen stream ended because its event bus was lost.
+pub(crate) const BUS_LOST_REASON: &str = "bus_unavailable";
+
+/// The bus-lost error on the listen request's id: -32603 with
+/// `{"reason":"bus_unavailable","retryable":true}` (listening again re-attaches the bus). The
+/// listen machine has no outage event: the stream leaves the hub and its machine is dropped,
+/// as for a peer that is gone.
+fn fail(stream: Stream, error: &BusError) {
+    tracing::debug!(%error, "listen stream ended by a bus loss");
+    let id = stream.machine.id().clone();
+    match crate::wire::jsonrpc::RequestId::from_token(&id.0) {
+        Ok(rid) => stream.outbox.finish(bus_lost_reply(&rid)),
+        Err(_) => tracing::warn!("listen id could not be re-encoded"),
+    }
+    stream.closed.cancel();
+}
+
+/// The reply of [`fail`], also what a listen answers when its bus cannot be attached.
+pub(crate) fn bus_lost_answer() -> Answer {
+    Answer::Error {
+        cause: Cause::Internal,
+        message: "The listen event bus is unavailable; listen again.".to_owned(),
+        data: Some(serde_json::json!({ "reason": BUS_LOST_REASON, "retryable": true })),
+    }
+}
+
+fn bus_lost_reply(id: &crate::wire::jsonrpc::RequestId) -> Reply {
+    match bus_lost_answer() {
+        Answer::Error {
+            cause,
+            message,
+            data,
+        } => super::encode::error_reply(id, cause, &message, data),
+        _ => super::encode::error_reply(id, Cause::Internal, "Internal error", None),
+    }
+}
+
 /// Sends one notification; `false` when the peer is gone (the stream then ends, D12).
 fn send(stream: &Stream, method: &str, params: &str) -> bool {
     match encode_notification(method, params) {
@@ -185,6 +240,14 @@ pub(crate) async fn listen(
         resources_list_changed: registry.has_resources(),
         resources_subscribe: registry.has_resources(),
     };
+    // Attached before the acknowledgement: a change published anywhere after it reaches us.
+    let generation = match ctx.server.attach_bus().await {
+        Ok(generation) => generation,
+        Err(error) => {
+            tracing::warn!(%error, "listen event bus cannot be attached");
+            return Err(bus_lost_answer());
+        }
+    };
     let hub = ctx.server.listens();
     let Opened { key, closed } = hub.open(
         ctx.server.now(),
@@ -196,6 +259,13 @@ pub(crate) async fn listen(
     );
     // However this future ends (client cancellation may drop it), the stream leaves the hub.
     let _guard = StreamGuard { ctx, key };
+    if ctx.server.bus_generation() != generation {
+        // The bus was lost between attaching and registering this stream.
+        hub.fail(
+            key,
+            &BusError::Unavailable("lost while the stream opened".into()),
+        );
+    }
     super::fault::point(super::fault::points::LISTEN_AFTER_ACK);
     let client = client_cancel.cancelled();
     let server_closed = closed.cancelled();

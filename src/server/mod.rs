@@ -61,6 +61,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 
 use crate::codec::{EgressLimits, IngressLimits};
+use crate::core::bus::{BusError, EventBus, InstanceId, MemoryEventBus};
 use crate::core::lifecycle::{route_epoch_effect, EpochRoute};
 use crate::core::seal::{KeyRing, SealKey};
 use crate::core::store::{LedgerStore, MemoryLedgerStore};
@@ -198,6 +199,7 @@ pub struct ServerOptions {
     mode: Option<String>,
     key_ring: Option<KeyRing>,
     store: Option<Arc<dyn LedgerStore>>,
+    bus: Option<Arc<dyn EventBus>>,
     shutdown_budget: Option<Duration>,
     instructions: Option<String>,
     state_ttl_ms: Option<u64>,
@@ -221,6 +223,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("mode", &self.mode)
             .field("key_ring", &self.key_ring.is_some())
             .field("store", &self.store.is_some())
+            .field("event_bus", &self.bus.is_some())
             .field("shutdown_budget", &self.shutdown_budget)
             .field("instructions", &self.instructions.is_some())
             .field("read_timeout", &self.read_timeout)
@@ -305,6 +308,16 @@ impl ServerOptions {
     #[must_use]
     pub fn key_ring(mut self, ring: KeyRing) -> Self {
         set_once(&mut self.key_ring, ring, "key_ring", &mut self.repeated);
+        self
+    }
+
+    /// The bus listen events travel on between instances (default: a private in-memory bus,
+    /// so changes reach this server's own streams only). Give every instance the same bus
+    /// (a shared [`MemoryEventBus`] in one process, the Redis one across processes) and a
+    /// change published on one reaches the matching listen streams of all.
+    #[must_use]
+    pub fn event_bus(mut self, bus: Arc<dyn EventBus>) -> Self {
+        set_once(&mut self.bus, bus, "event_bus", &mut self.repeated);
         self
     }
 
@@ -608,6 +621,8 @@ struct Inner {
     /// Signalled whenever a call ends.
     ended: event_listener::Event,
     listens: listen::Hub,
+    /// The listen event bus, this instance's id on it, and the sink it delivers to.
+    bus: BusLink,
     budget: Duration,
     /// Time-out of reads and prompt gets without their own override.
     read_timeout: Duration,
@@ -701,8 +716,13 @@ impl Server {
                 .state_ttl_ms
                 .unwrap_or(crate::machine::ledger::DEFAULT_STATE_TTL_MS),
         );
+        let instance = InstanceId::random().map_err(|_| ConfigError::Entropy)?;
+        let (bus, shared_bus) = match options.bus {
+            Some(bus) => (bus, true),
+            None => (Arc::new(MemoryEventBus::new()) as Arc<dyn EventBus>, false),
+        };
         Ok(Server {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| Inner {
                 registry: RwLock::new(Arc::new(registry)),
                 info,
                 instructions: options.instructions,
@@ -729,6 +749,7 @@ impl Server {
                 calls: Mutex::new(HashMap::new()),
                 ended: event_listener::Event::new(),
                 listens: listen::Hub::default(),
+                bus: BusLink::new(bus, shared_bus, instance, weak.clone()),
                 budget: options.shutdown_budget.unwrap_or(DEFAULT_SHUTDOWN_BUDGET),
                 read_timeout,
                 tool_timeout,
@@ -821,7 +842,10 @@ impl Server {
         }
     }
 
-    /// Announces `notifications/resources/updated` for `uri` on listen streams subscribed to it.
+    /// Announces `notifications/resources/updated` for `uri` on listen streams subscribed to it:
+    /// this server's at once, and every other instance's on a shared
+    /// [`ServerOptions::event_bus`] (handed to the bus now, in call order; a bus failure is
+    /// logged). [`Server::publish_change`] is the same with the bus's answer awaited.
     pub fn resource_updated(&self, uri: &str) {
         let change = crate::machine::subscriptions::Change::ResourceUpdated {
             uri: uri.to_owned(),
@@ -829,6 +853,40 @@ impl Server {
         self.inner
             .listens
             .change(self.now(), &change, &self.inner.info);
+        self.inner.bus.forward(change);
+    }
+
+    /// Publishes `change` to the listen streams of every instance: this server's own streams at
+    /// once, the others' through the [`ServerOptions::event_bus`]. `replace_registry` announces
+    /// its list changes on this server only (each instance swaps its own registry); an operator
+    /// who swapped the whole fleet announces it once through here.
+    ///
+    /// # Errors
+    /// [`BusError`] when the bus did not take the change (this server's streams have it
+    /// anyway), [`BusError::TooLarge`] (and nothing delivered) for a URI over
+    /// [`MAX_EVENT_URI_BYTES`](crate::core::bus::MAX_EVENT_URI_BYTES).
+    pub async fn publish_change(
+        &self,
+        change: crate::machine::subscriptions::Change,
+    ) -> Result<(), BusError> {
+        crate::core::bus::check_event(&change)?;
+        self.inner
+            .listens
+            .change(self.now(), &change, &self.inner.info);
+        self.inner
+            .bus
+            .bus
+            .publish(self.inner.bus.instance, &change)
+            .await
+    }
+
+    /// Replaces the key ring that seals and opens `requestState`, without a restart. Tokens
+    /// sealed under a key the new ring still holds (as current or previous) keep opening, so
+    /// the documented two-step rotation works live: first give every instance a ring whose
+    /// previous key is the old current one, then (once no token under the oldest key can be
+    /// live) drop it. A token sealed under a key the new ring lacks is `state_rejected`.
+    pub fn replace_key_ring(&self, ring: KeyRing) {
+        self.inner.continuations.replace_ring(ring);
     }
 
     /// Stops admission for good, invalidates every outstanding `requestState` (epoch bump),
@@ -1040,6 +1098,18 @@ impl Server {
         &self.inner.listens
     }
 
+    /// Attaches this instance to its event bus (once, again after a loss) and returns the
+    /// attachment's generation: a stream opened under it must be ended if the generation
+    /// moved on meanwhile ([`Server::bus_generation`]).
+    pub(crate) async fn attach_bus(&self) -> Result<u64, BusError> {
+        self.inner.bus.attach().await
+    }
+
+    /// The current bus attachment generation (bumped by every loss).
+    pub(crate) fn bus_generation(&self) -> u64 {
+        self.inner.bus.generation.load(Ordering::SeqCst)
+    }
+
     /// Sealing keys, ledger store and limits of continuation chains.
     pub(crate) fn continuations(&self) -> &mrtr::Continuations {
         &self.inner.continuations
@@ -1115,5 +1185,108 @@ impl Server {
     #[cfg(feature = "stdio")]
     pub(crate) fn claim_stdio(&self) -> bool {
         !self.inner.stdio_started.swap(true, Ordering::AcqRel)
+    }
+}
+
+/// A server's place on its listen event bus: the bus, this instance's id, the sink the bus
+/// delivers to, and whether (under which generation) the sink is attached.
+struct BusLink {
+    bus: Arc<dyn EventBus>,
+    /// False for the private default bus, where nobody else listens: nothing is forwarded.
+    shared: bool,
+    instance: InstanceId,
+    sink: Arc<dyn crate::core::bus::BusSink>,
+    /// Generation of the current attachment; bumped by every loss.
+    generation: AtomicU64,
+    /// The generation that is attached, if any (`u64::MAX`: none).
+    attached: AtomicU64,
+    /// Serialises attach attempts.
+    attaching: tokio::sync::Mutex<()>,
+}
+
+/// What the bus delivers to: the server's hub, held weakly (the bus never keeps a server).
+struct HubSink {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl crate::core::bus::BusSink for HubSink {
+    fn deliver(&self, change: &crate::machine::subscriptions::Change) {
+        if let Some(inner) = self.inner.upgrade() {
+            let now = Tick(inner.monotonic.elapsed_ms());
+            inner.listens.change(now, change, &inner.info);
+        }
+    }
+
+    fn lost(&self, error: &BusError) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        tracing::warn!(%error, "listen event bus lost; ending listen streams");
+        // Bump first: a stream opened under the old generation from here on sees the bump
+        // after it is registered and ends itself; one registered before is ended here.
+        inner.bus.generation.fetch_add(1, Ordering::SeqCst);
+        inner.bus.attached.store(u64::MAX, Ordering::SeqCst);
+        inner.listens.fail_all(error);
+    }
+}
+
+impl BusLink {
+    fn new(
+        bus: Arc<dyn EventBus>,
+        shared: bool,
+        instance: InstanceId,
+        inner: std::sync::Weak<Inner>,
+    ) -> BusLink {
+        BusLink {
+            bus,
+            shared,
+            instance,
+            sink: Arc::new(HubSink { inner }),
+            generation: AtomicU64::new(0),
+            attached: AtomicU64::new(u64::MAX),
+            attaching: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    async fn attach(&self) -> Result<u64, BusError> {
+        if !self.shared {
+            return Ok(self.generation.load(Ordering::SeqCst));
+        }
+        let _one = self.attaching.lock().await;
+        let generation = self.generation.load(Ordering::SeqCst);
+        if self.attached.load(Ordering::SeqCst) == generation {
+            return Ok(generation);
+        }
+        self.bus
+            .attach(self.instance, Arc::downgrade(&self.sink))
+            .await?;
+        self.attached.store(generation, Ordering::SeqCst);
+        Ok(generation)
+    }
+
+    /// Hands a local change to a shared bus (the bus takes it in call order); the outcome is
+    /// awaited on the current runtime and logged when it failed.
+    fn forward(&self, change: crate::machine::subscriptions::Change) {
+        if !self.shared {
+            return;
+        }
+        let bus = Arc::clone(&self.bus);
+        let instance = self.instance;
+        let report = |result: Result<(), BusError>| {
+            if let Err(error) = result {
+                tracing::warn!(%error, "listen event not published on the bus");
+            }
+        };
+        // The bus takes the change when `publish` is called; only its answer may be pending.
+        let mut sent = Box::pin(async move { bus.publish(instance, &change).await });
+        match futures_util::FutureExt::now_or_never(&mut sent) {
+            Some(result) => report(result),
+            None => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(async move { report(sent.await) });
+                }
+                Err(_) => tracing::warn!("no runtime to await the bus's answer; not awaited"),
+            },
+        }
     }
 }

@@ -42,7 +42,9 @@ use crate::machine::{Epoch, Tick};
 /// What continuations need of the server: the keys that seal `requestState`, the store the
 /// chains live in, and the ledger's limits. Owned by the server, read only here.
 pub(crate) struct Continuations {
-    ring: KeyRing,
+    /// Replaced whole at run time ([`Continuations::replace_ring`]); each seal or open reads
+    /// the ring once.
+    ring: std::sync::RwLock<Arc<KeyRing>>,
     store: Arc<dyn LedgerStore>,
     ledger: LedgerConfig,
 }
@@ -50,10 +52,29 @@ pub(crate) struct Continuations {
 impl Continuations {
     pub(crate) fn new(ring: KeyRing, store: Arc<dyn LedgerStore>, ledger: LedgerConfig) -> Self {
         Continuations {
-            ring,
+            ring: std::sync::RwLock::new(Arc::new(ring)),
             store,
             ledger,
         }
+    }
+
+    /// The key ring now in force.
+    pub(crate) fn ring(&self) -> Arc<KeyRing> {
+        Arc::clone(
+            &self
+                .ring
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Swaps in a new key ring (live rotation, #20): later seals use its current key, later
+    /// opens accept its current and previous keys.
+    pub(crate) fn replace_ring(&self, ring: KeyRing) {
+        *self
+            .ring
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(ring);
     }
 
     /// Tells the store the serving epoch moved (shutdown, O5): chains of older epochs are
@@ -226,7 +247,7 @@ where
     F: Fn(Invocation, &BTreeMap<String, Box<RawValue>>) -> Fut,
     Fut: Future<Output = Result<HandlerOut, Answer>> + 'c,
 {
-    let Ok(state) = open(&ctx.server.continuations().ring, token) else {
+    let Ok(state) = open(&ctx.server.continuations().ring(), token) else {
         return rejected(ctx, method);
     };
     for _ in 0..CAS_ATTEMPTS {
@@ -422,7 +443,7 @@ fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
     let Ok(nonce) = random_nonce() else {
         return internal();
     };
-    let token = seal(&ctx.server.continuations().ring, nonce, state);
+    let token = seal(&ctx.server.continuations().ring(), nonce, state);
     let Ok(requests) = serde_json::from_slice::<Value>(prompt) else {
         return internal();
     };
