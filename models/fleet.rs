@@ -22,7 +22,8 @@ use strict_mcp::core::continuation::{
     decide_finish, decide_resume, FinishStep, ResumeStep, RoundEnd,
 };
 use strict_mcp::machine::ledger::{
-    Binding, Chain, ChainId, LedgerConfig, LedgerEffect, LedgerEvent, Method, RequestState, Resume,
+    Binding, Chain, ChainId, InputMethod, LedgerConfig, LedgerEffect, LedgerEvent, RequestState,
+    Resume,
 };
 use strict_mcp::machine::{Digest, Epoch, Tick};
 
@@ -83,7 +84,7 @@ fn resume(token: RequestState) -> Resume {
     Resume {
         state: token,
         principal: PRINCIPAL,
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request: REQUEST,
         serving_epoch: Epoch(0),
         answer: Some(b"{}".to_vec()),
@@ -144,7 +145,7 @@ impl Model for FleetModel {
     fn init_states(&self) -> Vec<State> {
         let binding = Binding {
             principal: PRINCIPAL,
-            method: Method::ToolsCall,
+            method: InputMethod::ToolsCall,
             request: REQUEST,
         };
         let mut chain = Chain::new(
