@@ -22,9 +22,9 @@ pub enum Inbound {
     /// A well-formed response or notification.
     Message(Message),
     /// A notification that arrived on the response stream of the request `request` (an HTTP
-    /// request-scoped SSE stream): it belongs to that request, whatever else is in flight.
-    /// Over stdio nothing names the request a log message belongs to, so stdio never
-    /// produces this.
+    /// request-scoped SSE stream, or the in-memory transport's server serving `request`): it
+    /// belongs to that request, whatever else is in flight. Over stdio nothing names the
+    /// request a log message belongs to, so stdio never produces this.
     OnStream {
         /// The request whose stream carried it.
         request: RequestId,
