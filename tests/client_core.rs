@@ -491,6 +491,36 @@ async fn o85_rpc_errors_are_typed_codes_and_retired_32002_is_not_found() {
     }
 }
 
+/// A18: the legacy implementation-defined codes -32000…-32019 carry no shared meaning: each is
+/// an application code (`Other`) with its exact value, except the retired -32002 (A16).
+#[tokio::test]
+async fn a18_legacy_implementation_defined_codes_carry_no_shared_meaning_but_32002() {
+    for code in -32019..=-32000 {
+        let expected = if code == -32002 {
+            RpcErrorKind::NotFound
+        } else {
+            RpcErrorKind::Other(code)
+        };
+        assert_eq!(RpcErrorKind::from_code(code), expected, "{code}");
+    }
+    // Just outside the range, the codes this revision defines keep their meaning.
+    assert_eq!(
+        RpcErrorKind::from_code(-32020),
+        RpcErrorKind::HeaderMismatch
+    );
+    assert_eq!(RpcErrorKind::from_code(-31999), RpcErrorKind::Other(-31999));
+    // And off the wire: a -32001 from a tool call is an application error, not a transport or
+    // outcome class of its own.
+    let fake = modern(|r, _| vec![err(r, -32001, "busy")]);
+    let client = connect(&fake).await;
+    match client.call("t", None, &CallOptions::default()).await {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!((e.code, e.kind), (-32001, RpcErrorKind::Other(-32001)));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A7, E18: an unknown `resultType` or content block `type` fails closed.
 #[tokio::test]
 async fn o74_unknown_result_type_unknown_content_type_and_duplicate_keys_fail_closed() {
