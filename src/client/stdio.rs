@@ -932,6 +932,8 @@ async fn pump_stdout<R: AsyncRead + Unpin>(
     // A sink sent before this point still takes over (a later `attach_sink` finds the
     // reader gone and returns false, leaving the queue and the verdict to `recv`).
     if let Some(mut attach) = delivery.attach.take() {
+        // Closed first, so no sink can slip in after the look and be dropped unseen.
+        attach.close();
         if let Ok(sink) = attach.try_recv() {
             delivery.switch(sink).await;
         }
