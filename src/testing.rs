@@ -4,7 +4,10 @@
 //! decodes it with the server's ingress limits and hands it to [`Server::serve`] with an
 //! [`Outbox`] whose lines come back through the client's ingress decoder: the same bytes and
 //! checks as a pipe, without sockets or processes. Cancellation works as on stdio (the
-//! server's token is cancelled by `notifications/cancelled`).
+//! server's token is cancelled by `notifications/cancelled`). A notification the server sends
+//! while serving a request is delivered as [`Inbound::OnStream`] naming that request, as the
+//! HTTP transport does for a request's own response stream, so concurrent calls each get
+//! exactly their own log messages.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
@@ -18,9 +21,13 @@ use crate::core::{Caller, CancelToken};
 use crate::machine::subscriptions::Transport as Carrier;
 use crate::server::outbox::{Outbox, Reply};
 use crate::server::Server;
-use crate::wire::jsonrpc::Message;
+use crate::wire::jsonrpc::{Message, RequestId};
 
 type InFlight = Arc<Mutex<HashMap<String, CancelToken>>>;
+
+/// One server line for the client, with the request whose handling produced it when it is a
+/// notification sent while serving that request (its "stream").
+type Line = (Option<RequestId>, String);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -34,8 +41,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct InMemoryTransport {
     server: Server,
     caller: Caller,
-    tx: mpsc::UnboundedSender<String>,
-    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    tx: mpsc::UnboundedSender<Line>,
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Line>>,
     in_flight: InFlight,
     closed: watch::Sender<bool>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
@@ -71,19 +78,21 @@ impl InMemoryTransport {
 /// Where the server's lines for one request go.
 struct Lines {
     key: String,
-    tx: mpsc::UnboundedSender<String>,
+    /// The request being served: its notifications arrive on its stream.
+    request: RequestId,
+    tx: mpsc::UnboundedSender<Line>,
     in_flight: InFlight,
     closed: watch::Receiver<bool>,
 }
 
 impl Outbox for Lines {
     fn notify(&self, line: String) -> bool {
-        !*self.closed.borrow() && self.tx.send(line).is_ok()
+        !*self.closed.borrow() && self.tx.send((Some(self.request.clone()), line)).is_ok()
     }
 
     fn finish(&self, reply: Reply) {
         lock(&self.in_flight).remove(&self.key);
-        let _ = self.tx.send(reply.line);
+        let _ = self.tx.send((None, reply.line));
     }
 
     fn transport(&self) -> Carrier {
@@ -107,7 +116,7 @@ impl Transport for InMemoryTransport {
                         .encode_reply(&EgressLimits::SERVER)
                         .and_then(|r| r.body)
                     {
-                        let _ = self.tx.send(body);
+                        let _ = self.tx.send((None, body));
                     }
                 }
                 Ok(Message::Notification(n)) => {
@@ -124,6 +133,7 @@ impl Transport for InMemoryTransport {
                     lock(&self.in_flight).insert(key.clone(), token.clone());
                     let outbox: Arc<dyn Outbox> = Arc::new(Lines {
                         key,
+                        request: request.id.clone(),
                         tx: self.tx.clone(),
                         in_flight: Arc::clone(&self.in_flight),
                         closed: self.closed.subscribe(),
@@ -153,9 +163,12 @@ impl Transport for InMemoryTransport {
                 _ = closed.wait_for(|c| *c) => Err(TransportError::Closed),
                 line = rx.recv() => match line {
                     None => Err(TransportError::Closed),
-                    Some(line) => Ok(match decode(line.as_bytes(), &IngressLimits::CLIENT) {
-                        Ok(message) => Inbound::Message(message),
-                        Err(rejection) => Inbound::Rejected(rejection),
+                    Some((stream, line)) => Ok(match (decode(line.as_bytes(), &IngressLimits::CLIENT), stream) {
+                        (Ok(message @ Message::Notification(_)), Some(request)) => {
+                            Inbound::OnStream { request, message }
+                        }
+                        (Ok(message), _) => Inbound::Message(message),
+                        (Err(rejection), _) => Inbound::Rejected(rejection),
                     }),
                 },
             }

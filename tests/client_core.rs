@@ -491,6 +491,36 @@ async fn o85_rpc_errors_are_typed_codes_and_retired_32002_is_not_found() {
     }
 }
 
+/// A18: the legacy implementation-defined codes -32000…-32019 carry no shared meaning: each is
+/// an application code (`Other`) with its exact value, except the retired -32002 (A16).
+#[tokio::test]
+async fn a18_legacy_implementation_defined_codes_carry_no_shared_meaning_but_32002() {
+    for code in -32019..=-32000 {
+        let expected = if code == -32002 {
+            RpcErrorKind::NotFound
+        } else {
+            RpcErrorKind::Other(code)
+        };
+        assert_eq!(RpcErrorKind::from_code(code), expected, "{code}");
+    }
+    // Just outside the range, the codes this revision defines keep their meaning.
+    assert_eq!(
+        RpcErrorKind::from_code(-32020),
+        RpcErrorKind::HeaderMismatch
+    );
+    assert_eq!(RpcErrorKind::from_code(-31999), RpcErrorKind::Other(-31999));
+    // And off the wire: a -32001 from a tool call is an application error, not a transport or
+    // outcome class of its own.
+    let fake = modern(|r, _| vec![err(r, -32001, "busy")]);
+    let client = connect(&fake).await;
+    match client.call("t", None, &CallOptions::default()).await {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!((e.code, e.kind), (-32001, RpcErrorKind::Other(-32001)));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A7, E18: an unknown `resultType` or content block `type` fails closed.
 #[tokio::test]
 async fn o74_unknown_result_type_unknown_content_type_and_duplicate_keys_fail_closed() {
@@ -1618,4 +1648,117 @@ async fn o95_list_page_returns_one_page_and_its_cursor() {
         other => panic!("{other:?}"),
     }
     assert_eq!(fake.sent_requests().len(), 4);
+// The in-memory transport names the request a notification belongs to
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct TagIn {
+    tag: String,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct TagOut {
+    tag: String,
+}
+
+/// A server whose `chatty` tool logs three messages at info, 10 ms apart, then answers.
+fn chatty_server() -> Server {
+    use strict_mcp::core::{Invocation, LogLevel, RegistryBuilder, ToolDef};
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "chatty",
+            |inv: Invocation, i: TagIn| async move {
+                for n in 0..3 {
+                    inv.log(
+                        LogLevel::Info,
+                        Some("chatty"),
+                        json!(format!("{} {n}", i.tag)),
+                    );
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Ok(TagOut { tag: i.tag })
+            },
+        ))
+        .build()
+        .expect("registry");
+    Server::new(registry, ServerOptions::new().mode("direct")).expect("server")
+}
+
+/// L2, D8 (as over HTTP): a log message sent while serving a request arrives as
+/// `Inbound::OnStream` naming that request; the reply itself is a plain message.
+#[tokio::test]
+async fn l2_in_memory_notifications_arrive_on_their_requests_stream() {
+    use strict_mcp::wire::jsonrpc::{RequestId, Response};
+    let transport = InMemoryTransport::new(chatty_server(), Caller::new("t"));
+    let params = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"},"name":"chatty","arguments":{"tag":"x"}}"#;
+    let request = Message::Request(Request {
+        id: RequestId::integer(7),
+        method: "tools/call".into(),
+        params: Some(serde_json::value::RawValue::from_string(params.into()).unwrap()),
+    });
+    transport.send(&request).await.expect("sent");
+    for n in 0..3 {
+        match transport.recv().await.expect("frame") {
+            Inbound::OnStream {
+                request,
+                message: Message::Notification(note),
+            } => {
+                assert_eq!(request.token(), "7");
+                assert_eq!(note.method, "notifications/message");
+                assert_eq!(
+                    serde_json::from_str::<Value>(note.params.unwrap().get()).unwrap(),
+                    json!({"level": "info", "logger": "chatty", "data": format!("x {n}")})
+                );
+            }
+            other => panic!("message {n}: {other:?}"),
+        }
+    }
+    match transport.recv().await.expect("reply") {
+        Inbound::Message(Message::Response(Response::Success(s))) => {
+            assert_eq!(s.id.token(), "7");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// L2, L5: two concurrent logging calls in memory each get exactly their own messages; none is
+/// dropped as ambiguous (before `OnStream`, overlapping calls dropped all of them).
+#[tokio::test]
+async fn l2_in_memory_concurrent_logging_calls_each_get_exactly_their_own() {
+    use strict_mcp::client::{LogMessage, LogMessageSink};
+    use strict_mcp::wire::logging::LogLevel;
+    let transport = Arc::new(InMemoryTransport::new(chatty_server(), Caller::new("t")));
+    let client = Client::connect(transport, ClientOptions::default())
+        .await
+        .expect("connect");
+    let collecting = || {
+        let seen: Arc<Mutex<Vec<LogMessage>>> = Arc::default();
+        let kept = Arc::clone(&seen);
+        (
+            LogMessageSink(Arc::new(move |m| kept.lock().unwrap().push(m))),
+            seen,
+        )
+    };
+    let (a, seen_a) = collecting();
+    let (b, seen_b) = collecting();
+    let oa = CallOptions::default().logs(LogLevel::Info, a);
+    let ob = CallOptions::default().logs(LogLevel::Info, b);
+    let args = |tag: &str| json!({ "tag": tag }).as_object().cloned();
+    let (ra, rb) = tokio::join!(
+        client.call("chatty", args("a"), &oa),
+        client.call("chatty", args("b"), &ob)
+    );
+    ra.expect("a");
+    rb.expect("b");
+    let expected = |tag: &str| {
+        (0..3)
+            .map(|n| LogMessage {
+                level: LogLevel::Info,
+                logger: Some("chatty".into()),
+                data: json!(format!("{tag} {n}")),
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(*seen_a.lock().unwrap(), expected("a"));
+    assert_eq!(*seen_b.lock().unwrap(), expected("b"));
+    assert_eq!(client.dropped_log_messages(), 0);
 }

@@ -4,6 +4,9 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "http", feature = "client", feature = "server"))]
 
+#[path = "support/fake_http.rs"]
+mod fake_http;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,6 +34,8 @@ use strict_mcp::server::{Server, ServerOptions};
 use strict_mcp::wire::jsonrpc::{Message, Notification, Request, RequestId, Response};
 use strict_mcp::wire::limits::MAX_CLIENT_INGRESS_FRAME_BYTES;
 use strict_mcp::wire::logging::LogLevel;
+
+use fake_http::{call_request, http, read_request, refused};
 
 const PV: &str = "2026-07-28";
 
@@ -332,14 +337,6 @@ fn meta_params(rest: &str) -> Option<Box<RawValue>> {
     )
 }
 
-fn call_request(id: i64) -> Message {
-    Message::Request(Request {
-        id: RequestId::integer(id),
-        method: "tools/call".into(),
-        params: meta_params(r#""name":"x","#),
-    })
-}
-
 #[tokio::test]
 async fn d7_a_notification_is_posted_and_acknowledged_202() {
     let (url, _) = own_host(None).await;
@@ -395,37 +392,15 @@ async fn raw_server(
             let answer = Arc::clone(&answer);
             let kept = Arc::clone(&kept);
             tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let end = loop {
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                    match socket.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
+                let Some((head, body)) = read_request(&mut socket).await else {
+                    return;
                 };
-                let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse().ok())?
-                    })
-                    .unwrap_or(0);
-                while buf.len() < end + length {
-                    match socket.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let reply = answer(&head, &buf[end..end + length]);
+                let reply = answer(&head, &body);
                 kept.lock().unwrap().push(head);
                 let _ = socket.write_all(&reply).await;
                 if reply.ends_with(HOLD) {
                     // Keep the stream open until the client closes it, and record that it did.
+                    let mut chunk = [0u8; 4096];
                     while matches!(socket.read(&mut chunk).await, Ok(n) if n > 0) {}
                     kept.lock().unwrap().push("CLOSED".to_owned());
                     return;
@@ -435,16 +410,6 @@ async fn raw_server(
         }
     });
     (format!("http://{addr}/mcp"), heads)
-}
-
-fn http(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
 }
 
 /// A success response for id 1 of exactly `len` bytes.
@@ -528,14 +493,6 @@ async fn d47_a_json_body_at_the_bound_is_read_one_past_is_refused() {
             limit: MAX_CLIENT_INGRESS_FRAME_BYTES
         }
     );
-}
-
-/// The typed HTTP cause of a refused message.
-fn refused(err: TransportError) -> HttpError {
-    match err {
-        TransportError::Refused(Refusal::Http(e)) => e,
-        other => panic!("expected a refused message, got {other:?}"),
-    }
 }
 
 #[tokio::test]

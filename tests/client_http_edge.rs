@@ -8,21 +8,25 @@
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "http", feature = "client", feature = "server"))]
 
+#[path = "support/fake_http.rs"]
+mod fake_http;
+
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 
-use serde_json::value::RawValue;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use strict_mcp::client::http::{
     AddressClass, Connect, Decorator, DialError, HttpError, HttpTransport, Resolve, DIAL_TIMEOUT,
     MAX_DIAL_ADDRESSES, MAX_REDIRECT_HOPS,
 };
-use strict_mcp::client::{BoxFuture, Inbound, Refusal, Transport, TransportError};
-use strict_mcp::wire::jsonrpc::{Message, Request, RequestId, Response};
+use strict_mcp::client::{BoxFuture, Inbound, Transport, TransportError};
+use strict_mcp::wire::jsonrpc::{Message, Response};
+
+use fake_http::{call_request, http, read_request, refused};
 
 /// Where cloud instance metadata lives: the classic SSRF target.
 const METADATA: &str = "169.254.169.254";
@@ -147,32 +151,9 @@ async fn answer_one<S: AsyncRead + AsyncWrite + Unpin>(
     answer: &(dyn Fn(&str) -> Vec<u8> + Send + Sync),
     kept: &Mutex<Vec<String>>,
 ) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
+    let Some((head, _body)) = read_request(&mut socket).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..end]).to_string();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case("content-length")
-                .then(|| v.trim().parse().ok())?
-        })
-        .unwrap_or(0);
-    while buf.len() < end + length {
-        match socket.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
     let reply = answer(&head);
     kept.lock().unwrap().push(head);
     let _ = socket.write_all(&reply).await;
@@ -181,36 +162,9 @@ async fn answer_one<S: AsyncRead + AsyncWrite + Unpin>(
 
 const OK_BODY: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
 
-fn http(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
 fn redirect(status: &str, location: &str) -> Vec<u8> {
     format!("HTTP/1.1 {status}\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         .into_bytes()
-}
-
-fn request(id: i64) -> Message {
-    let params = r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
-    Message::Request(Request {
-        id: RequestId::integer(id),
-        method: "tools/call".into(),
-        params: Some(RawValue::from_string(params.into()).expect("raw")),
-    })
-}
-
-/// The typed HTTP cause of a refused message.
-fn refused(err: TransportError) -> HttpError {
-    match err {
-        TransportError::Refused(Refusal::Http(e)) => e,
-        other => panic!("expected a refused message, got {other:?}"),
-    }
 }
 
 fn blocked(addr: &str, class: AddressClass) -> HttpError {
@@ -233,7 +187,7 @@ async fn d47_a_name_resolving_to_link_local_metadata_is_never_dialed() {
     let net = Net::new(server);
     net.answer("evil.test", &[&[METADATA]]);
     let transport = net.transport("http://evil.test:80/mcp", None);
-    let err = transport.send(&request(1)).await.expect_err("blocked");
+    let err = transport.send(&call_request(1)).await.expect_err("blocked");
     assert_eq!(refused(err), blocked(METADATA, AddressClass::LinkLocal));
     assert_eq!(net.lookups(), ["evil.test"]);
     assert!(net.dials().is_empty(), "dialed {:?}", net.dials());
@@ -249,7 +203,10 @@ async fn d47_a_redirect_to_a_metadata_name_is_neither_resolved_nor_dialed() {
     let transport = net
         .transport(&format!("http://{server}/mcp"), None)
         .follow_redirects(MAX_REDIRECT_HOPS);
-    let err = transport.send(&request(1)).await.expect_err("cross origin");
+    let err = transport
+        .send(&call_request(1))
+        .await
+        .expect_err("cross origin");
     assert_eq!(refused(err), HttpError::CrossOriginRedirect);
     // The loopback literal is dialed as itself, without a lookup; evil.test never is.
     assert!(net.lookups().is_empty(), "looked up {:?}", net.lookups());
@@ -272,7 +229,7 @@ async fn d47_a_same_origin_redirect_hop_is_checked_again_when_the_name_rebinds()
     let transport = net
         .transport(&format!("http://svc.test:{}/mcp", server.port()), None)
         .follow_redirects(MAX_REDIRECT_HOPS);
-    let err = transport.send(&request(1)).await.expect_err("rebound");
+    let err = transport.send(&call_request(1)).await.expect_err("rebound");
     assert_eq!(refused(err), blocked(METADATA, AddressClass::LinkLocal));
     assert_eq!(net.lookups(), ["svc.test", "svc.test"]);
     assert_eq!(
@@ -288,10 +245,10 @@ async fn d47_dns_rebinding_is_caught_at_the_next_dial() {
     let net = Net::new(server);
     net.answer("svc.test", &[&[PUBLIC_STAND_IN], &["127.0.0.1"]]);
     let transport = net.transport(&format!("http://svc.test:{}/mcp", server.port()), None);
-    transport.send(&request(1)).await.expect("first dial");
+    transport.send(&call_request(1)).await.expect("first dial");
     answered(&transport).await;
     // The server closed that connection, so the second message dials (and resolves) again.
-    let err = transport.send(&request(1)).await.expect_err("rebound");
+    let err = transport.send(&call_request(1)).await.expect_err("rebound");
     assert_eq!(refused(err), blocked("127.0.0.1", AddressClass::Loopback));
     assert_eq!(net.dials().len(), 1);
     assert_eq!(heads.lock().unwrap().len(), 1);
@@ -305,16 +262,22 @@ async fn d47_loopback_is_dialed_only_for_a_loopback_url() {
     net.answer("localhost", &[&["127.0.0.1", "::1"]]);
     let port = server.port();
     let named = net.transport(&format!("http://local.test:{port}/mcp"), None);
-    let err = named.send(&request(1)).await.expect_err("loopback name");
+    let err = named
+        .send(&call_request(1))
+        .await
+        .expect_err("loopback name");
     assert_eq!(refused(err), blocked("127.0.0.1", AddressClass::Loopback));
     assert!(net.dials().is_empty());
     let local = net.transport(&format!("http://localhost:{port}/mcp"), None);
-    local.send(&request(1)).await.expect("localhost");
+    local.send(&call_request(1)).await.expect("localhost");
     answered(&local).await;
     assert_eq!(net.dials(), [SocketAddr::new(ip("127.0.0.1"), port)]);
     // localhost resolving anywhere but loopback is refused.
     net.answer("localhost", &[&["10.0.0.1"]]);
-    let err = local.send(&request(1)).await.expect_err("not loopback");
+    let err = local
+        .send(&call_request(1))
+        .await
+        .expect_err("not loopback");
     assert_eq!(refused(err), blocked("10.0.0.1", AddressClass::Private));
     assert_eq!(net.dials().len(), 1);
 }
@@ -328,19 +291,19 @@ async fn d47_private_networks_are_opt_in_and_never_include_link_local() {
     let url = format!("http://intranet.test:{}/mcp", server.port());
     let err = net
         .transport(&url, None)
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("private");
     assert_eq!(refused(err), blocked("10.1.2.3", AddressClass::Private));
     assert!(net.dials().is_empty());
     let intranet = net.transport(&url, None).allow_private_networks();
-    intranet.send(&request(1)).await.expect("opted in");
+    intranet.send(&call_request(1)).await.expect("opted in");
     answered(&intranet).await;
     assert_eq!(net.dials().len(), 1);
     let meta = net
         .transport(&format!("http://meta.test:{}/mcp", server.port()), None)
         .allow_private_networks();
-    let err = meta.send(&request(1)).await.expect_err("link-local");
+    let err = meta.send(&call_request(1)).await.expect_err("link-local");
     assert_eq!(refused(err), blocked(METADATA, AddressClass::LinkLocal));
     assert_eq!(net.dials().len(), 1);
 }
@@ -351,7 +314,7 @@ async fn d47_a_mixed_answer_is_refused_whole() {
     let net = Net::new(server);
     net.answer("mixed.test", &[&[PUBLIC_STAND_IN, "fd00::1"]]);
     let transport = net.transport(&format!("http://mixed.test:{}/mcp", server.port()), None);
-    let err = transport.send(&request(1)).await.expect_err("mixed");
+    let err = transport.send(&call_request(1)).await.expect_err("mixed");
     assert_eq!(refused(err), blocked("fd00::1", AddressClass::Private));
     assert!(net.dials().is_empty());
 }
@@ -377,13 +340,13 @@ async fn d47_resolved_addresses_bound_at_and_one_past() {
     let port = server.port();
     let err = net
         .transport(&format!("http://at.test:{port}/mcp"), None)
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("at");
     assert_eq!(refused(err), blocked(METADATA, AddressClass::LinkLocal));
     assert!(net.dials().is_empty());
     let transport = net.transport(&format!("http://past.test:{port}/mcp"), None);
-    transport.send(&request(1)).await.expect("past");
+    transport.send(&call_request(1)).await.expect("past");
     answered(&transport).await;
     assert_eq!(net.dials(), [SocketAddr::new(ip("198.51.99.1"), port)]);
 }
@@ -396,7 +359,7 @@ async fn d47_an_unknown_name_and_a_refused_port_are_typed() {
     let net = Net::new(closed);
     let err = net
         .transport("http://nowhere.test/mcp", None)
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("unknown");
     assert_eq!(
@@ -408,13 +371,13 @@ async fn d47_an_unknown_name_and_a_refused_port_are_typed() {
     net.answer("empty.test", &[&[]]);
     let err = net
         .transport("http://empty.test/mcp", None)
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("empty");
     assert_eq!(refused(err), HttpError::Dial(DialError::NoAddress));
     let err = HttpTransport::new(&format!("http://{closed}/mcp"), None)
         .expect("transport")
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("refused port");
     assert_eq!(
@@ -460,7 +423,7 @@ async fn d47_errors_never_contain_authorization_or_cookie_values() {
     net.answer("evil.test", &[&[METADATA]]);
     let blocked_err = net
         .transport("http://evil.test/mcp", Some(secret_decorator()))
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("blocked");
     assert_no_secret("blocked", &blocked_err);
@@ -482,13 +445,16 @@ async fn d47_errors_never_contain_authorization_or_cookie_values() {
                 .expect("transport");
         assert_no_secret("transport", &TransportError::Closed);
         assert!(!format!("{transport:?}").contains("s3cret"));
-        let err = transport.send(&request(1)).await.expect_err(path);
+        let err = transport.send(&call_request(1)).await.expect_err(path);
         assert_no_secret(path, &err);
         assert_eq!(refused(err), expected);
     }
     let transport = HttpTransport::new(&format!("http://{server}/body"), Some(secret_decorator()))
         .expect("transport");
-    let err = transport.send(&request(1)).await.expect_err("bad body");
+    let err = transport
+        .send(&call_request(1))
+        .await
+        .expect_err("bad body");
     assert_no_secret("body", &err);
     assert!(matches!(refused(err), HttpError::Decode(_)));
     // The secrets did go on the wire, to the server they were meant for.
@@ -568,7 +534,7 @@ mod https {
             .expect("https accepted")
             .add_root_certificate(&ca)
             .expect("ca");
-        transport.send(&request(1)).await.expect("over TLS");
+        transport.send(&call_request(1)).await.expect("over TLS");
         answered(&transport).await;
         // By name (SNI and the name check), through the injected resolver.
         let net = Net::new(server);
@@ -579,7 +545,7 @@ mod https {
             .expect("only custom")
             .add_root_certificate(&ca)
             .expect("ca");
-        named.send(&request(1)).await.expect("by name");
+        named.send(&call_request(1)).await.expect("by name");
         answered(&named).await;
         assert_eq!(heads.lock().unwrap().len(), 2);
     }
@@ -591,7 +557,7 @@ mod https {
         let url = format!("https://{server}/mcp");
         let err = HttpTransport::new(&url, Some(secret_decorator()))
             .expect("transport")
-            .send(&request(1))
+            .send(&call_request(1))
             .await
             .expect_err("unknown issuer");
         assert_no_secret("tls", &err);
@@ -606,7 +572,7 @@ mod https {
             .expect("transport")
             .add_root_certificate(&ca)
             .expect("ca")
-            .send(&request(1))
+            .send(&call_request(1))
             .await
             .expect_err("wrong name");
         assert_eq!(
@@ -620,7 +586,7 @@ mod https {
             .expect("transport")
             .only_custom_roots()
             .expect("only custom")
-            .send(&request(1))
+            .send(&call_request(1))
             .await
             .expect_err("no roots");
         assert!(matches!(refused(err), HttpError::Dial(DialError::Tls(_))));
@@ -652,7 +618,7 @@ mod https {
         });
         let err = HttpTransport::new(&format!("https://{server}/mcp"), None)
             .expect("transport")
-            .send(&request(1))
+            .send(&call_request(1))
             .await
             .expect_err("not TLS");
         assert_eq!(
@@ -767,7 +733,7 @@ async fn dial_timeout_bounds_a_silent_connect_at_the_limit_and_one_past() {
         let err = HttpTransport::new("http://127.0.0.1:9/mcp", None)
             .expect("transport")
             .with_connector(Arc::new(SlowConnect(delay)))
-            .send(&request(1))
+            .send(&call_request(1))
             .await
             .expect_err("no connection");
         assert_eq!(refused(err), HttpError::Dial(expected), "delay {delay:?}");
@@ -778,7 +744,7 @@ async fn dial_timeout_bounds_a_silent_connect_at_the_limit_and_one_past() {
         .expect("transport")
         .dial_timeout(limit)
         .with_connector(Arc::new(SlowConnect(None)))
-        .send(&request(1))
+        .send(&call_request(1))
         .await
         .expect_err("no connection");
     assert_eq!(refused(err), HttpError::Dial(DialError::Timeout { limit }));

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strict_mcp::client::stdio::{
-    CloseReport, CommandSpec, Escalation, Incoming, LineError, ShutdownTimings, StdioTransport,
-    TransportError, INBOUND_QUEUE_FRAMES, STDERR_CAPTURE_BYTES,
+    CloseReport, CommandSpec, Escalation, FrameSink, Incoming, LineError, ShutdownTimings,
+    StdioTransport, TransportError, INBOUND_QUEUE_FRAMES, STDERR_CAPTURE_BYTES,
 };
 use strict_mcp::codec::IngressError;
 use strict_mcp::wire::jsonrpc::{Message, Response};
@@ -565,5 +565,130 @@ fn spawn_outside_a_runtime_is_a_typed_error() {
     assert_eq!(
         StdioTransport::spawn(&echo_server()).unwrap_err(),
         TransportError::NoRuntime
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// attach_sink: frames handed over from the stdout reader itself (no queue, no second task)
+
+type Seen = Arc<std::sync::Mutex<Vec<Result<Incoming, TransportError>>>>;
+
+/// A sink that keeps what it gets; `notify` is woken on every call.
+fn keeping_sink(seen: &Seen, notify: &Arc<tokio::sync::Notify>) -> FrameSink {
+    let (seen, notify) = (Arc::clone(seen), Arc::clone(notify));
+    Box::new(move |frame| {
+        seen.lock().unwrap().push(frame);
+        notify.notify_one();
+    })
+}
+
+/// Waits until the sink has `n` calls (bounded by [`TEST_WAIT`]).
+async fn wait_for_calls(seen: &Seen, notify: &tokio::sync::Notify, n: usize) {
+    let start = Instant::now();
+    while seen.lock().unwrap().len() < n {
+        assert!(
+            start.elapsed() < TEST_WAIT,
+            "sink got {} of {n} calls",
+            seen.lock().unwrap().len()
+        );
+        let _ = tokio::time::timeout(Duration::from_millis(50), notify.notified()).await;
+    }
+}
+
+fn id_of(frame: &Result<Incoming, TransportError>) -> String {
+    match frame {
+        Ok(Incoming::Message(Message::Response(Response::Success(s)))) => s.id.token().to_owned(),
+        other => panic!("expected a success response, got {other:?}"),
+    }
+}
+
+/// C13, O83: frames the reader queued before the sink came are handed over first, in order, then
+/// each later one; the sink's last call is the child's exit status, and nothing follows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c13_o83_an_attached_sink_gets_queued_frames_first_then_new_ones_then_the_exit() {
+    // Three replies at once (queued while nobody takes them), two more once a line arrives.
+    let script = "for i in 1 2 3; do printf '{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\\n' $i; done; \
+                  read line; \
+                  for i in 4 5; do printf '{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\\n' $i; done; \
+                  exit 3";
+    let transport = StdioTransport::spawn(&sh(script)).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let seen: Seen = Arc::default();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    assert!(transport.attach_sink(keeping_sink(&seen, &notify)));
+    wait_for_calls(&seen, &notify, 3).await;
+    transport
+        .send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n")
+        .await
+        .unwrap();
+    wait_for_calls(&seen, &notify, 6).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(seen.len(), 6, "nothing follows the final error: {seen:?}");
+    let ids: Vec<String> = seen[..5].iter().map(id_of).collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5"]);
+    match &seen[5] {
+        Err(e) => assert_eq!(e.exit_status().and_then(|s| s.code()), Some(3), "{e:?}"),
+        other => panic!("expected the exit, got {other:?}"),
+    }
+    // Frames went to the sink, so `recv` has nothing to give; a second sink is refused.
+    assert_eq!(
+        recv(&transport).await.unwrap_err(),
+        TransportError::Attached
+    );
+    let notify2 = Arc::new(tokio::sync::Notify::new());
+    assert!(!transport.attach_sink(keeping_sink(&Arc::default(), &notify2)));
+    close(&transport).await;
+}
+
+/// `recv` first decides for the queue: a later sink is refused and `recv` keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_is_refused_once_recv_took_the_frames() {
+    let transport = StdioTransport::spawn(&echo_server()).unwrap();
+    let line =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":{}}}\n";
+    transport.send(line).await.unwrap();
+    assert_eq!(success(recv(&transport).await.unwrap()).0, "1");
+    let notify = Arc::new(tokio::sync::Notify::new());
+    assert!(!transport.attach_sink(keeping_sink(&Arc::default(), &notify)));
+    transport.send(line).await.unwrap();
+    assert_eq!(success(recv(&transport).await.unwrap()).0, "1");
+    close(&transport).await;
+}
+
+/// C10, O83: close() releases an attached sink with `Closed` at once, not after the grace
+/// periods of a child that ignores EOF and SIGTERM; the group still ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c10_o83_close_releases_an_attached_sink_with_closed_before_escalating() {
+    let command = stubborn_server().shutdown(fast((300, 300, 1000)));
+    let transport = Arc::new(StdioTransport::spawn(&command).unwrap());
+    let seen: Seen = Arc::default();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    assert!(transport.attach_sink(keeping_sink(&seen, &notify)));
+    // The "ready" log line.
+    wait_for_calls(&seen, &notify, 1).await;
+    let closing = {
+        let transport = Arc::clone(&transport);
+        tokio::spawn(async move { close(&transport).await })
+    };
+    let start = Instant::now();
+    wait_for_calls(&seen, &notify, 2).await;
+    assert!(
+        start.elapsed() < Duration::from_millis(300),
+        "released only after {:?}",
+        start.elapsed()
+    );
+    assert!(matches!(
+        seen.lock().unwrap()[1],
+        Err(TransportError::Closed)
+    ));
+    let report = closing.await.unwrap();
+    assert_eq!(report.escalation, Escalation::Killed);
+    assert!(report.group_ended);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        2,
+        "nothing after the final error"
     );
 }

@@ -356,8 +356,18 @@ impl Client {
             diagnostics: Mutex::new(Diagnostics::default()),
             dropped_logs: AtomicU64::new(0),
         });
-        let reader = tokio::spawn(read_loop(transport, Arc::downgrade(&shared)));
-        *lock(&shared.reader) = Some(reader.abort_handle());
+        // A transport that reads in its own task routes each frame there (one hand-off from
+        // the reading task to the waiting caller); any other is read by a reader task here.
+        let weak = Arc::downgrade(&shared);
+        let attached = transport.attach(Box::new(move |frame| {
+            if let Some(shared) = weak.upgrade() {
+                shared.take(frame);
+            }
+        }));
+        if !attached {
+            let reader = tokio::spawn(read_loop(transport, Arc::downgrade(&shared)));
+            *lock(&shared.reader) = Some(reader.abort_handle());
+        }
         let mut retries = 0;
         let outcome = loop {
             let outcome = shared
@@ -1001,18 +1011,24 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Weak<Shared>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        match inbound {
-            Ok(inbound) => shared.route(inbound),
-            Err(e) if !e.is_fatal() => {}
-            Err(e) => {
-                shared.die(e);
-                return;
-            }
+        let fatal = inbound.as_ref().is_err_and(TransportError::is_fatal);
+        shared.take(inbound);
+        if fatal {
+            return;
         }
     }
 }
 
 impl Shared {
+    /// One frame or error from the transport: routed, or (fatal) the end of every waiter.
+    fn take(&self, inbound: Result<Inbound, TransportError>) {
+        match inbound {
+            Ok(inbound) => self.route(inbound),
+            Err(e) if !e.is_fatal() => {}
+            Err(e) => self.die(e),
+        }
+    }
+
     /// Routes one inbound frame to its waiter, stream or sink.
     fn route(&self, inbound: Inbound) {
         match inbound {

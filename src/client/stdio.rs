@@ -9,6 +9,10 @@
 //! - [`StdioTransport::recv`] yields frames through [`LineFramer`] and [`decode`] with
 //!   [`IngressLimits::CLIENT`]; a bad or over-long line is an [`Incoming::Rejected`]
 //!   diagnostic, never the end of the transport.
+//! - [`StdioTransport::attach_sink`] instead hands every frame to a callback from the stdout
+//!   reader itself, with no queue and no second task in between: the client core routes a
+//!   reply to its waiting caller right there. Frames queued before it are handed over first,
+//!   in order. Whichever of `recv` and `attach_sink` comes first decides, once.
 //! - stderr is captured into a bounded ring ([`STDERR_CAPTURE_BYTES`]) for diagnostics and is
 //!   never read as a failure signal (C5).
 //! - When the child exits or its pipes break, every waiter is released with a
@@ -29,7 +33,7 @@ use std::time::Duration;
 use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{ChildStdin, Command};
-use tokio::sync::{mpsc, watch, Mutex};
+use tokio::sync::{mpsc, oneshot, watch, Mutex};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -45,7 +49,8 @@ use crate::wire::jsonrpc::Message;
 /// is bounded). 64 KiB holds the last few hundred log lines, enough to diagnose a crash.
 pub const STDERR_CAPTURE_BYTES: usize = 64 * 1024;
 
-/// Decoded inbound frames buffered between the reader and [`StdioTransport::recv`].
+/// Decoded inbound frames buffered between the reader and [`StdioTransport::recv`] (or, until
+/// [`StdioTransport::attach_sink`], read ahead for the sink).
 ///
 /// Threat: a server that outpaces its client; when the queue is full the reader stops reading
 /// and the pipe applies back-pressure to the server instead of client memory growing.
@@ -223,6 +228,10 @@ pub enum TransportError {
     /// [`StdioTransport::close`] was called.
     #[error("the transport is closed")]
     Closed,
+    /// [`StdioTransport::recv`] was called after [`StdioTransport::attach_sink`]: every frame
+    /// goes to the sink, so there is nothing to receive here.
+    #[error("inbound frames go to the attached sink, not to recv")]
+    Attached,
 }
 
 impl TransportError {
@@ -236,6 +245,108 @@ impl TransportError {
         match self {
             TransportError::Exited { status } => Some(*status),
             _ => None,
+        }
+    }
+}
+
+/// Receives, from the stdout reader, every inbound frame as soon as it is decoded, in order
+/// ([`StdioTransport::attach_sink`]). Its last call is the `Err` that ended the transport:
+/// [`TransportError::Closed`] once [`StdioTransport::close`] began, otherwise the exit
+/// status, stdout's end or the I/O error; nothing follows it.
+pub type FrameSink = Box<dyn FnMut(Result<Incoming, TransportError>) + Send>;
+
+/// Who takes the stdout reader's frames: decided once, by the first `recv` or `attach_sink`.
+enum Consumer {
+    /// Nobody yet: the reader queues (bounded) and waits for a sink on this channel.
+    Undecided(oneshot::Sender<FrameSink>),
+    /// [`StdioTransport::recv`].
+    Queue,
+    /// The sink given to [`StdioTransport::attach_sink`].
+    Sink,
+}
+
+/// The stdout reader's side of delivery.
+struct Delivery {
+    queue: mpsc::Sender<Incoming>,
+    /// The queue's receiving end, drained into the sink when one is attached.
+    queued: Arc<Mutex<mpsc::Receiver<Incoming>>>,
+    /// Where a sink arrives; `None` once `recv` took the frames or a sink was attached.
+    attach: Option<oneshot::Receiver<FrameSink>>,
+    sink: Option<FrameSink>,
+    /// The sink's final `Err` went out (at close): later frames are read and dropped, so a
+    /// child flushing its output is not blocked on a full pipe while it shuts down.
+    released: bool,
+}
+
+impl Delivery {
+    /// Hands one frame on; `false` when nobody can take frames any more.
+    async fn frame(&mut self, incoming: Incoming) -> bool {
+        if self.sink.is_none() {
+            // A full queue waits for `recv`, or for a sink (which then takes the queue too).
+            let arrived = match &mut self.attach {
+                None => None,
+                Some(attach) => tokio::select! {
+                    biased;
+                    sink = attach => Some(sink.ok()),
+                    permit = self.queue.reserve() => {
+                        let Ok(permit) = permit else {
+                            return false;
+                        };
+                        permit.send(incoming);
+                        return true;
+                    }
+                },
+            };
+            let sink = match arrived {
+                // `recv` takes the frames.
+                None | Some(None) => {
+                    self.attach = None;
+                    return self.queue.send(incoming).await.is_ok();
+                }
+                Some(Some(sink)) => sink,
+            };
+            self.attach = None;
+            self.switch(sink).await;
+        }
+        self.frame_to_sink(incoming)
+    }
+
+    fn frame_to_sink(&mut self, incoming: Incoming) -> bool {
+        if let (Some(sink), false) = (&mut self.sink, self.released) {
+            sink(Ok(incoming));
+        }
+        true
+    }
+
+    /// Takes `sink`: first every frame queued so far, in order, then each new one.
+    async fn switch(&mut self, mut sink: FrameSink) {
+        // `recv` never touches the queue once a sink is attached, so this lock is free.
+        let mut queued = self.queued.lock().await;
+        while let Ok(incoming) = queued.try_recv() {
+            sink(Ok(incoming));
+        }
+        drop(queued);
+        self.sink = Some(sink);
+    }
+
+    /// A sink that arrived while the reader waited for stdout.
+    async fn attached(&mut self) -> Option<FrameSink> {
+        match &mut self.attach {
+            Some(attach) => attach.await.ok(),
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A sink that still waits for its final `Err`.
+    fn open_sink(&self) -> bool {
+        self.sink.is_some() && !self.released
+    }
+
+    /// Sends the sink its final `Err` (once); a queue closes when it is dropped instead.
+    fn release(&mut self, error: TransportError) {
+        if let (Some(sink), false) = (&mut self.sink, self.released) {
+            self.released = true;
+            sink(Err(error));
         }
     }
 }
@@ -310,19 +421,28 @@ struct Shared {
 }
 
 /// A running server child process and its line-level pipes.
-#[derive(Debug)]
 pub struct StdioTransport {
     /// The child's pid, which is also its process group id.
     pgid: Pid,
     timings: ShutdownTimings,
     stdin: Mutex<Option<ChildStdin>>,
-    inbound: Mutex<mpsc::Receiver<Incoming>>,
+    inbound: Arc<Mutex<mpsc::Receiver<Incoming>>>,
+    consumer: StdMutex<Consumer>,
     exit: watch::Receiver<Option<ChildExit>>,
     closing: watch::Sender<bool>,
     close_report: Mutex<Option<CloseReport>>,
     shared: Arc<Shared>,
     /// The stdout and stderr pumps; aborted on drop (the reaper is left to finish).
     pumps: [JoinHandle<()>; 2],
+}
+
+impl std::fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("pgid", &self.pgid)
+            .field("timings", &self.timings)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StdioTransport {
@@ -385,10 +505,20 @@ impl StdioTransport {
             terminal: StdMutex::new(None),
         });
         let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE_FRAMES);
+        let inbound = Arc::new(Mutex::new(inbound_rx));
+        let (attach_tx, attach_rx) = oneshot::channel();
+        let closing = watch::Sender::new(false);
         let reader = tokio::spawn(pump_stdout(
             stdout,
-            inbound_tx,
+            Delivery {
+                queue: inbound_tx,
+                queued: Arc::clone(&inbound),
+                attach: Some(attach_rx),
+                sink: None,
+                released: false,
+            },
             exit_rx.clone(),
+            closing.subscribe(),
             Arc::clone(&shared),
         ));
         let logger = tokio::spawn(pump_stderr(stderr, Arc::clone(&shared)));
@@ -396,9 +526,10 @@ impl StdioTransport {
             pgid,
             timings: command.shutdown,
             stdin: Mutex::new(Some(stdin)),
-            inbound: Mutex::new(inbound_rx),
+            inbound,
+            consumer: StdMutex::new(Consumer::Undecided(attach_tx)),
             exit: exit_rx,
-            closing: watch::Sender::new(false),
+            closing,
             close_report: Mutex::new(None),
             shared,
             pumps: [reader, logger],
@@ -457,10 +588,23 @@ impl StdioTransport {
     ///
     /// Frames that arrived before the child died are still delivered; then the error that
     /// ended the transport is returned, to every waiter and every later call.
+    ///
+    /// # Errors
+    /// The error that ended the transport; [`TransportError::Attached`] after
+    /// [`StdioTransport::attach_sink`].
     pub async fn recv(&self) -> Result<Incoming, TransportError> {
         let mut closing = self.closing.subscribe();
         if *closing.borrow() {
             return Err(TransportError::Closed);
+        }
+        {
+            let mut consumer = self.consumer.lock().unwrap_or_else(PoisonError::into_inner);
+            match *consumer {
+                Consumer::Sink => return Err(TransportError::Attached),
+                Consumer::Queue => {}
+                // Dropping the sender tells the reader no sink will come.
+                Consumer::Undecided(_) => *consumer = Consumer::Queue,
+            }
         }
         tokio::select! {
             next = async {
@@ -471,6 +615,33 @@ impl StdioTransport {
                 None => Err(self.terminal_error()),
             },
             _ = closing.wait_for(|closing| *closing) => Err(TransportError::Closed),
+        }
+    }
+
+    /// Hands every inbound frame to `sink` from the stdout reader itself, instead of queueing
+    /// it for [`StdioTransport::recv`] (one hand-off less per reply): first the frames read
+    /// ahead into the queue, in order, then each new one as it is decoded. The sink's last
+    /// call is the `Err` that ended the transport (see [`FrameSink`]); at
+    /// [`StdioTransport::close`] it is [`TransportError::Closed`] at once, as `recv` would
+    /// return.
+    ///
+    /// Returns `false`, and drops `sink`, when `recv` or an earlier `attach_sink` already
+    /// decided where frames go, or the reader has already finished (then `recv` still
+    /// delivers what it read and the verdict).
+    pub fn attach_sink(&self, sink: FrameSink) -> bool {
+        let mut consumer = self.consumer.lock().unwrap_or_else(PoisonError::into_inner);
+        match std::mem::replace(&mut *consumer, Consumer::Queue) {
+            Consumer::Undecided(attach) => {
+                let attached = attach.send(sink).is_ok();
+                if attached {
+                    *consumer = Consumer::Sink;
+                }
+                attached
+            }
+            decided => {
+                *consumer = decided;
+                false
+            }
         }
     }
 
@@ -683,23 +854,39 @@ fn check_line(line: &[u8]) -> Result<(), LineError> {
 /// Reads stdout into frames until it ends, then records why it ended.
 async fn pump_stdout<R: AsyncRead + Unpin>(
     mut stdout: R,
-    inbound: mpsc::Sender<Incoming>,
+    mut delivery: Delivery,
     mut exit: watch::Receiver<Option<ChildExit>>,
+    mut closing: watch::Receiver<bool>,
     shared: Arc<Shared>,
 ) {
     let limits = IngressLimits::CLIENT;
     let mut framer = LineFramer::new(limits.max_frame_bytes);
     let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut drain_until: Option<Instant> = None;
+    let mut attached: Option<FrameSink> = None;
     let ended: Option<io::ErrorKind> = loop {
+        if let Some(sink) = attached.take() {
+            delivery.switch(sink).await;
+        }
+        if delivery.open_sink() && *closing.borrow() {
+            // close() began: the sink's waiters are released now, as `recv` would be.
+            delivery.release(TransportError::Closed);
+        }
         let read = match drain_until {
             None => tokio::select! {
                 biased;
+                // A sink attached while stdout is quiet takes the queued frames at once.
+                sink = delivery.attached() => {
+                    delivery.attach = None;
+                    attached = sink;
+                    continue;
+                }
                 read = stdout.read(&mut buf) => read,
                 _ = exit.wait_for(Option::is_some) => {
                     drain_until = Some(Instant::now() + EXIT_DRAIN_WAIT);
                     continue;
                 }
+                _ = closing.wait_for(|c| *c), if delivery.open_sink() => continue,
             },
             Some(deadline) => {
                 if Instant::now() >= deadline {
@@ -720,18 +907,14 @@ async fn pump_stdout<R: AsyncRead + Unpin>(
             let (used, event) = framer.feed(input);
             input = &input[used..];
             if let Some(event) = event {
-                if inbound
-                    .send(frame_to_incoming(event, &limits))
-                    .await
-                    .is_err()
-                {
+                if !delivery.frame(frame_to_incoming(event, &limits)).await {
                     return; // The transport is gone.
                 }
             }
         }
     };
     if let Some(event) = framer.finish() {
-        let _ = inbound.send(frame_to_incoming(event, &limits)).await;
+        let _ = delivery.frame(frame_to_incoming(event, &limits)).await;
     }
     let status = match tokio::time::timeout(EXIT_STATUS_WAIT, exit.wait_for(Option::is_some)).await
     {
@@ -745,8 +928,24 @@ async fn pump_stdout<R: AsyncRead + Unpin>(
     *shared
         .terminal
         .lock()
-        .unwrap_or_else(PoisonError::into_inner) = Some(verdict);
-    // Dropping `inbound` here closes the queue: waiters see the verdict.
+        .unwrap_or_else(PoisonError::into_inner) = Some(verdict.clone());
+    // A sink sent before this point still takes over (a later `attach_sink` finds the
+    // reader gone and returns false, leaving the queue and the verdict to `recv`).
+    if let Some(mut attach) = delivery.attach.take() {
+        // Closed first, so no sink can slip in after the look and be dropped unseen.
+        attach.close();
+        if let Ok(sink) = attach.try_recv() {
+            delivery.switch(sink).await;
+        }
+    }
+    // A sink gets the verdict (`Closed` once close() began, as `recv` reports it); dropping
+    // the queue closes it, and its waiters read the verdict from `terminal`.
+    let closed = *closing.borrow();
+    delivery.release(if closed {
+        TransportError::Closed
+    } else {
+        verdict
+    });
 }
 
 fn frame_to_incoming(event: LineEvent, limits: &IngressLimits) -> Incoming {

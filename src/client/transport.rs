@@ -22,9 +22,9 @@ pub enum Inbound {
     /// A well-formed response or notification.
     Message(Message),
     /// A notification that arrived on the response stream of the request `request` (an HTTP
-    /// request-scoped SSE stream): it belongs to that request, whatever else is in flight.
-    /// Over stdio nothing names the request a log message belongs to, so stdio never
-    /// produces this.
+    /// request-scoped SSE stream, or the in-memory transport's server serving `request`): it
+    /// belongs to that request, whatever else is in flight. Over stdio nothing names the
+    /// request a log message belongs to, so stdio never produces this.
     OnStream {
         /// The request whose stream carried it.
         request: RequestId,
@@ -47,6 +47,11 @@ impl Inbound {
         }
     }
 }
+
+/// Where a transport that reads in a task of its own hands each inbound frame
+/// ([`Transport::attach`]): frames in arrival order, and last the fatal error that ended the
+/// transport, after which it is never called again.
+pub type InboundSink = Box<dyn FnMut(Result<Inbound, TransportError>) + Send>;
 
 /// Why one message was refused while the transport stays usable: the typed cause, so a caller
 /// matches it (say `Refusal::Http(HttpError::Status { status: 401 })`) instead of parsing text.
@@ -129,6 +134,16 @@ pub trait Transport: Send + Sync + 'static {
     /// The next inbound frame; after a fatal error every later call returns a fatal error.
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>>;
 
+    /// Asks the transport to hand every inbound frame to `sink` from the task that reads it
+    /// (the stdio transport's stdout reader), so the core routes a reply to its waiting caller
+    /// there, without a queue and a reader task of its own in between. `true`: from now on
+    /// frames go only to `sink` (and [`Transport::recv`] is not used). `false` (the default,
+    /// and whenever `recv` was already used): the core reads with `recv` instead.
+    fn attach(&self, sink: InboundSink) -> bool {
+        drop(sink);
+        false
+    }
+
     /// Ends the transport; pending `recv` calls return [`TransportError::Closed`] or the
     /// error that ended it.
     fn close(&self) -> BoxFuture<'_, ()>;
@@ -157,20 +172,31 @@ impl Transport for crate::client::stdio::StdioTransport {
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
-        use crate::client::stdio::{Incoming, TransportError as StdioError};
-        Box::pin(async move {
-            match self.recv().await {
-                Ok(Incoming::Message(m)) => Ok(Inbound::Message(m)),
-                Ok(Incoming::Rejected(r)) => Ok(Inbound::Rejected(r)),
-                Err(StdioError::Closed) => Err(TransportError::Closed),
-                Err(e) => Err(TransportError::failed(e)),
-            }
-        })
+        Box::pin(async move { stdio_inbound(self.recv().await) })
+    }
+
+    /// Replies are routed from the stdout reader itself (no queue, no reader task).
+    fn attach(&self, mut sink: InboundSink) -> bool {
+        self.attach_sink(Box::new(move |frame| sink(stdio_inbound(frame))))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let _report = crate::client::stdio::StdioTransport::close(self).await;
         })
+    }
+}
+
+/// A stdio frame or error as the core sees it.
+#[cfg(all(unix, feature = "stdio"))]
+fn stdio_inbound(
+    frame: Result<crate::client::stdio::Incoming, crate::client::stdio::TransportError>,
+) -> Result<Inbound, TransportError> {
+    use crate::client::stdio::{Incoming, TransportError as StdioError};
+    match frame {
+        Ok(Incoming::Message(m)) => Ok(Inbound::Message(m)),
+        Ok(Incoming::Rejected(r)) => Ok(Inbound::Rejected(r)),
+        Err(StdioError::Closed) => Err(TransportError::Closed),
+        Err(e) => Err(TransportError::failed(e)),
     }
 }
