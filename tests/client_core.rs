@@ -1648,6 +1648,9 @@ async fn o95_list_page_returns_one_page_and_its_cursor() {
         other => panic!("{other:?}"),
     }
     assert_eq!(fake.sent_requests().len(), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The in-memory transport names the request a notification belongs to
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
