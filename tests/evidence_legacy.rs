@@ -10,6 +10,12 @@
 //! ([`Peer::request`]); a notification has no reply, so [`Peer::notify`] records it as
 //! accepted only when the next line the server writes is the answer to the `ping` sent right
 //! after it (nothing was written for the notification itself).
+//!
+//! The same methods over legacy Streamable HTTP (transport `legacy-http-server`, section
+//! `http`): the fixtures behind `server::http::serve` on 127.0.0.1, each POST carrying the
+//! session id the `initialize` answer gave, recorded by `http::HttpPeer` from the JSON or
+//! SSE reply it read; a notification counts as accepted on a 202 with no body, and the
+//! session's `DELETE /mcp` as a result on 204 and an error on the 404 of an ended session.
 
 #![forbid(unsafe_code)]
 
