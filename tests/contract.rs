@@ -205,6 +205,9 @@ fn wanted(cli_methods: &BTreeSet<&str>) -> BTreeSet<(String, String)> {
     for m in legacy_routes() {
         want.insert((LEGACY_TRANSPORT.to_owned(), m));
     }
+    for m in legacy_http_routes() {
+        want.insert((LEGACY_HTTP_TRANSPORT.to_owned(), m));
+    }
     want
 }
 
@@ -231,6 +234,28 @@ fn legacy_routes() -> BTreeSet<String> {
     }
 }
 
+/// Legacy Streamable HTTP (feature `legacy`): the HTTP server with
+/// `ServerOptions::legacy_era(true)`, `Mcp-Session-Id` sessions beside the modern endpoint.
+const LEGACY_HTTP_TRANSPORT: &str = "legacy-http-server";
+
+/// What legacy Streamable HTTP serves: probed from its session table with `legacy`
+/// ([`legacy::http_probe`]); without the feature the contract's own operations stand in, as
+/// for [`legacy_routes`].
+fn legacy_http_routes() -> BTreeSet<String> {
+    #[cfg(feature = "legacy")]
+    {
+        legacy::http_probe()
+    }
+    #[cfg(not(feature = "legacy"))]
+    {
+        exposures(&contract())
+            .into_iter()
+            .filter(|(t, _)| t == LEGACY_HTTP_TRANSPORT)
+            .map(|(_, m)| m)
+            .collect()
+    }
+}
+
 /// The legacy route set, read from the code (feature `legacy`).
 #[cfg(feature = "legacy")]
 mod legacy {
@@ -238,6 +263,9 @@ mod legacy {
     use std::sync::Arc;
 
     use strict_mcp::codec::{decode, IngressLimits};
+    use strict_mcp::core::Caller;
+    use strict_mcp::server::http::DEFAULT_PATH;
+    use strict_mcp::server::legacy::sessions::Post;
     use strict_mcp::server::legacy::{LegacyLink, Route};
     use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
     use strict_mcp::wire::jsonrpc::{Message, Notification, Request};
@@ -363,6 +391,126 @@ mod legacy {
         );
         served
     }
+
+    /// The version the HTTP probe's session is opened at and names in its
+    /// `MCP-Protocol-Version` header.
+    const HTTP_PROBE_VERSION: &str = "2025-11-25";
+
+    /// The HTTP methods a 2025 Streamable HTTP client sends besides POST: the standalone
+    /// stream's GET and the session's DELETE.
+    pub const SESSION_HTTP_METHODS: [&str; 2] = ["GET", "DELETE"];
+
+    /// A live legacy HTTP session of `caller` in `server`'s session table: its id.
+    fn http_session(server: &Server, caller: &Caller) -> String {
+        let init = request(
+            1,
+            "initialize",
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"0"}}"#,
+        );
+        match server
+            .legacy_sessions()
+            .post(server, caller, None, None, Message::Request(init))
+        {
+            Post::Answer(a) => {
+                assert!(
+                    a.body.as_deref().is_some_and(|b| b.contains(r#""result""#)),
+                    "{a:?}"
+                );
+                a.session_id
+                    .expect("an initialize result carries a session id")
+            }
+            other => panic!("initialize was not answered by the session table: {other:?}"),
+        }
+    }
+
+    /// Whether a request of `method`, POSTed with a live session's id and a legacy version
+    /// header, is served: answered by the session with anything but -32601, or handed to the
+    /// dispatcher for a method its route table has (the decision `Sessions::post` gives the
+    /// HTTP host).
+    pub fn http_session_serves(method: &str) -> bool {
+        let server = server();
+        let caller = Caller::new("probe");
+        let id = http_session(&server, &caller);
+        let post = server.legacy_sessions().post(
+            &server,
+            &caller,
+            Some(&id),
+            Some(HTTP_PROBE_VERSION),
+            Message::Request(request(2, method, "{}")),
+        );
+        match post {
+            Post::Answer(a) => a
+                .body
+                .as_deref()
+                .is_some_and(|b| !b.contains(r#""code":-32601"#)),
+            Post::Serve(r, _) => methods::needs(&r.method).is_some(),
+            Post::Modern(_) => false,
+        }
+    }
+
+    /// Whether notification `method`, POSTed with a live session's id, is served: accepted
+    /// (202) by the session table, which hands it to the session's `LegacyLink`, and taken
+    /// by that link (it completes the handshake; [`session_takes`]).
+    pub fn http_session_takes(method: &str) -> bool {
+        let server = server();
+        let caller = Caller::new("probe");
+        let id = http_session(&server, &caller);
+        let n = Notification {
+            method: method.to_owned(),
+            params: None,
+        };
+        let post = server.legacy_sessions().post(
+            &server,
+            &caller,
+            Some(&id),
+            Some(HTTP_PROBE_VERSION),
+            Message::Notification(n),
+        );
+        matches!(post, Post::Answer(ref a) if a.status == 202 && a.body.is_none())
+            && session_takes(method)
+    }
+
+    /// Whether HTTP method `http_method` with a live session's id is served (answered with
+    /// anything but 405), as the operation kind `<METHOD> <path>`.
+    pub fn http_endpoint_serves(http_method: &str) -> bool {
+        let server = server();
+        let caller = Caller::new("probe");
+        let id = http_session(&server, &caller);
+        server
+            .legacy_sessions()
+            .other_method(&server, &caller, http_method, &id)
+            .is_some_and(|a| a.status != 405)
+    }
+
+    /// Every method legacy Streamable HTTP serves on one endpoint: the session's requests
+    /// and notifications (probed through `Sessions`, the decision the HTTP host takes), the
+    /// session's HTTP methods besides POST (as `DELETE /mcp`), and every 2026-07-28 request
+    /// of the route table (a modern header or `_meta` stays modern).
+    pub fn http_probe() -> BTreeSet<String> {
+        let mut served: BTreeSet<String> = CLIENT_REQUESTS
+            .iter()
+            .filter(|m| http_session_serves(m))
+            .chain(
+                CLIENT_NOTIFICATIONS
+                    .iter()
+                    .filter(|m| http_session_takes(m)),
+            )
+            .map(|m| (*m).to_owned())
+            .collect();
+        served.extend(
+            SESSION_HTTP_METHODS
+                .iter()
+                .filter(|m| http_endpoint_serves(m))
+                .map(|m| format!("{m} {DEFAULT_PATH}")),
+        );
+        served.extend(
+            methods::REQUESTS
+                .iter()
+                .filter(|m| methods::needs(m).is_some())
+                .map(|m| (*m).to_owned()),
+        );
+        served
+    }
 }
 
 /// What the inventory lacks or has too much, one line per `(transport, method)`, worded so
@@ -475,7 +623,7 @@ fn o114_inventory_matches_the_code() {
     let declared: BTreeSet<&str> = SERVER_TRANSPORTS
         .iter()
         .chain(CLIENT_TRANSPORTS.iter())
-        .chain([CLI_TRANSPORT, LEGACY_TRANSPORT].iter())
+        .chain([CLI_TRANSPORT, LEGACY_TRANSPORT, LEGACY_HTTP_TRANSPORT].iter())
         .copied()
         .collect();
     assert_eq!(transports, declared);
@@ -604,6 +752,58 @@ fn o115_fault_legacy_method_without_operation() {
     );
 }
 
+/// B23, D37, D38, O114: the HTTP probe reads legacy Streamable HTTP's route set from its
+/// session table: the same session methods as stdio, the session's DELETE (GET is 405: no
+/// standalone stream), and the 2026-07-28 requests.
+#[cfg(feature = "legacy")]
+#[test]
+fn o114_legacy_http_probe_reads_the_route_set() {
+    let mut want = legacy::probe();
+    want.insert("DELETE /mcp".to_owned());
+    assert_eq!(legacy::http_probe(), want);
+    assert!(legacy::http_endpoint_serves("DELETE"));
+    assert!(!legacy::http_endpoint_serves("GET"));
+    assert!(!legacy::http_session_serves("resources/subscribe"));
+    assert!(!legacy::http_session_serves("tasks/get"));
+    assert!(!legacy::http_session_serves("notifications/initialized"));
+    assert!(!legacy::http_session_serves("server/discover"));
+    assert!(legacy::http_session_serves("logging/setLevel"));
+    assert!(legacy::http_session_takes("notifications/initialized"));
+    assert!(!legacy::http_session_takes("notifications/cancelled"));
+}
+
+/// O114: a legacy HTTP method without an operation fails the inventory, naming the pair; so
+/// do the session's DELETE without one and a method the HTTP session starts to serve (here
+/// `GET /mcp`, a standalone stream).
+#[cfg(feature = "legacy")]
+#[test]
+fn o115_fault_legacy_http_method_without_operation() {
+    let c = contract();
+    let want = wanted(&cli_methods(CLI_SUBCOMMANDS));
+    for method in ["ping", "DELETE /mcp"] {
+        let mut have = exposures(&c);
+        assert!(have.remove(&(LEGACY_HTTP_TRANSPORT.to_owned(), method.to_owned())));
+        let faults = inventory_faults(&have, &want);
+        assert_eq!(faults.len(), 1, "{faults:#?}");
+        assert!(
+            faults[0].starts_with(&format!(
+                "(legacy-http-server, {method}): the code exposes {method} on legacy-http-server"
+            )),
+            "{}",
+            faults[0]
+        );
+    }
+    let mut want = want;
+    want.insert((LEGACY_HTTP_TRANSPORT.to_owned(), "GET /mcp".to_owned()));
+    let faults = inventory_faults(&exposures(&c), &want);
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert!(
+        faults[0].starts_with("(legacy-http-server, GET /mcp): the code exposes"),
+        "{}",
+        faults[0]
+    );
+}
+
 /// O114: a subcommand the table does not know, a table row the binary lacks, and a method
 /// the server does not route are each named.
 #[test]
@@ -678,8 +878,9 @@ fn contract_check() {
     #[cfg(not(feature = "legacy"))]
     panic!(
         "CONTRACT_CHECK=1 needs --features legacy: the {LEGACY_TRANSPORT} records come from \
-         tests/evidence_legacy.rs, tests/legacy_stdio.rs and tests/legacy_interop.rs, and \
-         its inventory is probed from the legacy route"
+         tests/evidence_legacy.rs, tests/legacy_stdio.rs and tests/legacy_interop.rs, the \
+         {LEGACY_HTTP_TRANSPORT} records from tests/evidence_legacy.rs, and their \
+         inventories are probed from the legacy routes"
     );
     #[cfg(feature = "legacy")]
     {
