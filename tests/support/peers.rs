@@ -310,15 +310,15 @@ impl Memory {
         let read = async {
             loop {
                 match self.transport.recv().await.expect("recv") {
-                    Inbound::Message(m) => {
+                    // A notification on the request's own stream (the in-memory transport
+                    // tags them) is its reply only when it is a listen acknowledgement.
+                    Inbound::Message(m) | Inbound::OnStream { message: m, .. } => {
                         let v = serde_json::to_value(&m).expect("JSON");
                         if let Some(outcome) = answers(&v, id) {
                             return (outcome, v);
                         }
                     }
                     Inbound::Rejected(r) => panic!("{method}: reply rejected: {r:?}"),
-                    // A notification on the request's own stream is not its reply.
-                    Inbound::OnStream { .. } => {}
                 }
             }
         };
