@@ -724,7 +724,7 @@ fn tools_list(id: i64, cursor: Option<&str>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
 }
 
-/// The first fault of a page's cache hints (H1), given the scope of the first page (H3).
+/// The first fault of a page's cache hints, given the scope of the first page.
 fn hint_fault(result: &Value, scope: Option<&Value>) -> Option<String> {
     let ttl = &result["ttlMs"];
     if !ttl.as_f64().is_some_and(|t| t >= 0.0) {
@@ -742,8 +742,8 @@ fn hint_fault(result: &Value, scope: Option<&Value>) -> Option<String> {
     }
 }
 
-/// The first tool of a page whose `inputSchema` is not an object schema (E5), and the first
-/// published schema that declares a dialect other than 2020-12 (E19).
+/// The first tool of a page whose `inputSchema` is not an object schema, and the first
+/// published schema that declares a dialect other than 2020-12.
 fn schema_faults(result: &Value) -> (Option<String>, Option<String>) {
     let mut shape = None;
     let mut dialect = None;
@@ -765,7 +765,7 @@ fn schema_faults(result: &Value) -> (Option<String>, Option<String>) {
     (shape, dialect)
 }
 
-/// Pagination, cache hints and schemas of `tools/list` (E4, H1, H3, E5, E19), then an
+/// Pagination, cache hints and schemas of `tools/list`, then an
 /// invalid cursor; nothing when the server offers no tools. Also returns the tools listed.
 async fn list_rules(peer: &mut Peer<'_>, deadline: Duration) -> (Vec<Verdict>, Vec<Value>) {
     let mut pages: Vec<Answer> = Vec::new();
@@ -899,7 +899,7 @@ fn tamper(state: &str) -> String {
 }
 
 /// A `tools/call` probe; over HTTP it carries the `Mcp-Param-*` headers the tool's
-/// `x-mcp-header` annotations require (D19–D21), computed by the client's own
+/// `x-mcp-header` annotations require, computed by the client's own
 /// [`required_headers`].
 fn tool_call(id: i64, params: &Value, annotations: &[ParamHeader]) -> Probe {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});

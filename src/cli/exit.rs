@@ -1,4 +1,4 @@
-//! The exit-code table (O97): one code per outcome class, so scripts can branch on the class
+//! The exit-code table: one code per outcome class, so scripts can branch on the class
 //! without parsing output.
 
 use crate::client::{ClientError, ConnectError};

@@ -1,5 +1,5 @@
 //! What the user hands the command: a stdio command line split into words (no shell),
-//! `K=V` / `K:V` pairs, tool arguments (O93) and the `--responses` file (O98).
+//! `K=V` / `K:V` pairs, tool arguments and the `--responses` file.
 
 use std::io::Read;
 use std::path::Path;
@@ -146,7 +146,7 @@ pub fn split_words(line: &str) -> Result<Vec<String>, InputError> {
 ///
 /// # Errors
 /// [`InputError::Pair`], naming only what precedes the separator (a header value may be a
-/// secret, O104).
+/// secret).
 pub fn split_pair(
     flag: &'static str,
     shape: &'static str,
@@ -245,7 +245,7 @@ pub enum ArgumentSource {
     File(std::path::PathBuf),
 }
 
-/// Reads and checks arguments (O93): one JSON object, no duplicate keys, numbers exact.
+/// Reads and checks arguments: one JSON object, no duplicate keys, numbers exact.
 ///
 /// # Errors
 /// [`InputError`].

@@ -1,4 +1,4 @@
-//! `--interactive`: answers a server's elicitation requests on the terminal (O98, O99).
+//! `--interactive`: answers a server's elicitation requests on the terminal.
 //!
 //! Form mode asks one field at a time by its schema type, the spec's restricted elicitation
 //! schema: `string` (with `minLength`/`maxLength`), `number` and `integer` (with

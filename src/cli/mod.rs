@@ -1,8 +1,8 @@
-//! The `strict-mcp` command: a bounded MCP client for revision 2026-07-28 (O91–O105) and the
+//! The `strict-mcp` command: a bounded MCP client for revision 2026-07-28 and the
 //! demo server it can spawn.
 //!
 //! Every client subcommand connects the same way (`--stdio`, `--url` or `--demo`), discovers
-//! first, makes independent protocol calls (O100), prints either a human view or lossless
+//! first, makes independent protocol calls, prints either a human view or lossless
 //! records ([`output`]) and exits with the code of its outcome class ([`exit::Exit`]).
 //! Answers are read through a recording transport ([`tap`]) so the lossless mode shows the
 //! bytes the server sent.

@@ -1,4 +1,4 @@
-//! Output: the lossless `--json` records (O96) and the human view (tables, pretty JSON).
+//! Output: the lossless `--json` records and the human view (tables, pretty JSON).
 //! Both print raw bytes as received; numbers are never re-encoded.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
-//! One client run: connect (discover first, O94), run the subcommand, print, shut down.
-//! Ctrl-C and the deadline cancel the call and shut the child down gracefully (O102).
+//! One client run: connect (discover first), run the subcommand, print, shut down.
+//! Ctrl-C and the deadline cancel the call and shut the child down gracefully.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -152,7 +152,7 @@ fn last_reply(records: &[Record], method: &str) -> Option<Box<RawValue>> {
 }
 
 /// Where `--log-level` messages go: one stderr line per message of the call that asked
-/// (the client's per-request log hook, L2).
+/// (the client's per-request log hook).
 fn log_sink() -> LogMessageSink {
     LogMessageSink(Arc::new(|m: LogMessage| {
         eprintln!(
@@ -257,7 +257,7 @@ fn transport_with(global: &Global, bearer: Option<Decorator>) -> Result<Selected
     Ok((inner, Some(stdio)))
 }
 
-/// The capabilities a run declares (O99): only what its mode can honour. `--interactive`
+/// The capabilities a run declares: only what its mode can honour. `--interactive`
 /// answers form and URL elicitations on the terminal; a `--responses` file answers forms
 /// only (a file cannot show a URL and ask consent); otherwise nothing.
 #[must_use]
@@ -427,7 +427,7 @@ pub async fn run(global: &Global, command: Command) -> Exit {
     exit
 }
 
-/// O101: the child's stderr is diagnostics, shown (bounded) and never a failure by itself.
+/// the child's stderr is diagnostics, shown (bounded) and never a failure by itself.
 fn show_stderr(stdio: &StdioTransport) {
     let tail = stdio.stderr_tail();
     if tail.is_empty() {
@@ -693,7 +693,7 @@ impl Session {
         Exit::Success
     }
 
-    /// Drives a request that may answer `input_required` (O98): each such answer is met
+    /// Drives a request that may answer `input_required`: each such answer is met
     /// with the next `--responses` round, or with answers asked on the terminal
     /// (`--interactive`), until a complete result, which comes back with its raw body; a
     /// failure or an unanswered round comes back as its exit. `send` returns the raw result
@@ -949,7 +949,7 @@ impl Session {
     }
 }
 
-/// Annotations are the server's claims, shown as hints (O105), never trusted.
+/// Annotations are the server's claims, shown as hints, never trusted.
 fn hints(annotations: Option<&Value>) -> String {
     let Some(a) = annotations.and_then(Value::as_object) else {
         return String::new();
@@ -1077,7 +1077,7 @@ fn print_blocks(result: &Value) {
     }
 }
 
-/// One content block for people; binary data is summarised, never printed (O104).
+/// One content block for people; binary data is summarised, never printed.
 fn block_text(block: &Value) -> String {
     match block.get("type").and_then(Value::as_str) {
         Some("text") => text_of(block, "text"),

@@ -1,7 +1,7 @@
 //! The recording transport: sits between the client core and the real transport so the
 //! command can print every answer, error objects and list pages included, exactly as
-//! received and in arrival order (the lossless mode, O96), and see cancellations reach the
-//! wire (O102). It changes nothing it passes on: exact arguments, single pages and log
+//! received and in arrival order (the lossless mode), and see cancellations reach the
+//! wire. It changes nothing it passes on: exact arguments, single pages and log
 //! messages come from the client API (`Client::call_tool_exact`, `Client::list_page`,
 //! `CallOptions::on_log`).
 

@@ -1,7 +1,7 @@
 //! The client core: discovery, request ids, the response router, deadlines and cancellation.
 //!
 //! One reader task owns the transport's inbound side and routes every response to the request
-//! waiting for exactly that id token (A4). When the transport dies, every waiter is released
+//! waiting for exactly that id token. When the transport dies, every waiter is released
 //! with the same typed cause and every later call fails at once (never hangs).
 
 use std::collections::HashMap;
@@ -30,7 +30,7 @@ use crate::wire::{methods, DiscoverResult, Implementation, PROTOCOL_REVISION};
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How many times [`Client::connect`] asks `server/discover` again after a -32022 whose
-/// `data.supported` lists the revision this client speaks (B15).
+/// `data.supported` lists the revision this client speaks.
 ///
 /// One: the client speaks a single revision, so a retry can only help against a transient
 /// refusal; a server that refuses the version it just listed twice would refuse it forever.
@@ -48,7 +48,7 @@ pub const LISTEN_QUEUE_MESSAGES: usize = 256;
 /// server cannot flood the host. Equal to the server's own per-request cap.
 pub const MAX_LOG_MESSAGES_PER_CALL: usize = 100;
 
-/// One `notifications/message` delivered to the call that asked for it (L2, L5).
+/// One `notifications/message` delivered to the call that asked for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogMessage {
     /// `level`: at or above the level the call asked for (L4 order).
@@ -104,16 +104,16 @@ impl std::fmt::Debug for ProgressSink {
 pub struct CallOptions {
     /// The deadline; [`DEFAULT_DEADLINE`] (or the client's default) when `None`.
     pub deadline: Option<Duration>,
-    /// `clientCapabilities` for this call only (none by default, O73).
+    /// `clientCapabilities` for this call only (none by default).
     pub capabilities: Option<Value>,
-    /// Opt this request into `notifications/message` at this level (L1, O75).
+    /// Opt this request into `notifications/message` at this level.
     pub log_level: Option<LogLevel>,
     /// `progressToken`, if the caller wants progress; with `on_progress` and no token the
     /// client picks a fresh one.
     pub progress_token: Option<Value>,
     /// Where this call's progress goes; nothing after the reply is delivered.
     pub on_progress: Option<ProgressSink>,
-    /// Application `_meta` keys; reserved keys and MCP namespaces are refused (B10, O73).
+    /// Application `_meta` keys; reserved keys and MCP namespaces are refused.
     pub meta: Vec<(String, Value)>,
     /// Where this call's `notifications/message` go (with [`CallOptions::log_level`]); at
     /// most [`MAX_LOG_MESSAGES_PER_CALL`], only those at or above the level, nothing after
@@ -122,7 +122,7 @@ pub struct CallOptions {
     /// Overrides [`ClientOptions::retry_header_mismatch`] for this call.
     pub retry_header_mismatch: Option<bool>,
     /// `Some(hard)`: each `notifications/progress` for this call restarts its deadline, but
-    /// never past `hard` after the call began (J13); `hard` lies in [deadline,
+    /// never past `hard` after the call began; `hard` lies in [deadline,
     /// [`MAX_DEADLINE`]]. A progress token is picked when none is set.
     pub reset_on_progress: Option<Duration>,
 }
@@ -163,13 +163,13 @@ pub struct ClientOptions {
     /// spec asks clients to be lenient there.
     pub strict: bool,
     /// After a -32020 to `tools/call`, refresh `tools/list` and retry once with a new id
-    /// (D25, X14). Off by default: nothing retries on its own (I15). Safe for side effects:
+    /// (D25, X14). Off by default: nothing retries on its own. Safe for side effects:
     /// a -32020 is refused before the tool runs.
     pub retry_header_mismatch: bool,
-    /// Codecs for extension payloads (O76). Registering advertises nothing.
+    /// Codecs for extension payloads. Registering advertises nothing.
     pub extensions: ExtensionRegistry,
     /// After a -32022 to `server/discover` whose `data.supported` lists this client's
-    /// revision, ask again up to [`MAX_VERSION_RETRIES`] times (B15). On by default: discovery
+    /// revision, ask again up to [`MAX_VERSION_RETRIES`] times. On by default: discovery
     /// has no side effect. Off: the -32022 is returned at once.
     pub retry_unsupported_version: bool,
 }
@@ -190,7 +190,7 @@ impl Default for ClientOptions {
     }
 }
 
-/// What `server/discover` returned, typed and kept on the client (O72, O79).
+/// What `server/discover` returned, typed and kept on the client.
 #[derive(Debug, Clone)]
 pub struct Discovery {
     /// The whole result: `supportedVersions`, `capabilities`, `instructions`, `ttlMs`,
@@ -198,7 +198,7 @@ pub struct Discovery {
     pub result: DiscoverResult,
     /// The server identity from the result's `_meta`, when it sent one.
     pub server_info: Option<Implementation>,
-    /// `capabilities.extensions`, each declaration byte-exact and in wire order (O76);
+    /// `capabilities.extensions`, each declaration byte-exact and in wire order;
     /// decode one with [`Declarations::decode`] and a codec of [`ClientOptions::extensions`].
     pub extensions: Declarations,
 }
@@ -326,11 +326,11 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// Connects over `transport`: sends `server/discover` first and accepts the server only
-    /// when its `supportedVersions` contains `2026-07-28` (O71, O72). No `initialize`, no
+    /// when its `supportedVersions` contains `2026-07-28`. No `initialize`, no
     /// fallback: a failed discovery ends here. Needs a Tokio runtime (spawns the reader).
     ///
     /// # Errors
-    /// [`ConnectError`]: the server's versions, the legacy-server message (B26), or the
+    /// [`ConnectError`]: the server's versions, the legacy-server message, or the
     /// discovery failure itself.
     pub async fn connect(
         transport: Arc<dyn Transport>,
@@ -425,8 +425,8 @@ impl Client {
         &self.discovery
     }
 
-    /// Sends one request and decodes its result for `method` (lenient client decoding, A5–A8).
-    /// `params` must not contain `_meta`: the client writes it (O73).
+    /// Sends one request and decodes its result for `method` (lenient client decoding).
+    /// `params` must not contain `_meta`: the client writes it.
     ///
     /// # Errors
     /// Any [`ClientError`] but the convenience ones.
@@ -610,7 +610,7 @@ impl Shared {
         lock(&self.state).dead.clone()
     }
 
-    /// A fresh id: never one that is still pending (A3).
+    /// A fresh id: never one that is still pending.
     fn fresh_id(&self, state: &State) -> RequestId {
         loop {
             // Wraps within the non-negative i64 range, so ids stay distinct integers.
@@ -922,7 +922,7 @@ impl Shared {
         Ok((id, rx, overflowed))
     }
 
-    /// Forgets a listen stream and, when it reached the wire, cancels it (K9).
+    /// Forgets a listen stream and, when it reached the wire, cancels it.
     pub(crate) fn close_listen(self: &Arc<Self>, id: &RequestId, announce: bool) {
         let removed = lock(&self.state).listens.remove(id.token()).is_some();
         if removed && announce {
@@ -930,7 +930,7 @@ impl Shared {
         }
     }
 
-    /// Sends `notifications/cancelled` for `id` (its exact raw token, J2) in the background.
+    /// Sends `notifications/cancelled` for `id` (its exact raw token) in the background.
     fn announce_cancel(self: &Arc<Self>, id: &RequestId, reason: Option<&str>) {
         if !self.transport.announces_cancellation() || self.dead().is_some() {
             return;
@@ -975,7 +975,7 @@ impl Drop for UnsentListen<'_> {
 
 /// A request between sending and its reply. Dropped early (the caller's future was dropped,
 /// or the deadline passed), it forgets the request and, only if it reached the wire,
-/// announces the cancellation with the raw id (O83).
+/// announces the cancellation with the raw id.
 struct InFlight<'a> {
     shared: &'a Arc<Shared>,
     id: RequestId,
@@ -1113,7 +1113,7 @@ impl Shared {
 
 impl Shared {
     /// Hands a progress notification to its call's sink; malformed or unknown ones are
-    /// diagnostics only (never answered, A12).
+    /// diagnostics only (never answered).
     fn route_progress(&self, n: &Notification) {
         let Some(params) = n.params.as_deref() else {
             return;
@@ -1139,7 +1139,7 @@ impl Shared {
 impl Shared {
     /// Hands a `notifications/message` to the call it belongs to, if its level is at or above
     /// that call's threshold and the call's cap is not reached. It belongs to the request
-    /// whose response stream carried it (HTTP, D8); otherwise (stdio: the message names no
+    /// whose response stream carried it (HTTP); otherwise (stdio: the message names no
     /// request) to the one waiting call that asked for logs, and to none while several wait.
     fn route_log(&self, n: &Notification, stream: Option<&str>) {
         let dropped = || {
@@ -1182,8 +1182,8 @@ impl Shared {
     }
 }
 
-/// The params of a `notifications/message`: `level` and `data` required, `logger` optional
-/// (L5); anything else (an unknown level, a missing `data`, a non-string `logger`) is `None`.
+/// The params of a `notifications/message`: `level` and `data` required, `logger` optional;
+/// anything else (an unknown level, a missing `data`, a non-string `logger`) is `None`.
 fn read_log_message(params: &RawValue) -> Option<LogMessage> {
     let mut p: Map<String, Value> = serde_json::from_str(params.get()).ok()?;
     let level = match p.get("level")? {
@@ -1214,7 +1214,7 @@ fn deliver(slot: &ListenSlot, msg: ListenMsg) -> bool {
     }
 }
 
-/// The exact JSON text of `params._meta.subscriptionId`, the stream key (K4).
+/// The exact JSON text of `params._meta.subscriptionId`, the stream key.
 fn subscription_id(params: Option<&RawValue>) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct P<'a> {

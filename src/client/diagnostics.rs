@@ -1,8 +1,8 @@
 //! Strict/lossless diagnostics (X1, X2): what the client read leniently, and strict mode.
 //!
 //! The spec asks clients to be lenient where older or sloppy servers differ: a missing
-//! `resultType` is `complete` (A8), a missing or negative `ttlMs` is 0 and a missing
-//! `cacheScope` is `private` (H8). The client does exactly that by default, and records each
+//! `resultType` is `complete`, a missing or negative `ttlMs` is 0 and a missing
+//! `cacheScope` is `private`. The client does exactly that by default, and records each
 //! such reading as a [`Leniency`] on the client ([`crate::client::Client::diagnostics`]), so a
 //! host or a conformance check can see what a server got wrong without the call failing.
 //! With [`crate::client::ClientOptions::strict`] every leniency is a typed error instead
@@ -32,7 +32,7 @@ pub enum Leniency {
         /// The request's method.
         method: String,
     },
-    /// `ttlMs` was negative; read as 0 (H8).
+    /// `ttlMs` was negative; read as 0.
     #[error("{method} result has a negative ttlMs {ttl}; read as 0")]
     NegativeTtl {
         /// The request's method.

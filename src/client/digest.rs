@@ -1,4 +1,4 @@
-//! Snapshot digests: a stable identity for what a server published (O88, O89, O90).
+//! Snapshot digests: a stable identity for what a server published.
 //!
 //! A host that caches or compares discovery, tools, resources, resource-templates,
 //! resource-read or prompts snapshots needs one value that changes whenever anything the server
@@ -64,7 +64,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sha2::{Digest as _, Sha256};
 
-/// Largest encoded snapshot accepted (O89: 8 MiB), checked before any decoding.
+/// Largest encoded snapshot accepted (8 MiB), checked before any decoding.
 ///
 /// Threat: a hostile or runaway server whose snapshot would make canonicalisation (which holds
 /// the whole text plus its canonical copy) exhaust client memory or CPU.
@@ -192,7 +192,7 @@ impl Digest {
 }
 
 impl fmt::Display for Digest {
-    /// 64 lowercase hex characters (O90).
+    /// 64 lowercase hex characters.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for byte in self.0 {
             write!(f, "{byte:02x}")?;

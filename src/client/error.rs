@@ -1,4 +1,4 @@
-//! The client's typed outcomes (O85): every way a request can end is its own type, so a host
+//! The client's typed outcomes: every way a request can end is its own type, so a host
 //! never mistakes a tool's own failure for a protocol error or a dead transport.
 //!
 //! | class | type |
@@ -88,7 +88,7 @@ impl RpcError {
     }
 }
 
-/// Why a response could not be accepted; the client fails closed on it (O74).
+/// Why a response could not be accepted; the client fails closed on it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidResult {
@@ -112,7 +112,7 @@ pub enum InvalidResult {
     /// Strict mode refused what the client would otherwise read leniently (X1, X2).
     #[error("strict mode: {0}")]
     Lenient(crate::client::diagnostics::Leniency),
-    /// `structuredContent` does not match the tool's `outputSchema` (O81).
+    /// `structuredContent` does not match the tool's `outputSchema`.
     #[error("structuredContent of tool {tool} does not match its output schema: {reason}")]
     OutputSchema {
         /// The tool.
@@ -122,7 +122,7 @@ pub enum InvalidResult {
     },
 }
 
-/// A server asked for more input (MRTR, I-section). Answering is the host's decision (I15).
+/// A server asked for more input (MRTR, I-section). Answering is the host's decision.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the server needs more input to finish {method}")]
 pub struct InputRequired {
@@ -133,7 +133,7 @@ pub struct InputRequired {
 }
 
 /// A tool ran and reported its own failure (`isError: true`): a remote execution error, not
-/// a protocol, schema or transport error (O85).
+/// a protocol, schema or transport error.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("tool {tool} reported an execution error")]
 pub struct ToolFailed {
@@ -143,7 +143,7 @@ pub struct ToolFailed {
     pub result: CallToolResult,
 }
 
-/// Why walking a paginated list stopped (O86, O95).
+/// Why walking a paginated list stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PaginationError {
@@ -179,10 +179,10 @@ pub enum ConnectError {
         /// The versions the server offered.
         versions: Vec<String>,
     },
-    /// The server speaks an `initialize`-era revision (B26).
+    /// The server speaks an `initialize`-era revision.
     #[error("the server does not implement server/discover and appears to speak an older, initialize-based MCP revision; this client speaks only {wanted} and does not fall back: upgrade the server or use a client for the older revision", wanted = crate::wire::PROTOCOL_REVISION)]
     LegacyServer,
-    /// Discovery failed for another reason; nothing else was tried (O72).
+    /// Discovery failed for another reason; nothing else was tried.
     #[error("server/discover failed: {0}")]
     Discover(Box<ClientError>),
 }
@@ -208,7 +208,7 @@ pub enum ClientError {
     /// The server's answer was not acceptable.
     #[error(transparent)]
     Invalid(InvalidResult),
-    /// A convenience API met an `input_required` result (O78).
+    /// A convenience API met an `input_required` result.
     #[error(transparent)]
     InputRequired(Box<InputRequired>),
     /// A convenience API met a tool's own failure.
@@ -228,7 +228,7 @@ pub enum ClientError {
     #[error("request refused before sending: {0}")]
     Request(String),
     /// A `tools/call` met -32020 and the opt-in `tools/list` refresh before its one retry
-    /// failed (D25); nothing was retried.
+    /// failed; nothing was retried.
     #[error("{mismatch}; refreshing tools/list before the retry failed: {refresh}")]
     HeaderMismatchRefresh {
         /// The -32020 the call received.

@@ -1,4 +1,4 @@
-//! The extension registry (O76, B19–B21): callers plug in their own types for extension
+//! The extension registry: callers plug in their own types for extension
 //! payloads; everything else stays lossless and inert.
 //!
 //! - The server's `capabilities.extensions` from discovery is kept as [`Declarations`]: each
@@ -73,7 +73,7 @@ impl<T: DeserializeOwned + 'static> ExtensionCodec for SerdeCodec<T> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExtensionError {
-    /// The identifier is not a prefixed `_meta`-style key (B19).
+    /// The identifier is not a prefixed `_meta`-style key.
     #[error("extension identifier {id:?} is not a prefixed key: {reason}")]
     InvalidId {
         /// The identifier.
@@ -129,7 +129,7 @@ impl ExtensionRegistry {
     /// Registers `codec` for `id`. Advertises nothing.
     ///
     /// # Errors
-    /// [`ExtensionError::InvalidId`] for an identifier without a valid prefix (B19),
+    /// [`ExtensionError::InvalidId`] for an identifier without a valid prefix,
     /// [`ExtensionError::Duplicate`], [`ExtensionError::TooMany`].
     pub fn register<C: ExtensionCodec>(
         &mut self,

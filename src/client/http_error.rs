@@ -57,7 +57,7 @@ pub enum HttpError {
     /// The request decorator refused or failed.
     #[error(transparent)]
     Decorator(#[from] DecoratorError),
-    /// No connection could be opened: resolution, the address check (D47), TCP or TLS.
+    /// No connection could be opened: resolution, the address check, TCP or TLS.
     #[error(transparent)]
     Dial(#[from] DialError),
     /// The connection failed before the response headers arrived.
@@ -120,7 +120,7 @@ pub enum HttpError {
     NotTheResponse,
 }
 
-/// Why a decorator's header was refused (D46).
+/// Why a decorator's header was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecoratorError {

@@ -1,6 +1,6 @@
 //! `subscriptions/listen` on the client: the acknowledgement first, then only notifications
-//! that carry this stream's id and fit its effective filter ([`ClientListen`], K3, K4, K7).
-//! A failed stream is reported with its cause and never reconnected (O84).
+//! that carry this stream's id and fit its effective filter ([`ClientListen`]).
+//! A failed stream is reported with its cause and never reconnected.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -121,7 +121,7 @@ impl ListenStream {
     /// The next change; `Ok(None)` once the server closed the stream gracefully.
     ///
     /// # Errors
-    /// [`ListenError`] when the stream failed; it is over and is not reopened (O84).
+    /// [`ListenError`] when the stream failed; it is over and is not reopened.
     pub async fn next(&mut self) -> Result<Option<Change>, ListenError> {
         loop {
             match self.step().await? {
@@ -132,7 +132,7 @@ impl ListenStream {
         }
     }
 
-    /// The filter the server acknowledged (K6).
+    /// The filter the server acknowledged.
     #[must_use]
     pub fn effective_filter(&self) -> &Filter {
         &self.effective

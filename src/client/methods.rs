@@ -1,6 +1,6 @@
 //! Typed methods: list walks, explicit MRTR rounds, convenience calls and the opt-in driver.
 //!
-//! Nothing here answers or retries an `input_required` result on its own (I15): the round
+//! Nothing here answers or retries an `input_required` result on its own: the round
 //! APIs return it, the convenience APIs turn it into [`ClientError::InputRequired`], and only
 //! [`Client::call_tool_driven`] answers, through the host's callback, at most
 //! [`MAX_DRIVEN_ROUNDS`] times.
@@ -34,7 +34,7 @@ pub const MAX_LIST_ITEMS: usize = 10_000;
 /// The most `input_required` rounds [`Client::call_tool_driven`] answers before giving up.
 pub const MAX_DRIVEN_ROUNDS: usize = 10;
 
-/// What one round of a multi round-trip request sends back (O78): this round's answers and
+/// What one round of a multi round-trip request sends back: this round's answers and
 /// the server's `requestState`, byte-exact. Each round is a new request with a fresh id.
 #[derive(Debug, Clone, Default)]
 pub struct RoundInput {
@@ -83,7 +83,7 @@ impl RoundInput {
 }
 
 /// Checks one round's answers before they are sent: every input request answered and no
-/// other key (I9), and each answer to an `elicitation/create` an `ElicitResult` (I20):
+/// other key, and each answer to an `elicitation/create` an `ElicitResult`:
 /// `action` is `accept`, `decline` or `cancel`; a form accept's `content`, if any, maps to
 /// string, number, boolean or string-array values; a URL accept has no `content`.
 ///
@@ -147,7 +147,7 @@ pub enum Round<T> {
     InputRequired(Box<InputRequired>),
 }
 
-/// How one round of `tools/call` ended: the three result classes stay apart (O85).
+/// How one round of `tools/call` ended: the three result classes stay apart.
 #[derive(Debug, Clone)]
 pub enum ToolOutcome {
     /// A complete result without `isError` (its `structuredContent` matched the schema).
@@ -288,7 +288,7 @@ impl Client {
 
     /// Every tool, across pages. Output schemas are kept to check later `structuredContent`.
     /// A tool whose `x-mcp-header` annotations are invalid is dropped with a warning, its
-    /// siblings kept (D23): no call could carry the headers it declares.
+    /// siblings kept: no call could carry the headers it declares.
     ///
     /// # Errors
     /// Any [`ClientError`]; [`ClientError::Pagination`] for a looping or endless list.
@@ -370,10 +370,10 @@ impl Client {
         .await
     }
 
-    /// One round of `tools/call` (O78): always a fresh request id; `round` carries this
+    /// One round of `tools/call`: always a fresh request id; `round` carries this
     /// round's answers and the byte-exact `requestState`. `structuredContent` is checked
     /// against the tool's output schema (from the last [`Client::list_tools`]) unless the
-    /// result has `isError: true` (O80, O81).
+    /// result has `isError: true`.
     ///
     /// # Errors
     /// Any [`ClientError`] but the convenience ones.
@@ -394,10 +394,10 @@ impl Client {
         self.tool_outcome(name, decoded)
     }
 
-    /// [`Client::call_tool`] with `arguments` sent exactly as given (O93: an integer past 64
+    /// [`Client::call_tool`] with `arguments` sent exactly as given (an integer past 64
     /// bits or a number like `1.0` is never re-encoded through `f64` or `Value`), and the
     /// complete or input-required result returned beside its typed reading, byte-exact as
-    /// received (O96). The same checks, output-schema validation and -32020 retry apply.
+    /// received. The same checks, output-schema validation and -32020 retry apply.
     ///
     /// # Errors
     /// [`ClientError::Request`] when `arguments` is not one JSON object or names a member
@@ -479,7 +479,7 @@ impl Client {
         self.send_tool_exact(params, exact, options).await
     }
 
-    /// The typed outcome of a `tools/call` result (O85): input required, the tool's own
+    /// The typed outcome of a `tools/call` result: input required, the tool's own
     /// failure, or a success whose `structuredContent` matches the output schema.
     fn tool_outcome(&self, name: &str, decoded: Decoded) -> Result<ToolOutcome, ClientError> {
         match decoded {
@@ -610,7 +610,7 @@ impl Client {
         }
     }
 
-    /// `tools/call`, answering each `input_required` round through `answer` (opt-in, I15),
+    /// `tools/call`, answering each `input_required` round through `answer` (opt-in),
     /// at most [`MAX_DRIVEN_ROUNDS`] times; each retry is a fresh request.
     ///
     /// # Errors
@@ -647,7 +647,7 @@ impl Client {
         }
     }
 
-    /// One round of `resources/read` (O78).
+    /// One round of `resources/read`.
     ///
     /// # Errors
     /// Any [`ClientError`] but the convenience ones.
@@ -685,7 +685,7 @@ impl Client {
         )
     }
 
-    /// One round of `prompts/get` (O78).
+    /// One round of `prompts/get`.
     ///
     /// # Errors
     /// Any [`ClientError`] but the convenience ones.
@@ -754,8 +754,8 @@ fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {
     }
 }
 
-/// Drops the tools whose input schema breaks the `x-mcp-header` rules (D22), keeping the
-/// order of the rest (D23), and logs one warning per dropped tool with the reason.
+/// Drops the tools whose input schema breaks the `x-mcp-header` rules, keeping the
+/// order of the rest, and logs one warning per dropped tool with the reason.
 fn keep_valid_annotations(tools: Vec<Tool>) -> Vec<Tool> {
     tools
         .into_iter()

@@ -5,7 +5,7 @@
 //!
 //! - The child runs in its own process group, so shutdown reaches everything it started.
 //! - [`StdioTransport::send`] writes one whole, checked line at a time: writers queue, lines
-//!   never interleave (C6), and only requests and notifications reach the pipe (C2).
+//!   never interleave, and only requests and notifications reach the pipe.
 //! - [`StdioTransport::recv`] yields frames through [`LineFramer`] and [`decode`] with
 //!   [`IngressLimits::CLIENT`]; a bad or over-long line is an [`Incoming::Rejected`]
 //!   diagnostic, never the end of the transport.
@@ -14,11 +14,11 @@
 //!   reply to its waiting caller right there. Frames queued before it are handed over first,
 //!   in order. Whichever of `recv` and `attach_sink` comes first decides, once.
 //! - stderr is captured into a bounded ring ([`STDERR_CAPTURE_BYTES`]) for diagnostics and is
-//!   never read as a failure signal (C5).
+//!   never read as a failure signal.
 //! - When the child exits or its pipes break, every waiter is released with a
-//!   [`TransportError`] carrying the exit status, and every later call fails fast with it (C13).
+//!   [`TransportError`] carrying the exit status, and every later call fails fast with it.
 //! - [`StdioTransport::close`] closes stdin, waits, then sends SIGTERM and finally SIGKILL to
-//!   the whole group (C10); dropping the transport without closing SIGKILLs the group, so no
+//!   the whole group; dropping the transport without closing SIGKILLs the group, so no
 //!   child outlives its client.
 //!
 //! Requires a Tokio runtime (process, time and I/O drivers).
@@ -45,7 +45,7 @@ use crate::wire::jsonrpc::Message;
 
 /// How much of the child's stderr is kept (the newest bytes; older ones are dropped).
 ///
-/// Threat: a chatty or hostile server filling client memory through its log stream (C5: capture
+/// Threat: a chatty or hostile server filling client memory through its log stream (capture
 /// is bounded). 64 KiB holds the last few hundred log lines, enough to diagnose a crash.
 pub const STDERR_CAPTURE_BYTES: usize = 64 * 1024;
 
@@ -62,12 +62,12 @@ pub const INBOUND_QUEUE_FRAMES: usize = 16;
 /// at most [`IngressLimits::CLIENT`]'s frame bound.
 pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 
-/// How long [`StdioTransport::close`] waits after closing stdin before SIGTERM (C10).
+/// How long [`StdioTransport::close`] waits after closing stdin before SIGTERM.
 ///
-/// A server should exit promptly on EOF (C11); two seconds lets it flush and clean up.
+/// A server should exit promptly on EOF; two seconds lets it flush and clean up.
 pub const CLOSE_EOF_GRACE: Duration = Duration::from_secs(2);
 
-/// How long [`StdioTransport::close`] waits after SIGTERM before SIGKILL (C10).
+/// How long [`StdioTransport::close`] waits after SIGTERM before SIGKILL.
 pub const CLOSE_TERM_GRACE: Duration = Duration::from_secs(2);
 
 /// How long [`StdioTransport::close`] waits for the group to vanish after SIGKILL.
@@ -175,7 +175,7 @@ pub enum LineError {
     /// The line does not end with exactly one `\n`.
     #[error("a line must end with a newline")]
     MissingNewline,
-    /// A raw newline inside the message would split it into two lines (C1, C6).
+    /// A raw newline inside the message would split it into two lines.
     #[error("a line must not contain a raw newline before its end")]
     EmbeddedNewline,
     /// The message (newline excluded) is longer than a server accepts.
@@ -186,7 +186,7 @@ pub enum LineError {
         /// The message length.
         actual: usize,
     },
-    /// The line is not a valid request or notification (C2: never a response).
+    /// The line is not a valid request or notification (never a response).
     #[error("not a valid request or notification: {0}")]
     NotARequest(IngressError),
     /// Encoding the message failed or exceeded its bound.
@@ -210,7 +210,7 @@ pub enum TransportError {
         /// The OS error kind.
         kind: io::ErrorKind,
     },
-    /// The child exited (C13).
+    /// The child exited.
     #[error("the server process exited: {status}")]
     Exited {
         /// How it ended.
@@ -354,10 +354,10 @@ impl Delivery {
 /// One inbound line, decoded.
 #[derive(Debug)]
 pub enum Incoming {
-    /// A well-formed response or notification, for the client core to match (C7).
+    /// A well-formed response or notification, for the client core to match.
     Message(Message),
     /// A line that was invalid, over the limit or not legal for a client to receive. A
-    /// diagnostic only: a client never answers it (A12) and the transport carries on.
+    /// diagnostic only: a client never answers it and the transport carries on.
     Rejected(Rejection),
 }
 
@@ -566,13 +566,13 @@ impl StdioTransport {
     /// The line is checked first (one newline, at the end; at most
     /// [`EgressLimits::CLIENT`]'s bound; a valid request or notification) and refused with
     /// [`TransportError::Line`] before any byte is written. Concurrent senders queue and each
-    /// line is written whole (C6).
+    /// line is written whole.
     pub async fn send(&self, line: &[u8]) -> Result<(), TransportError> {
         check_line(line).map_err(TransportError::Line)?;
         self.write_line(line).await
     }
 
-    /// Encodes and sends one request or notification (never a response, C2).
+    /// Encodes and sends one request or notification (never a response).
     pub async fn send_message(&self, message: &Message) -> Result<(), TransportError> {
         if matches!(message, Message::Response(_)) {
             return Err(TransportError::Line(LineError::NotARequest(
@@ -645,7 +645,7 @@ impl StdioTransport {
         }
     }
 
-    /// Shuts the child down (C10, O83): close stdin, wait [`ShutdownTimings::eof_grace`],
+    /// Shuts the child down: close stdin, wait [`ShutdownTimings::eof_grace`],
     /// SIGTERM the whole group, wait [`ShutdownTimings::term_grace`], SIGKILL the group, and
     /// wait for it to vanish. Waiters are released with [`TransportError::Closed`].
     ///
@@ -826,7 +826,7 @@ impl Drop for StdioTransport {
     }
 }
 
-/// Checks an outbound line without writing it (C1, C2, C6, O83).
+/// Checks an outbound line without writing it.
 fn check_line(line: &[u8]) -> Result<(), LineError> {
     let Some((&b'\n', body)) = line.split_last() else {
         return Err(LineError::MissingNewline);

@@ -32,8 +32,8 @@ pub enum Inbound {
         message: Message,
     },
     /// A frame the codec refused (invalid JSON, duplicate keys, over a bound). The client
-    /// never answers it (A12); when the refusal names a pending request's id, that request
-    /// fails closed with an invalid result (O74).
+    /// never answers it; when the refusal names a pending request's id, that request
+    /// fails closed with an invalid result.
     Rejected(Rejection),
 }
 
@@ -151,7 +151,7 @@ pub trait Transport: Send + Sync + 'static {
     /// Whether cancelling a request that reached the wire is announced with
     /// `notifications/cancelled`. Every transport here says yes: stdio and in-process send it;
     /// the HTTP transport takes that notice and closes the request's response stream instead
-    /// of posting it (D13).
+    /// of posting it.
     fn announces_cancellation(&self) -> bool {
         true
     }

@@ -42,7 +42,7 @@ impl EgressLimits {
         max_identity_bytes: limits::MAX_IDENTITY_BYTES,
     };
 
-    /// What a client emits: requests a conforming server accepts (2 MiB, O36).
+    /// What a client emits: requests a conforming server accepts (2 MiB).
     pub const CLIENT: EgressLimits = EgressLimits {
         max_message_bytes: limits::MAX_REQUEST_FRAME_BYTES,
         reserve_bytes: 0,
@@ -166,7 +166,7 @@ pub struct ErrorReply {
 
 /// The only error encoder of both roles: every refusal and error reply is written here, from
 /// its typed [`Cause`] (code and status from the one table), through the egress guard. `id` is
-/// the request id when it could be read (`None` writes `"id": null`, A4). `data` is written
+/// the request id when it could be read (`None` writes `"id": null`). `data` is written
 /// verbatim. An error that does not fit its bounds (an oversized id or `data`) becomes a plain
 /// internal error (status 500) with the same id if the id fits, else `null`: an error reply is
 /// never lost.

@@ -7,7 +7,7 @@
 //! and the top-level `id` can still be read for the error reply.
 //!
 //! Why not a serde `Visitor` over `serde_json`: `deserialize_any` converts every number and
-//! fails on valid JSON such as `1e400` (which must pass through byte-exact, O121), and serde
+//! fails on valid JSON such as `1e400` (which must pass through byte-exact), and serde
 //! exposes no byte offsets, so the envelope would need a second full parse. This scanner checks
 //! numbers by grammar only, borrows unescaped member names (no allocation per key), and keeps
 //! one shared key stack for duplicate detection. `benches/codec.rs` measures it against a plain

@@ -9,7 +9,7 @@
 //!
 //! # Contract
 //! - Every instance has an [`InstanceId`]. The server delivers its own changes to its own
-//!   streams directly (so their order with the acknowledgement is the hub's, K3) and
+//!   streams directly (so their order with the acknowledgement is the hub's) and
 //!   [`EventBus::publish`]es them; the bus delivers each change to every sink attached under
 //!   **another** instance id, never back to its publisher (no duplicate on the publisher).
 //! - [`EventBus::attach`] resolves `Ok` only once the sink will receive every change published

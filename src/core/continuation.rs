@@ -15,7 +15,7 @@ pub enum ResumeStep {
     /// `state_rejected` (tampered, foreign, other request, old epoch, expired, unknown): the
     /// ledger's reason, `None` when it answered a retry with something no retry expects.
     Reject(Option<ChainRejection>),
-    /// The same prompt again, answers missing (X5, O53); `write` when the chain changed.
+    /// The same prompt again, answers missing (X5); `write` when the chain changed.
     AskAgain {
         /// Whether the chain changed and must be stored before answering.
         write: bool,
@@ -26,7 +26,7 @@ pub enum ResumeStep {
     },
     /// Write the chain, then run the handler with every answer it collected.
     Dispatch,
-    /// Run the handler in recovery mode for a completed chain (O53); nothing to write.
+    /// Run the handler in recovery mode for a completed chain; nothing to write.
     Recover,
 }
 
@@ -84,7 +84,7 @@ pub enum FinishStep {
         /// The pending prompt's exact bytes.
         prompt: Vec<u8>,
     },
-    /// The handler asked once more than the chain allows (O54): `interaction_limit`.
+    /// The handler asked once more than the chain allows: `interaction_limit`.
     InteractionLimit,
     /// The ledger refused the new question (the chain was already settled): `state_rejected`.
     Rejected,
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(again, FinishStep::Pass { completed: true });
     }
 
-    /// O54: ten prompts are allowed, the eleventh is `interaction_limit` (at the bound and
+    /// ten prompts are allowed, the eleventh is `interaction_limit` (at the bound and
     /// one past).
     #[test]
     fn o54_the_eleventh_prompt_is_the_interaction_limit() {

@@ -1,4 +1,4 @@
-//! Opaque, tamper-evident, caller-bound, expiring pagination cursors (O21, E4).
+//! Opaque, tamper-evident, caller-bound, expiring pagination cursors.
 //!
 //! A cursor is `base64url(version ‖ list kind ‖ offset ‖ expiry ‖ tag)` where the tag is a
 //! truncated HMAC-SHA256 over the payload, the caller's scope and the registry digest. A

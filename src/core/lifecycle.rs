@@ -22,7 +22,7 @@ pub enum EpochRoute {
     ForwardEpoch(Epoch),
     /// Fire this active call's cancellation token.
     CancelCall(CallId),
-    /// Feed this event to every open `subscriptions/listen` stream's machine (O6, K10).
+    /// Feed this event to every open `subscriptions/listen` stream's machine.
     EveryListen(ListenEvent),
     /// The shutdown ended with nothing left running.
     Stopped,
@@ -65,7 +65,7 @@ mod tests {
         effects.into_iter().map(route_epoch_effect).collect()
     }
 
-    /// O5, O6: admission runs under the serving epoch; shutdown forwards the bumped epoch,
+    /// admission runs under the serving epoch; shutdown forwards the bumped epoch,
     /// cancels the active call and feeds every listen stream `ServerClosing`, in that order;
     /// after it admission is refused, the last call's end stops the server, and a second
     /// end of the same call is the driver's bug.
@@ -102,7 +102,7 @@ mod tests {
         assert_eq!(routes(fx), [EpochRoute::EndedTwice(CallId(1))]);
     }
 
-    /// O6: the budget running out is the shutdown's end, with the unfinished count.
+    /// the budget running out is the shutdown's end, with the unfinished count.
     #[test]
     fn o6_a_draining_time_out_routes_to_cleanup_failed() {
         let mut lifecycle = Lifecycle::default();

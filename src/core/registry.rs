@@ -862,7 +862,7 @@ impl Registry {
 
     /// The policy's one answer for the registered tool `name`, with its `x-mcp-header`
     /// annotations when the caller may see it: what the HTTP host checks a direct
-    /// `tools/call`'s headers against (D28), and what [`Registry::visible_tool_as`] then
+    /// `tools/call`'s headers against, and what [`Registry::visible_tool_as`] then
     /// reuses. `None` for an unknown tool (the policy is not asked).
     #[cfg(feature = "server")]
     pub(crate) fn tool_decision(

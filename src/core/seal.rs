@@ -1,7 +1,7 @@
-//! Sealing `requestState` (I6, I7): ChaCha20-Poly1305 over the ledger's [`RequestState`].
+//! Sealing `requestState`: ChaCha20-Poly1305 over the ledger's [`RequestState`].
 //!
-//! The client must treat `requestState` as opaque (I10) but we must treat what comes back as
-//! attacker-controlled (I6), so the token is authenticated encryption of a fixed binary layout:
+//! The client must treat `requestState` as opaque but we must treat what comes back as
+//! attacker-controlled, so the token is authenticated encryption of a fixed binary layout:
 //! ids, digests, round, expiry and epoch, and nothing else: never answers, never argument bytes.
 //! The chain record itself stays in the private ledger store; the token is a tamper-proof pointer
 //! into it plus the binding the ledger re-checks.
@@ -277,7 +277,7 @@ pub fn principal_digest(principal_id: &[u8]) -> Digest {
 }
 
 /// Digest of a request's salient parameters: the method, the target (tool name, resource URI or
-/// prompt name) and the exact argument bytes as received (I7, O44). Length framing keeps
+/// prompt name) and the exact argument bytes as received. Length framing keeps
 /// `("ab", "c")` and `("a", "bc")` apart.
 #[must_use]
 pub fn request_digest(method: InputMethod, target: &str, argument_bytes: &[u8]) -> Digest {

@@ -1,4 +1,4 @@
-//! Where continuation chains live between rounds (O52: a private server-side ledger).
+//! Where continuation chains live between rounds (a private server-side ledger).
 //!
 //! [`LedgerStore`] is the storage trait; [`MemoryLedgerStore`] is the bounded in-process
 //! implementation. The trait is runtime-neutral: methods return boxed `Send` futures, so a shared
@@ -70,7 +70,7 @@ pub trait LedgerStore: Send + Sync {
         new: Chain,
     ) -> StoreFuture<'_, Result<(), StoreError>>;
 
-    /// Forward an epoch bump to every kept chain (shutdown, O5) and drop what became disposable.
+    /// Forward an epoch bump to every kept chain (shutdown) and drop what became disposable.
     /// Chains the store cannot reach still refuse old state, because resumes carry the epoch.
     fn bump_epoch(&self, now: Tick, epoch: Epoch) -> StoreFuture<'_, Result<(), StoreError>>;
 

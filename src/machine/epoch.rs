@@ -14,7 +14,7 @@
 //! * [`EpochEvent::Shutdown`] with a budget starts shutdown: admission stops for good, the epoch
 //!   is bumped (forward [`EpochEffect::EpochBumped`] to the ledger/store so every outstanding
 //!   `requestState` dies), each active call gets [`EpochEffect::Cancel`], and listen streams are
-//!   closed ([`EpochEffect::CloseListenStreams`], O6). The driver then waits until
+//!   closed ([`EpochEffect::CloseListenStreams`]). The driver then waits until
 //!   [`EpochEffect::Stopped`] or, at the deadline from [`Lifecycle::poll_timeout`],
 //!   [`Lifecycle::handle_timeout`] yields [`EpochEffect::CleanupFailed`]. [`Lifecycle::status`]
 //!   keeps reporting the unfinished calls until they drain.

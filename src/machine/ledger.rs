@@ -1,7 +1,7 @@
 //! The continuation ledger for multi round-trip requests (MRTR): one [`Chain`] per interaction.
 //!
 //! A chain starts when a handler asks for input and ends completed, failed, expired or
-//! invalidated (I-section, O45–O56). Each prompt issues a [`RequestState`]: ids and digests that
+//! invalidated. Each prompt issues a [`RequestState`]: ids and digests that
 //! bind the round to the principal, the method, the salient parameters (tool name plus exact
 //! argument bytes), the round number, an expiry tick, the serving epoch and the chain id.
 //! `core::seal` seals that struct into the opaque `requestState` token; the chain itself lives in
@@ -62,14 +62,14 @@
 
 use super::{Digest, Epoch, Tick};
 
-/// Answers one chain may collect (O54): the 10th answer may complete the operation, and an
+/// Answers one chain may collect: the 10th answer may complete the operation, and an
 /// attempted 11th prompt fails with `interaction_limit`.
 pub const MAX_ROUNDS: u8 = 10;
 
-/// Default lifetime of one issued `requestState` (I7: "a short expiry").
+/// Default lifetime of one issued `requestState` ("a short expiry").
 pub const DEFAULT_STATE_TTL_MS: u64 = 10 * 60 * 1000;
 
-/// The only methods that may return an `InputRequiredResult` (I2).
+/// The only methods that may return an `InputRequiredResult`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum InputMethod {
     /// `tools/call`
@@ -127,7 +127,7 @@ impl core::fmt::Debug for ChainId {
     }
 }
 
-/// What a chain is bound to for its whole life (I7, O52).
+/// What a chain is bound to for its whole life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Binding {
     /// Digest of the principal that started the chain.
@@ -139,7 +139,7 @@ pub struct Binding {
 }
 
 /// The content of one `requestState` token, before sealing. Ids and digests only: never answers,
-/// never argument bytes (the sealed token is attacker-visible ciphertext, I6).
+/// never argument bytes (the sealed token is attacker-visible ciphertext).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RequestState {
     /// The chain this round belongs to.
@@ -216,13 +216,13 @@ pub enum Phase {
         /// Expiry of the pending prompt's state.
         expires: Tick,
     },
-    /// The operation ran to completion; replays get recovery-only dispatch (O53).
+    /// The operation ran to completion; replays get recovery-only dispatch.
     Completed,
     /// The chain failed (handler failure or `interaction_limit`).
     Failed,
     /// The pending prompt expired unanswered.
     Expired,
-    /// The serving epoch moved on (shutdown, O5). `running` is true while a handler that started
+    /// The serving epoch moved on (shutdown). `running` is true while a handler that started
     /// before the bump has not reported back yet.
     Invalidated {
         /// A handler is still running.
@@ -268,7 +268,7 @@ pub struct Resume {
 }
 
 /// Why an input was refused. All but [`ChainRejection::Misuse`] reach the client as `state_rejected`:
-/// a tool failure inside compact `call_tool` (O50), the JSON-RPC error -32602 on a direct
+/// a tool failure inside compact `call_tool`, the JSON-RPC error -32602 on a direct
 /// `tools/call`, `resources/read` and `prompts/get` (X21).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChainRejection {
@@ -306,7 +306,7 @@ impl ChainRejection {
 /// How a chain failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChainFailure {
-    /// The handler asked for an 11th prompt (O54).
+    /// The handler asked for an 11th prompt.
     InteractionLimit,
     /// The handler itself failed.
     Handler,
@@ -328,7 +328,7 @@ impl ChainFailure {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LedgerEffect {
     /// Answer with an `InputRequiredResult`: seal `state`, send `prompt`. `replayed` is true when
-    /// this repeats the pending prompt (O53) instead of issuing a new round.
+    /// this repeats the pending prompt instead of issuing a new round.
     Prompt {
         /// Token content to seal.
         state: RequestState,
@@ -342,7 +342,7 @@ pub enum LedgerEffect {
         /// Number of answers the invocation receives.
         round: u8,
     },
-    /// Run the handler in recovery-only mode: it must not repeat side effects (O53).
+    /// Run the handler in recovery-only mode: it must not repeat side effects.
     DispatchRecovery,
     /// The operation completed; send its result.
     Completed,
@@ -370,7 +370,7 @@ pub struct Chain {
     issued: u8,
     /// Exact bytes of the latest prompt (sent again on a pending replay).
     prompt: Vec<u8>,
-    /// Exact answer bytes, in round order; never re-serialized (O56).
+    /// Exact answer bytes, in round order; never re-serialized.
     answers: Vec<Vec<u8>>,
     /// Expiry of the latest issued token: after it no token of this chain can be accepted.
     last_expires: Tick,
@@ -431,7 +431,7 @@ impl Chain {
         &self.prompt
     }
 
-    /// Exact answer bytes collected so far, one per round in order (O56).
+    /// Exact answer bytes collected so far, one per round in order.
     #[must_use]
     pub fn answers(&self) -> &[Vec<u8>] {
         &self.answers

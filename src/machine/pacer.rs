@@ -1,4 +1,4 @@
-//! Progress pacing for one outer call (J-section, O57–O59).
+//! Progress pacing for one outer call.
 //!
 //! One [`Pacer`] lives as long as the outer MCP call, across every core invocation that serves it
 //! (a legacy adapter loop may re-enter the core several times for one call). It:
@@ -30,7 +30,7 @@
 
 use super::Tick;
 
-/// Deliveries are at least this far apart (10 Hz maximum, O58).
+/// Deliveries are at least this far apart (10 Hz maximum).
 pub const MIN_INTERVAL_MS: u64 = 100;
 
 /// Largest accepted encoded `progressToken`.

@@ -1,8 +1,8 @@
-//! One `subscriptions/listen` stream (K-section, O6): [`Listen`] is the server side,
+//! One `subscriptions/listen` stream: [`Listen`] is the server side,
 //! [`ClientListen`] the strict client's check of what arrives.
 //!
 //! `Requested → Acknowledged → Closed` (or `Requested → Closed`). The stream's first message is
-//! the acknowledgement carrying the effective filter (requested ∩ supported, K3, K13); every later
+//! the acknowledgement carrying the effective filter (requested ∩ supported); every later
 //! message carries the subscription id, which is the listen request's JSON-RPC id in its original
 //! JSON text, and only notification types inside the effective filter go out.
 //!
@@ -191,7 +191,7 @@ impl Listen {
         self.phase != Phase::Closed
     }
 
-    /// Listen streams have no timers of their own (keep-alives are the HTTP driver's, K14).
+    /// Listen streams have no timers of their own (keep-alives are the HTTP driver's).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<super::Tick> {
         None
@@ -278,12 +278,12 @@ pub enum Incoming {
         /// What changed.
         change: Change,
     },
-    /// The listen result (the server ends the subscription, K10).
+    /// The listen result (the server ends the subscription).
     ClosingResult {
         /// `_meta.subscriptionId`.
         id: SubscriptionId,
     },
-    /// Server-sent `notifications/cancelled` for the listen id (stdio, J12).
+    /// Server-sent `notifications/cancelled` for the listen id (stdio).
     Cancelled {
         /// The listen request id it references.
         id: SubscriptionId,
@@ -369,7 +369,7 @@ fn minus(requested: &Filter, granted: &Filter) -> Filter {
 ///
 /// Calling order: [`ClientListen::new`] with the id and filter the client sent, then
 /// [`ClientListen::handle`] for each message demultiplexed to this stream (on stdio by
-/// `subscriptionId`, K7), then once [`Incoming::StreamClosed`] when the transport ends.
+/// `subscriptionId`), then once [`Incoming::StreamClosed`] when the transport ends.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ClientListen {
     id: SubscriptionId,

@@ -1,4 +1,4 @@
-//! SSRF-safe dialing (D47): every new connection resolves the host through a [`Resolve`],
+//! SSRF-safe dialing: every new connection resolves the host through a [`Resolve`],
 //! checks **every** resolved address against the [`AddressPolicy`], and only then connects
 //! through a [`Connect`]. Both are injectable, so tests (and hosts with their own DNS or
 //! tunnels) replace them; nothing reaches a socket without passing the check.

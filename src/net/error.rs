@@ -1,4 +1,4 @@
-//! The errors of dialing (D47), in a leaf module below both roles: the client's HTTP transport
+//! The errors of dialing, in a leaf module below both roles: the client's HTTP transport
 //! reports them inside its `HttpError::Dial`, the OAuth fetchers of either role inside their
 //! own fetch errors. Re-exported from [`crate::client::http`] as before.
 
@@ -22,7 +22,7 @@ pub enum DialError {
     /// The resolver answered no address.
     #[error("the host name resolved to no address")]
     NoAddress,
-    /// A resolved address is one the base URL does not name (D47); nothing was dialed.
+    /// A resolved address is one the base URL does not name; nothing was dialed.
     #[error("refused to dial {addr}: a {class} address the endpoint URL does not name")]
     Blocked {
         /// The refused address.

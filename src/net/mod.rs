@@ -1,4 +1,4 @@
-//! Outbound HTTP below both roles: the SSRF-safe dial policy ([`dial`], D47), its errors
+//! Outbound HTTP below both roles: the SSRF-safe dial policy ([`dial`]), its errors
 //! ([`error`]), the rustls setup ([`tls`], feature `https`) and one bounded fetcher
 //! ([`fetch::SafeFetcher`]) that the client's OAuth metadata and token requests and the
 //! server's JWKS and introspection requests go through.

@@ -21,7 +21,7 @@
 //! clock), the unit PEXPIREAT takes.
 //!
 //! # Epochs across instances
-//! [`LedgerStore::bump_epoch`] (an instance's shutdown, O5) invalidates only the chains *this*
+//! [`LedgerStore::bump_epoch`] (an instance's shutdown) invalidates only the chains *this*
 //! store instance created ([`EpochScope::Instance`], the default): the rest of the fleet keeps
 //! serving its rounds. [`RedisLedgerStore::bump_epoch_scoped`] with [`EpochScope::Fleet`] is the
 //! operator's fleet-wide invalidation of all outstanding state. Either walks the prefix with

@@ -1,6 +1,6 @@
-//! One request from arrival to its one reply: admission through the epoch machine (O5), the
-//! panic net (exactly one reply whatever panics), the client-cancellation gate (C9), then the
-//! method check (A14) and the request's own `_meta` (B1–B5, B9, B12, B14, L3) that build the
+//! One request from arrival to its one reply: admission through the epoch machine, the
+//! panic net (exactly one reply whatever panics), the client-cancellation gate, then the
+//! method check and the request's own `_meta` that build the
 //! [`Ctx`] the route table hands to a method family.
 
 use std::sync::Arc;
@@ -24,7 +24,7 @@ use crate::wire::methods;
 /// Exactly one reply per request, whatever panics: handlers are contained by the core, and
 /// everything else (the server's own code, listen streams, completion) is caught here. A panic
 /// that leaves the request unanswered is answered with -32603 "Internal error" (the private
-/// cause is logged, never sent), unless the client cancelled it (C9). Builds with
+/// cause is logged, never sent), unless the client cancelled it. Builds with
 /// `panic = "abort"` cannot contain panics: there a panic ends the process.
 pub(crate) async fn serve_request(
     server: &Server,
@@ -73,7 +73,7 @@ enum Outcome {
     ToolError,
     /// A JSON-RPC error.
     Error,
-    /// The client cancelled it: no reply (C9).
+    /// The client cancelled it: no reply.
     Cancelled,
     /// Nothing was sent (a listen stream that ended without its final result).
     Silent,
@@ -166,7 +166,7 @@ impl Summary {
 
 /// Ends an admitted call when its request finished or panicked. A request future dropped
 /// unfinished (a host abandoning a stuck task at shutdown) leaves its call counted, so the
-/// status keeps reporting that unfinished work (O5).
+/// status keeps reporting that unfinished work.
 struct CallEnd<'a> {
     server: &'a Server,
     call: crate::machine::epoch::CallId,
@@ -214,8 +214,8 @@ async fn serve_checked(
     serve_admitted(server, caller, request, arrival, gated, client_cancel).await;
 }
 
-/// The host's header check (D15–D30) on the arrival's view. For a direct `tools/call` the
-/// policy answers here, once, and the answer travels on with the request (O23).
+/// The host's header check on the arrival's view. For a direct `tools/call` the
+/// policy answers here, once, and the answer travels on with the request.
 fn check_host(
     server: &Server,
     arrival: &Arrival<'_>,
@@ -312,7 +312,7 @@ async fn serve_admitted(
 }
 
 /// The outbox one request writes to: refuses everything once the client cancelled the request
-/// (C9) and remembers whether the reply went out (so a panic is answered only when it did not).
+/// and remembers whether the reply went out (so a panic is answered only when it did not).
 struct Gated {
     inner: Arc<dyn Outbox>,
     cancel: CancelToken,
@@ -349,7 +349,7 @@ impl Outbox for Gated {
     }
 }
 
-/// Whether the method exists and its capability is advertised (A14).
+/// Whether the method exists and its capability is advertised.
 fn method_served(method: &str, registry: &Registry) -> bool {
     use crate::wire::methods::Needs;
     match methods::needs(method) {

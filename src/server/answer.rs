@@ -1,6 +1,6 @@
 //! What a request is answered with ([`Answer`]) and the one place an answer becomes its reply
-//! line: results get `resultType` (A5) and `serverInfo` (B6), a too-large tool result becomes
-//! the `result_too_large` failure (O40), errors go through the one error encoder. Every method
+//! line: results get `resultType` and `serverInfo`, a too-large tool result becomes
+//! the `result_too_large` failure, errors go through the one error encoder. Every method
 //! family returns an [`Answer`]; only [`to_reply`] encodes it.
 
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ pub(crate) enum Answer {
         body: ResultMembers,
         result_type: &'static str,
     },
-    /// A tool call result that, if too large, becomes the `result_too_large` failure (O40).
+    /// A tool call result that, if too large, becomes the `result_too_large` failure.
     ToolResult(ResultParts),
     /// A JSON-RPC error.
     Error {
@@ -34,7 +34,7 @@ pub(crate) enum Answer {
     /// Nothing to send (a listen stream the server already ended, or a client cancellation).
     Silent,
     /// A reply already encoded and size-checked (a read whose time-out covers its final size
-    /// check, O33).
+    /// check).
     Encoded(Reply),
 }
 
@@ -109,7 +109,7 @@ pub(crate) fn failure_result(
 }
 
 /// A result object as its members, sorted by name (unlike the wire-ordered
-/// `publication::envelope::OrderedMembers`), each kept as exact JSON text (O29: numbers and strings
+/// `publication::envelope::OrderedMembers`), each kept as exact JSON text (numbers and strings
 /// of tool results are never re-serialised through a float).
 pub(crate) type ResultMembers = BTreeMap<String, Box<RawValue>>;
 
@@ -150,7 +150,7 @@ fn object_raw(object: &Object<'_>) -> Box<RawValue> {
     serde_json::value::to_raw_value(object).unwrap_or_else(|_| raw("{}".to_owned()))
 }
 
-/// The result text: `body` with `resultType` and `_meta.serverInfo` set (A5, B6). Members are
+/// The result text: `body` with `resultType` and `_meta.serverInfo` set. Members are
 /// written once, in key order, without copying or re-checking their texts; only a body that
 /// brings its own `_meta` has that member read to merge `serverInfo` into it.
 fn with_identity(body: ResultMembers, result_type: &str, info: &RawValue) -> Box<RawValue> {
@@ -177,7 +177,7 @@ fn with_identity(body: ResultMembers, result_type: &str, info: &RawValue) -> Box
     object_raw(&Object(members))
 }
 
-/// Encodes a complete result with `resultType` and `serverInfo` (A5, B6), checked against the
+/// Encodes a complete result with `resultType` and `serverInfo`, checked against the
 /// response bound.
 pub(crate) fn encode_complete(
     info: &RawValue,
@@ -189,8 +189,8 @@ pub(crate) fn encode_complete(
     encode_result_raw(id, &result, limits).map(|line| Reply { line, status: 200 })
 }
 
-/// Turns an answer into the reply: results get `resultType` and `serverInfo` (A5, B6); a
-/// too-large tool result becomes the `result_too_large` failure (O40).
+/// Turns an answer into the reply: results get `resultType` and `serverInfo`; a
+/// too-large tool result becomes the `result_too_large` failure.
 /// `info` is the server's encoded identity; `publication` writes the `result_too_large`
 /// failure in the server's mode.
 pub(crate) fn to_reply(

@@ -23,7 +23,7 @@ pub(crate) struct Ctx {
     pub(crate) epoch: crate::machine::Epoch,
     pub(crate) caps: ClientCapabilities,
     pub(crate) progress: Option<Arc<Progress>>,
-    /// Present only when the request's `_meta` asked for logging (L2).
+    /// Present only when the request's `_meta` asked for logging.
     pub(crate) log: Option<Arc<RequestLog>>,
     /// The token handlers observe: fired by client cancellation and by shutdown.
     pub(crate) cancel: CancelToken,
@@ -64,10 +64,10 @@ impl Ctx {
 /// request).
 pub(crate) type Params<'a> = BTreeMap<String, &'a RawValue>;
 
-/// A host's check of a request's mirrored headers (D15–D30), run on the view of the one
+/// A host's check of a request's mirrored headers, run on the view of the one
 /// parse of its params ([`parse_params`]; [`Mirrored::default`] when that parse failed, and the
 /// dispatcher answers the params error), with the published `x-mcp-header` annotations of the
-/// tool a direct `tools/call` names (D28). `Err` is the refusal's message (400, -32600).
+/// tool a direct `tools/call` names. `Err` is the refusal's message (400, -32600).
 pub(crate) type HostCheck<'a> = &'a (dyn Fn(&Request, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
          + Send
          + Sync);
@@ -150,7 +150,7 @@ pub(crate) fn string_param(params: &Params<'_>, name: &str) -> Result<String, An
         .ok_or_else(|| Answer::error(Cause::InvalidParams, format!("{name} must be a string")))
 }
 
-/// Ends a request's progress and log channel however the request ends (J4, C9, L2).
+/// Ends a request's progress and log channel however the request ends.
 pub(crate) struct ProgressEnd(
     pub(crate) Option<Arc<Progress>>,
     pub(crate) Option<Arc<RequestLog>>,

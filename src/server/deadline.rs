@@ -1,5 +1,5 @@
 //! Deadlines of the server's own waits: the shutdown budget and the time-out of one read or
-//! prompt get (O33). Tokio's timer when a runtime with time enabled is current, otherwise a
+//! prompt get. Tokio's timer when a runtime with time enabled is current, otherwise a
 //! runtime-free helper thread.
 
 use std::sync::atomic::Ordering;
@@ -12,8 +12,7 @@ use crate::core::{CancelToken, MonotonicClock, WaitUntil};
 
 /// A deadline without an async runtime: one helper thread parks until the budget elapses and
 /// then fires the token; dropping the deadline wakes the thread so it ends early. Started by
-/// shutdown, and by a timed read when no tokio timer is available; never by the constructor
-/// (O1).
+/// shutdown, and by a timed read when no tokio timer is available; never by the constructor.
 pub(crate) struct Deadline {
     pub(crate) token: CancelToken,
     done: Arc<std::sync::atomic::AtomicBool>,
@@ -118,7 +117,7 @@ impl<'c> Timer<'c> {
 }
 
 /// Runs `work` (a read or prompt get, including the conversion and final size check of its
-/// result) within `limit` on `clock` (O33). On expiry `token` (the handler's) fires, the work
+/// result) within `limit` on `clock`. On expiry `token` (the handler's) fires, the work
 /// gets the one poll that lets a cooperative handler observe it, and is dropped. Work that
 /// finishes, but only after the deadline (slow synchronous conversion), is expired too.
 pub(crate) async fn within<F: std::future::Future>(

@@ -1,4 +1,4 @@
-//! `server/discover` (B6, B16–B19): supported versions, capabilities that follow the registry
+//! `server/discover`: supported versions, capabilities that follow the registry
 //! served, instructions, cache hints.
 
 use serde_json::{json, Map, Value};
@@ -7,7 +7,7 @@ use super::answer::Answer;
 use super::context::Ctx;
 use super::PROTOCOL_VERSION;
 
-/// `server/discover` (B16, B18): capabilities match what this registry serves.
+/// `server/discover`: capabilities match what this registry serves.
 pub(crate) fn discover(ctx: &Ctx) -> Answer {
     let registry = &ctx.registry;
     let mut caps = Map::new();

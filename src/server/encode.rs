@@ -54,7 +54,7 @@ pub(crate) fn encode_result_raw(
     crate::codec::egress::encode_success(id, result, limits)
 }
 
-/// Encodes a server notification; over its bound it is dropped with a warning (O42).
+/// Encodes a server notification; over its bound it is dropped with a warning.
 pub(crate) fn encode_notification(method: &str, params: &str) -> Option<String> {
     let params = RawValue::from_string(params.to_owned()).ok()?;
     let message = Message::Notification(Notification {

@@ -1,7 +1,7 @@
 //! `subscriptions/listen` (K-section): the method (filter read from the params, the stream held
 //! open until the client cancels or the server ends it) and the [`Hub`] of open streams: one
 //! [`Listen`] machine per stream, driven under one lock so that the acknowledgement always
-//! precedes the stream's notifications (K3) and a change is offered to every stream in the same
+//! precedes the stream's notifications and a change is offered to every stream in the same
 //! order.
 
 use std::collections::BTreeMap;
@@ -71,7 +71,7 @@ impl Hub {
         Opened { key, closed }
     }
 
-    /// Offers a change to every open stream (K2: each stream's filter decides).
+    /// Offers a change to every open stream (each stream's filter decides).
     pub(crate) fn change(&self, now: Tick, change: &Change, info: &RawValue) {
         let mut streams = lock(&self.streams);
         streams.retain(|_, stream| {
@@ -82,14 +82,14 @@ impl Hub {
         });
     }
 
-    /// The client ended the stream (stdio `notifications/cancelled`, HTTP close, K9).
+    /// The client ended the stream (stdio `notifications/cancelled`, HTTP close).
     pub(crate) fn client_closed(&self, now: Tick, key: u64) {
         if let Some(mut stream) = lock(&self.streams).remove(&key) {
             let _ = stream.machine.handle(now, ListenEvent::ClientClosed);
         }
     }
 
-    /// Ends one stream gracefully (shutdown reached it directly, O6).
+    /// Ends one stream gracefully (shutdown reached it directly).
     pub(crate) fn server_closing(&self, now: Tick, key: u64, info: &RawValue) {
         let mut streams = lock(&self.streams);
         if let Some(stream) = streams.get_mut(&key) {
@@ -101,7 +101,7 @@ impl Hub {
     }
 
     /// Feeds `event` to every stream's machine, dropping the streams it ends (shutdown feeds
-    /// `ServerClosing`: every stream ends gracefully, O6, K10).
+    /// `ServerClosing`: every stream ends gracefully).
     pub(crate) fn feed_all(&self, now: Tick, event: &ListenEvent, info: &RawValue) {
         let mut streams = lock(&self.streams);
         streams.retain(|_, stream| {
@@ -211,7 +211,7 @@ fn bus_lost_reply(id: &crate::wire::jsonrpc::RequestId) -> Reply {
     }
 }
 
-/// Sends one notification; `false` when the peer is gone (the stream then ends, D12).
+/// Sends one notification; `false` when the peer is gone (the stream then ends).
 fn send(stream: &Stream, method: &str, params: &str) -> bool {
     match encode_notification(method, params) {
         Some(line) => stream.outbox.notify(line),

@@ -785,7 +785,7 @@ impl Server {
     }
 
     /// Serves one request as [`Server::serve`] does, after a host's check of its mirrored
-    /// headers (HTTP, D15–D30) on the server's own parse of the params; a refusal is the
+    /// headers (HTTP) on the server's own parse of the params; a refusal is the
     /// request's one reply.
     #[cfg(feature = "http")]
     pub(crate) async fn serve_checked(

@@ -1,17 +1,17 @@
-//! Multi round-trip requests (I-section, O45–O56): the core's `InputRequired` outcome bound to
+//! Multi round-trip requests: the core's `InputRequired` outcome bound to
 //! the continuation ledger ([`Chain`]), sealed `requestState` tokens and the [`LedgerStore`].
 //!
 //! * First call: the handler runs with no chain. If it asks for input, a chain is created under
 //!   the serving epoch the call was admitted with, stored, and its state sealed.
 //! * Retry (`requestState` present): the token is opened, its chain loaded, and the answer to
-//!   the pending round checked (O49) before the ledger decides: dispatch with every answer the
+//!   the pending round checked before the ledger decides: dispatch with every answer the
 //!   chain collected (keyed as the handler asked for them), the same prompt again when answers
-//!   are missing (X5, O53), recovery-only dispatch for a completed chain (O53), or rejection
+//!   are missing (X5), recovery-only dispatch for a completed chain, or rejection
 //!   (`state_rejected`: tampered, foreign, other request, old epoch, expired).
 //! * Answers without a state answer nothing this server asked (every prompt it issues is
 //!   sealed): the handler runs as a first invocation without them (X5).
 //! * Failures of the answer or the state are tool failures on `tools/call` and JSON-RPC errors
-//!   on `resources/read` and `prompts/get` (O50), except that a rejected state on a
+//!   on `resources/read` and `prompts/get`, except that a rejected state on a
 //!   direct-mode `tools/call` is the JSON-RPC error -32602 as well (X21).
 //!
 //! [`LedgerStore`]: crate::core::store::LedgerStore
@@ -77,7 +77,7 @@ impl Continuations {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(ring);
     }
 
-    /// Tells the store the serving epoch moved (shutdown, O5): chains of older epochs are
+    /// Tells the store the serving epoch moved (shutdown): chains of older epochs are
     /// rejected from now on.
     pub(crate) async fn bump_epoch(&self, now: Tick, epoch: Epoch) {
         if let Err(e) = self.store.bump_epoch(now, epoch).await {
@@ -94,7 +94,7 @@ pub(crate) enum HandlerOut {
     Input(BTreeMap<String, InputRequest>),
 }
 
-/// One timed handler round of a `resources/read` or a `prompts/get` (O33), the one wrapper
+/// One timed handler round of a `resources/read` or a `prompts/get`, the one wrapper
 /// both families share: `work` runs within `limit` on `clock` and the handler's `token`; a complete result
 /// goes through `finish` inside the time-out (its conversion and final size check count); a
 /// request for input is passed on; expiry answers `timed_out`'s error.
@@ -121,7 +121,7 @@ pub(crate) async fn timed_round<T>(
 /// Attempts at a compare-and-swap before giving up with an internal error.
 const CAS_ATTEMPTS: usize = 4;
 
-/// A failure of the continuation itself, reported per method (O50): a tool failure on
+/// A failure of the continuation itself, reported per method: a tool failure on
 /// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
 /// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
 /// protocol error there); compact `call_tool` keeps it inside its failure envelope.
@@ -179,7 +179,7 @@ fn store_failed(ctx: &Ctx, method: InputMethod, e: &StoreError) -> Answer {
 }
 
 /// Runs a method that may ask for input. `target` and `args` are the salient parameters the
-/// chain is bound to (I7); `continuation` holds the request's continuation members, read once
+/// chain is bound to; `continuation` holds the request's continuation members, read once
 /// by the method family.
 pub(crate) async fn run<'c, F, Fut>(
     ctx: &'c Ctx,
@@ -232,8 +232,8 @@ async fn write(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Written {
     }
 }
 
-/// A retry with `requestState`: the state opened, its chain loaded, the pending answer checked
-/// (O49), then the ledger's decision ([`decide_resume`]) carried out, with compare-and-swap
+/// A retry with `requestState`: the state opened, its chain loaded, the pending answer checked,
+/// then the ledger's decision ([`decide_resume`]) carried out, with compare-and-swap
 /// retries.
 async fn resume<'c, F, Fut>(
     ctx: &'c Ctx,
@@ -304,7 +304,7 @@ async fn load_chain(ctx: &Ctx, method: InputMethod, id: ChainId) -> Result<Chain
     }
 }
 
-/// Recovery-only dispatch of a completed chain (O53): the handler runs once more with every
+/// Recovery-only dispatch of a completed chain: the handler runs once more with every
 /// answer and must complete; asking again is `already_completed`.
 async fn recover<'c, F, Fut>(
     ctx: &'c Ctx,
@@ -437,7 +437,7 @@ async fn cas(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Result<(), Store
         .await
 }
 
-/// `{resultType: "input_required", inputRequests, requestState}` (I3: both present; H2: no
+/// `{resultType: "input_required", inputRequests, requestState}` (both present; H2: no
 /// cache hints).
 fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
     let Ok(nonce) = random_nonce() else {
@@ -481,7 +481,7 @@ fn merged_answers(answers: &[Vec<u8>]) -> BTreeMap<String, Box<RawValue>> {
 
 /// The answer to the pending prompt as exact bytes (`{key: answer, …}` for exactly the keys the
 /// prompt asked, extra keys ignored), `None` when any is missing (X5), or a malformed-answer
-/// message (O49: checked before dispatch).
+/// message (checked before dispatch).
 fn pending_answer(
     prompt: &[u8],
     responses: &BTreeMap<String, Box<RawValue>>,

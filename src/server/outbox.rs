@@ -24,9 +24,9 @@ pub struct Reply {
 /// closed), which the server treats as cancellation of that request.
 ///
 /// Two exceptions to "notifications, then one reply": a request the client cancelled gets no
-/// reply at all (`finish` is never called, J9, C9), and a `subscriptions/listen` stream ended by
+/// reply at all (`finish` is never called), and a `subscriptions/listen` stream ended by
 /// the server on stdio gets its closing result and then one `notifications/cancelled` line
-/// (S2, K10) through `notify`.
+/// (S2) through `notify`.
 pub trait Outbox: Send + Sync {
     /// A notification belonging to this request, encoded as one compact line.
     fn notify(&self, line: String) -> bool;

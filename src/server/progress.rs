@@ -1,8 +1,8 @@
-//! Progress for one request (J-section, O57–O59): the core's [`ProgressSink`] wired to the
-//! pacer and the request's own outbox (J6: never a listen stream).
+//! Progress for one request: the core's [`ProgressSink`] wired to the
+//! pacer and the request's own outbox (never a listen stream).
 //!
 //! The server runs no timer: an update the pacer holds back goes out with the next update past
-//! the interval, or not at all (O58: no background sender, no guaranteed final update).
+//! the interval, or not at all (no background sender, no guaranteed final update).
 
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +16,7 @@ use crate::machine::Tick;
 pub(crate) struct Progress {
     pacer: Mutex<Pacer>,
     outbox: Arc<dyn Outbox>,
-    /// The request's cancellation: fired when the outbox reports the peer gone (D12).
+    /// The request's cancellation: fired when the outbox reports the peer gone.
     gone: CancelToken,
     /// The server's monotonic clock (the pacer's interval is process-local).
     clock: Arc<dyn MonotonicClock>,
@@ -82,7 +82,7 @@ impl Progress {
         self.event(PacerEvent::InvocationEnded);
     }
 
-    /// The call is answered (or cancelled): nothing more goes out, ever (J4).
+    /// The call is answered (or cancelled): nothing more goes out, ever.
     pub(crate) fn finished(&self) {
         self.event(PacerEvent::CallEnded);
     }

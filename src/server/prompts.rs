@@ -1,4 +1,4 @@
-//! `prompts/get` (G-section, O33): `name` and `arguments` read from the params, the handler
+//! `prompts/get`: `name` and `arguments` read from the params, the handler
 //! run within its time-out through the continuation glue. `prompts/list` is a registry page
 //! routed directly.
 

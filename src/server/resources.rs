@@ -1,4 +1,4 @@
-//! `resources/read` (F-section, O32, O33): the `uri` read from the params, the handler run
+//! `resources/read`: the `uri` read from the params, the handler run
 //! within its time-out through the continuation glue, the final size check inside that
 //! time-out. The listings (`resources/list`, `resources/templates/list`) are registry pages
 //! routed directly.
@@ -14,7 +14,7 @@ use crate::wire::jsonrpc::RequestId;
 
 /// `resources/read` with continuations. The URI is routed once: the route gives both the
 /// time-out and the handler. Each handler invocation runs within the read's time-out, which
-/// also covers converting and encoding the result (the final size check, O33); a time-out
+/// also covers converting and encoding the result (the final size check); a time-out
 /// feeds the ledger like any other handler failure.
 pub(crate) async fn read(ctx: &Ctx, params: &Params<'_>, id: &RequestId) -> Result<Answer, Answer> {
     let uri = string_param(params, "uri")?;
@@ -58,8 +58,8 @@ async fn read_uri(ctx: &Ctx, params: &Params<'_>, uri: &str, id: &RequestId) -> 
     .await
 }
 
-/// The whole `resources/read` response, encoded once: that encoding is the final size check
-/// (O33), and a read over it fails like one over the contents limit (O32).
+/// The whole `resources/read` response, encoded once: that encoding is the final size check,
+/// and a read over it fails like one over the contents limit.
 fn encode_read(ctx: &Ctx, id: &RequestId, uri: &str, reply: &ReadReply) -> Result<Answer, Answer> {
     let Ok(Value::Object(body)) = serde_json::to_value(reply) else {
         return Err(Answer::internal_retryable());

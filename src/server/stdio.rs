@@ -1,4 +1,4 @@
-//! The stdio host (C-section, O4): one JSON-RPC message per line on stdin/stdout.
+//! The stdio host: one JSON-RPC message per line on stdin/stdout.
 //!
 //! This file only moves bytes: lines come out of [`LineFramer`], are decoded by the codec and
 //! handed to [`Server::serve`]; replies and notifications leave through one writer, each as one

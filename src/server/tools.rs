@@ -1,6 +1,6 @@
 //! `tools/list` and `tools/call` through the publication layer (compact or direct), plus the
 //! continuation binding of `tools/call` (the publication refuses continuations to the compact
-//! discovery tools itself, O51).
+//! discovery tools itself).
 
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -14,7 +14,7 @@ use super::PublishMode;
 use crate::core::CoreError;
 use crate::machine::ledger::InputMethod;
 
-/// `tools/list` with cache hints (H1: every page `private`, `ttlMs: 0`).
+/// `tools/list` with cache hints (every page `private`, `ttlMs: 0`).
 pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
     match ctx
         .server
@@ -40,7 +40,7 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
 }
 
 /// `tools/call`, bound to the ledger. The chain is bound to the exact `name` and `arguments`
-/// bytes of the outer request (I7). The params are read once, by the dispatcher; the members
+/// bytes of the outer request. The params are read once, by the dispatcher; the members
 /// publication needs are read from that view once, before the first invocation.
 pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     let member = |key: &str| params.get(key).map(|raw| &**raw);
@@ -121,7 +121,7 @@ pub(crate) fn called_tool(mode: PublishMode, target: &str, arguments: Option<&Ra
 }
 
 /// Compact mode's `search_tools` and `get_tool_details`: they never ask for input and refuse
-/// continuations themselves (O51), so no ledger.
+/// continuations themselves, so no ledger.
 async fn discovery<'p>(
     ctx: &Ctx,
     name: Result<String, CoreError>,

@@ -26,7 +26,7 @@ pub enum Cause {
     UnknownTarget,
     /// The requested protocol revision is not served: -32022, 400.
     UnsupportedVersion,
-    /// The request needs a client capability it did not declare (I-section, D32): -32021, 400.
+    /// The request needs a client capability it did not declare: -32021, 400.
     MissingCapability,
     /// An HTTP protocol header is missing, malformed or disagrees with the body: -32020, 400.
     HeaderMismatch,
@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     /// Every row of the table, written out once (interfaces.md "Errors and HTTP status";
-    /// D6, D26, D31, D32, D34, D37; A14).
+    /// D6).
     #[test]
     fn cause_table_every_row() {
         let rows: [(Cause, Option<i64>, u16); 19] = [

@@ -1,4 +1,4 @@
-//! The Streamable HTTP request-metadata headers (D15–D30), for both roles and any runtime.
+//! The Streamable HTTP request-metadata headers, for both roles and any runtime.
 //!
 //! Everything here works over header names and raw value bytes, so any HTTP server
 //! library or a client can use it:
@@ -6,11 +6,11 @@
 //! * the header names ([`PROTOCOL_VERSION_HEADER`], [`METHOD_HEADER`], [`NAME_HEADER`],
 //!   [`PARAM_HEADER_PREFIX`]) and the base64 sentinel ([`encode_header_value`],
 //!   [`decode_header_value`]);
-//! * the `x-mcp-header` annotation rules (D22): [`param_headers`] parses a tool's input schema
+//! * the `x-mcp-header` annotation rules: [`param_headers`] parses a tool's input schema
 //!   once into [`ParamHeader`]s, which both roles keep with the tool;
-//! * the client side: [`required_headers`], the headers a request must carry (D15–D21, D24);
-//! * the server side: [`check_request_headers`], a request's headers against its body
-//!   (D26–D30), and the size bound on protocol headers (O38).
+//! * the client side: [`required_headers`], the headers a request must carry;
+//! * the server side: [`check_request_headers`], a request's headers against its body,
+//!   and the size bound on protocol headers.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -24,23 +24,23 @@ use serde_json::{Map, Value};
 
 use crate::wire::limits;
 
-/// The `MCP-Protocol-Version` header (D15), lower-case, as HTTP/2 spells names.
+/// The `MCP-Protocol-Version` header, lower-case, as HTTP/2 spells names.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
-/// The `Mcp-Method` header (D16).
+/// The `Mcp-Method` header.
 pub const METHOD_HEADER: &str = "mcp-method";
-/// The `Mcp-Name` header (D17).
+/// The `Mcp-Name` header.
 pub const NAME_HEADER: &str = "mcp-name";
-/// Prefix of the `Mcp-Param-{name}` headers (D19).
+/// Prefix of the `Mcp-Param-{name}` headers.
 pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
-/// Prefix that marks a header as a protocol header for the 8 KiB bound (O38).
+/// Prefix that marks a header as a protocol header for the 8 KiB bound.
 pub const PROTOCOL_HEADER_PREFIX: &str = "mcp-";
-/// Opening marker of a base64-encoded header value (D18, D21); case-sensitive.
+/// Opening marker of a base64-encoded header value; case-sensitive.
 pub const BASE64_OPEN: &str = "=?base64?";
-/// Closing marker of a base64-encoded header value (D18, D21).
+/// Closing marker of a base64-encoded header value.
 pub const BASE64_CLOSE: &str = "?=";
 
 /// The canonical spelling of a protocol header name, for messages and for clients that send
-/// headers as written (names compare case-insensitively, D27).
+/// headers as written (names compare case-insensitively).
 pub fn display_name(name: &str) -> String {
     match name {
         PROTOCOL_VERSION_HEADER => "MCP-Protocol-Version".to_owned(),
@@ -56,7 +56,7 @@ pub fn display_name(name: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // Value encoding (D18, D20, D21, D27)
 
-/// Whether a text must travel base64-encoded (D21): anything outside visible ASCII and space
+/// Whether a text must travel base64-encoded: anything outside visible ASCII and space
 /// (non-ASCII, CR, LF, tab and other controls), leading or trailing whitespace, or a value
 /// that itself looks like the sentinel.
 pub fn needs_base64(text: &str) -> bool {
@@ -66,7 +66,7 @@ pub fn needs_base64(text: &str) -> bool {
         || (text.starts_with(BASE64_OPEN) && text.ends_with(BASE64_CLOSE))
 }
 
-/// The header value that carries `text` (D18, D21): the text itself when it is safe plain
+/// The header value that carries `text`: the text itself when it is safe plain
 /// ASCII, else `=?base64?{base64 of its UTF-8}?=`.
 pub fn encode_header_value(text: &str) -> Cow<'_, str> {
     if needs_base64(text) {
@@ -78,7 +78,7 @@ pub fn encode_header_value(text: &str) -> Cow<'_, str> {
 }
 
 /// Decodes a `Mcp-Name` / `Mcp-Param-*` value: `=?base64?…?=` → its UTF-8 text; anything
-/// else is taken literally (D18, D21, D27). `None` for a malformed sentinel.
+/// else is taken literally. `None` for a malformed sentinel.
 pub fn decode_header_value(value: &str) -> Option<String> {
     decode_header_text(value).map(Cow::into_owned)
 }
@@ -99,7 +99,7 @@ pub fn decode_header_text(value: &str) -> Option<Cow<'_, str>> {
 }
 
 /// Whether a received header value uses only visible ASCII, space and tab (RFC 9110 field
-/// values, without obsolete text), the only bytes a server accepts (D26, D30).
+/// values, without obsolete text), the only bytes a server accepts.
 pub fn plain_ascii(value: &[u8]) -> bool {
     value
         .iter()
@@ -112,7 +112,7 @@ pub fn plain_ascii(value: &[u8]) -> bool {
 /// Largest integer allowed in an `x-mcp-header` integer property (2^53 − 1).
 pub const MAX_HEADER_INTEGER: i64 = (1_i64 << 53) - 1;
 
-/// A violation of the `x-mcp-header` rules (D22): the property pointer and the reason.
+/// A violation of the `x-mcp-header` rules: the property pointer and the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderViolation {
     /// JSON Pointer of the annotated subschema inside the input schema.
@@ -145,7 +145,7 @@ pub enum ParamType {
 /// request re-parses the schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamHeader {
-    /// The property path inside `arguments` (the chain of `properties` keys, D24).
+    /// The property path inside `arguments` (the chain of `properties` keys).
     pub path: Vec<String>,
     /// The annotation's value as declared (`Region` → `Mcp-Param-Region`).
     pub name: String,
@@ -167,7 +167,7 @@ impl ParamHeader {
     }
 
     /// The value at this annotation's path in `arguments`; `None` when absent or null (D19,
-    /// D28: no header is sent or expected).
+    /// no header is sent or expected).
     pub fn value_in<'v>(&self, arguments: &'v Value) -> Option<&'v Value> {
         self.path
             .iter()
@@ -176,7 +176,7 @@ impl ParamHeader {
     }
 }
 
-/// Checks every `x-mcp-header` annotation in an input schema (D22) and returns the header
+/// Checks every `x-mcp-header` annotation in an input schema and returns the header
 /// names by property pointer.
 ///
 /// Rules: the value is a non-empty RFC 9110 token; names are unique case-insensitively; the
@@ -194,7 +194,7 @@ pub fn check_mcp_headers(schema: &Value) -> Result<BTreeMap<String, String>, Hea
         .collect())
 }
 
-/// Parses and checks every `x-mcp-header` annotation in an input schema (D22), in property
+/// Parses and checks every `x-mcp-header` annotation in an input schema, in property
 /// pointer order. Registries call this once per tool, when it is registered or listed.
 ///
 /// # Errors
@@ -561,7 +561,7 @@ impl<'a> Mirrored<'a> {
         self.meta.0.tracestate.get()
     }
 
-    /// The body value `method` mirrors into `Mcp-Name` (D17): `Some(None)` when the method
+    /// The body value `method` mirrors into `Mcp-Name`: `Some(None)` when the method
     /// needs one but the body lacks it; `None` when the method has no `Mcp-Name`.
     pub fn name_source(&self, method: &str) -> Option<Option<&str>> {
         match method {
@@ -579,16 +579,16 @@ impl<'a> Mirrored<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequiredHeaderError {
-    /// `params._meta` names no protocol version to mirror (D15).
+    /// `params._meta` names no protocol version to mirror.
     #[error("the request carries no protocol version in its _meta to mirror")]
     NoProtocolVersion,
-    /// An annotated argument holds a value its declared type cannot carry (D20): the arguments
+    /// An annotated argument holds a value its declared type cannot carry: the arguments
     /// do not match the tool's input schema.
     #[error("argument for header {0} is not a value of its declared type")]
     ParamValue(String),
 }
 
-/// The headers a request must carry (D15–D21, D24), as (name as sent, value) pairs in a fixed
+/// The headers a request must carry, as (name as sent, value) pairs in a fixed
 /// order: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` where the method has one, then one
 /// `Mcp-Param-*` per annotation whose value is present and non-null. `annotations` are those of
 /// the tool a `tools/call` names (ignored for other methods).
@@ -633,7 +633,7 @@ pub fn required_headers(
     Ok(out)
 }
 
-/// The text of an annotated value (D20): strings as they are, integers in decimal, booleans as
+/// The text of an annotated value: strings as they are, integers in decimal, booleans as
 /// `true`/`false`. `None` when the value is not of the declared type.
 fn param_text(ty: ParamType, value: &Value) -> Option<String> {
     match (ty, value) {
@@ -662,23 +662,23 @@ fn param_text(ty: ParamType, value: &Value) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum HeaderError {
-    /// A required header is absent (D26, D33).
+    /// A required header is absent.
     #[error("Header mismatch: required header {0} is missing")]
     Missing(String),
     /// A header appears more than once.
     #[error("Header mismatch: header {0} appears more than once")]
     Repeated(String),
     /// A header value has characters outside visible ASCII, space and tab, or a malformed
-    /// base64 sentinel (D26, D30).
+    /// base64 sentinel.
     #[error("Header mismatch: header {0} contains invalid characters")]
     InvalidCharacters(String),
-    /// A header value disagrees with the body (D15–D17, D27, D28).
+    /// A header value disagrees with the body.
     #[error("Header mismatch: header {0} does not match the request body")]
     Mismatch(String),
-    /// The body carries an annotated value but its `Mcp-Param-*` header is absent (D28).
+    /// The body carries an annotated value but its `Mcp-Param-*` header is absent.
     #[error("Header mismatch: header {0} is missing but the body carries its value")]
     MissingParam(String),
-    /// The protocol headers together exceed the bound (O38).
+    /// The protocol headers together exceed the bound.
     #[error("Header mismatch: protocol headers total {actual} bytes, over the {limit}-byte limit")]
     TooLarge {
         /// The bound.
@@ -725,7 +725,7 @@ pub enum Lookup<'a> {
     Repeated,
 }
 
-/// A request's headers as the checks read them; names compare case-insensitively (D27).
+/// A request's headers as the checks read them; names compare case-insensitively.
 pub trait HeaderLookup {
     /// The value(s) of one header.
     fn lookup(&self, key: HeaderKey<'_>) -> Lookup<'_>;
@@ -748,7 +748,7 @@ impl HeaderLookup for [(&str, &[u8])] {
     }
 }
 
-/// The protocol header bytes of a request: name plus value of every `mcp-*` header (O38).
+/// The protocol header bytes of a request: name plus value of every `mcp-*` header.
 pub fn protocol_header_bytes<'h>(pairs: impl IntoIterator<Item = (&'h str, &'h [u8])>) -> usize {
     pairs
         .into_iter()
@@ -761,7 +761,7 @@ pub fn protocol_header_bytes<'h>(pairs: impl IntoIterator<Item = (&'h str, &'h [
         .sum()
 }
 
-/// Checks the 8 KiB bound on protocol headers (O38).
+/// Checks the 8 KiB bound on protocol headers.
 ///
 /// # Errors
 /// [`HeaderError::TooLarge`] past the bound.
@@ -797,7 +797,7 @@ fn single<'h>(
     }
 }
 
-/// Checks the mirrored headers of one request against its body (D15–D30). `params` are the
+/// Checks the mirrored headers of one request against its body. `params` are the
 /// annotations of the tool a `tools/call` names, when the server publishes it with them.
 ///
 /// # Errors
@@ -880,7 +880,7 @@ fn check_param_headers(
     Ok(())
 }
 
-/// Compares a decoded header value with the body value (D20, D27, D29): strings exactly,
+/// Compares a decoded header value with the body value: strings exactly,
 /// booleans as `true`/`false`, numbers numerically (`42` equals `42.0`).
 pub fn param_matches(header: &str, body: &Value) -> bool {
     match body {
@@ -927,7 +927,7 @@ mod tests {
         )
     }
 
-    /// The header checks (D15, D17, D28) read the body leniently: a member of the wrong shape
+    /// The header checks read the body leniently: a member of the wrong shape
     /// reads as absent without hiding the others, and escaped strings are unescaped.
     #[test]
     fn d15_d17_mirrored_reads_members_leniently_in_one_pass() {

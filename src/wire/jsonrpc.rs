@@ -466,7 +466,7 @@ impl Response {
     }
 }
 
-/// Any single JSON-RPC message (batches do not exist in MCP, A21).
+/// Any single JSON-RPC message (batches do not exist in MCP).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     /// A request expecting a response.

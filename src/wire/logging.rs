@@ -53,7 +53,7 @@ impl LogLevel {
         }
     }
 
-    /// Parses a wire name; anything else is `None` (the server answers -32602, L3).
+    /// Parses a wire name; anything else is `None` (the server answers -32602).
     #[must_use]
     pub fn parse(name: &str) -> Option<LogLevel> {
         LogLevel::ALL.into_iter().find(|l| l.as_str() == name)

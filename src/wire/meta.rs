@@ -26,7 +26,7 @@ use super::PROTOCOL_REVISION;
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// The client's capabilities for this request (B1, required; `{}` means none).
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The client's self-reported `{name, version}` (B2, recommended; never trusted, B7).
+/// The client's self-reported `{name, version}` (B2, recommended; never trusted).
 pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The server's self-reported `{name, version}` on results.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";

@@ -104,7 +104,7 @@ pub fn read_progress(params: &RawValue) -> Result<ProgressParams<'_>, ProgressPa
     })
 }
 
-/// The params of a `notifications/cancelled` for `id` (its exact JSON text, J2), with an
+/// The params of a `notifications/cancelled` for `id` (its exact JSON text), with an
 /// optional reason.
 #[must_use]
 pub fn cancelled_params(id: &RequestId, reason: Option<&str>) -> String {

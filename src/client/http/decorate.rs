@@ -1,4 +1,4 @@
-//! The request decorator (D46): auth or trace headers added to each POST, never the protocol
+//! The request decorator: auth or trace headers added to each POST, never the protocol
 //! headers, the target or the body's framing.
 #![forbid(unsafe_code)]
 
@@ -10,7 +10,7 @@ use crate::wire::headers;
 
 pub use crate::client::http_error::DecoratorError;
 
-/// Header names a [`Decorator`] may never set (D46), besides every `mcp-*` name: the
+/// Header names a [`Decorator`] may never set, besides every `mcp-*` name: the
 /// transport owns the target, the body's framing and what it accepts.
 pub const RESERVED_HEADERS: &[&str] = &[
     "host",

@@ -1,26 +1,26 @@
 //! The client's Streamable HTTP transport (stateless revision): one POST per message.
 //!
 //! Every request or notification is its own `POST` to the base URL over pooled HTTP/1.1
-//! keep-alive connections (D2), with `Accept: application/json, text/event-stream` (D3) and the
-//! protocol headers of [`crate::wire::headers::required_headers`] (D15–D21). The answer is one
-//! JSON body or a request-scoped SSE stream (D5, D11); a notification is acknowledged `202`.
+//! keep-alive connections, with `Accept: application/json, text/event-stream` and the
+//! protocol headers of [`crate::wire::headers::required_headers`]. The answer is one
+//! JSON body or a request-scoped SSE stream; a notification is acknowledged `202`.
 //!
 //! - Response bodies are bounded: a JSON body and each SSE event by
-//!   [`MAX_CLIENT_INGRESS_FRAME_BYTES`] (D47, O39); an SSE line by [`MAX_SSE_LINE_BYTES`].
-//! - Cancellation closes the request's response stream (D13): the core's
+//!   [`MAX_CLIENT_INGRESS_FRAME_BYTES`]; an SSE line by [`MAX_SSE_LINE_BYTES`].
+//! - Cancellation closes the request's response stream: the core's
 //!   `notifications/cancelled` is turned into closing that stream and is never posted; a broken
-//!   stream is never resumed (D14).
+//!   stream is never resumed.
 //! - A [`Decorator`] adds auth or trace headers but can never set the protocol headers,
-//!   `Host`, the content headers or anything the transport owns (D46).
-//! - Dialing is SSRF-safe ([`dial`], D47): every new connection resolves the host, checks each
+//!   `Host`, the content headers or anything the transport owns.
+//! - Dialing is SSRF-safe ([`dial`]): every new connection resolves the host, checks each
 //!   address against the [`AddressPolicy`] fixed from the base URL, and only then connects.
-//! - Redirects are not followed by default (D47): a `3xx` answer is [`HttpError::Redirect`].
+//! - Redirects are not followed by default: a `3xx` answer is [`HttpError::Redirect`].
 //!   [`HttpTransport::follow_redirects`] opts into `307`/`308` to the same origin only (the
 //!   method and body are kept), at most [`MAX_REDIRECT_HOPS`] hops.
 //! - `https://` through rustls ([`tls`], feature `https`).
 //! - Diagnostics never carry header values (no `Authorization` or `Cookie`), URL credentials
 //!   (a URL with userinfo is refused) nor bodies.
-//! - The `x-mcp-header` annotations (D19, D22) are read by this transport from the
+//! - The `x-mcp-header` annotations are read by this transport from the
 //!   `tools/list` results it carries, since the core hands the transport messages only.
 #![forbid(unsafe_code)]
 
@@ -427,7 +427,7 @@ impl HttpTransport {
         }
     }
 
-    /// Closes the response stream of the request `id` names (D13).
+    /// Closes the response stream of the request `id` names.
     fn cancel_stream(&self, id: &RequestId) {
         if let Some(task) = lock(&self.streams).remove(id.token()) {
             task.abort();
@@ -436,7 +436,7 @@ impl HttpTransport {
 }
 
 /// Where a redirect from `from` to `location` leads, when it stays on the same origin
-/// (scheme, host, port; D47): an absolute-path reference or an absolute URL of that origin.
+/// (scheme, host, port): an absolute-path reference or an absolute URL of that origin.
 fn same_origin(from: &Uri, location: Option<&HeaderValue>) -> Result<Uri, HttpError> {
     let location = location
         .and_then(|v| v.to_str().ok())
@@ -568,8 +568,8 @@ async fn read_bounded(mut body: Incoming) -> Result<Vec<u8>, HttpError> {
     Ok(out)
 }
 
-/// Keeps the `x-mcp-header` annotations of a `tools/list` result (D19, D22); a tool whose
-/// annotations are invalid keeps none (the core drops it from what the app sees, D23).
+/// Keeps the `x-mcp-header` annotations of a `tools/list` result; a tool whose
+/// annotations are invalid keeps none (the core drops it from what the app sees).
 fn observe(annotations: &Mutex<HashMap<String, Vec<ParamHeader>>>, method: &str, r: &Response) {
     let Response::Success(success) = r else {
         return;
@@ -596,7 +596,7 @@ fn observe(annotations: &Mutex<HashMap<String, Vec<ParamHeader>>>, method: &str,
     }
 }
 
-/// Reads one request-scoped SSE stream (D5, D11): `data:` lines of an event are joined with
+/// Reads one request-scoped SSE stream: `data:` lines of an event are joined with
 /// `\n`, comments and other fields are skipped, each event is one JSON-RPC message. The stream
 /// ends with the request's response; a stream that breaks before it fails that request.
 async fn read_sse(

@@ -1,4 +1,4 @@
-//! Request-scoped SSE framing (D5, D11): an incremental parser with bounded line and event
+//! Request-scoped SSE framing: an incremental parser with bounded line and event
 //! buffers. Pure bytes in, event data out, so it can be fuzzed without a network.
 #![forbid(unsafe_code)]
 

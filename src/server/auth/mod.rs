@@ -1,4 +1,4 @@
-//! The OAuth 2.1 protected-resource layer for the Streamable HTTP host (D36, D44).
+//! The OAuth 2.1 protected-resource layer for the Streamable HTTP host.
 //!
 //! [`AuthLayer`] wraps any HTTP service (normally [`McpHttp`](crate::server::http::McpHttp))
 //! and, for every request:
@@ -26,7 +26,7 @@
 //!    (`requestState`) principal binding all use the token's subject. The `Authorization`
 //!    header itself is removed before the inner service sees it (a token is never forwarded).
 //!
-//! Every request is authenticated on its own; nothing is remembered per connection (D36).
+//! Every request is authenticated on its own; nothing is remembered per connection.
 //! Refusals carry an empty body; the rest of the refused request body is read and discarded
 //! (bounded by [`REFUSAL_DRAIN_BYTES`] and [`REFUSAL_DRAIN_TIME`]) so a client that writes its
 //! whole body before reading sees the answer.

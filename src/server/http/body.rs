@@ -1,4 +1,4 @@
-//! Reading a request body: capped while read (O36), idle time-out per frame, and the rest of a
+//! Reading a request body: capped while read, idle time-out per frame, and the rest of a
 //! refused body drained so the client sees the refusal.
 
 use std::pin::Pin;

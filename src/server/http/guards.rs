@@ -1,5 +1,5 @@
-//! The checks on a request's head: `Host` (D35), `Origin` (D34), `Accept` (D3),
-//! `Content-Type`, and the size of the protocol headers (O38).
+//! The checks on a request's head: `Host`, `Origin`, `Accept`,
+//! `Content-Type`, and the size of the protocol headers.
 
 use hyper::header::{self, HeaderMap, HeaderName};
 
@@ -49,7 +49,7 @@ fn is_loopback_host(host: &str) -> bool {
         .any(|l| l.eq_ignore_ascii_case(host))
 }
 
-/// Whether the request's authority passes the policy (D35). A missing authority passes only
+/// Whether the request's authority passes the policy. A missing authority passes only
 /// [`HostPolicy::Any`].
 pub fn host_allowed(policy: &HostPolicy, authority: Option<&str>) -> bool {
     if *policy == HostPolicy::Any {
@@ -65,7 +65,7 @@ pub fn host_allowed(policy: &HostPolicy, authority: Option<&str>) -> bool {
     }
 }
 
-/// Checks a present `Origin` against the policy (D34); an absent one is allowed.
+/// Checks a present `Origin` against the policy; an absent one is allowed.
 pub fn check_origin(policy: &OriginPolicy, headers: &HeaderMap) -> Result<(), Cause> {
     let mut values = headers.get_all(header::ORIGIN).iter();
     let Some(first) = values.next() else {
@@ -175,7 +175,7 @@ const COMMON_ACCEPT: [&[u8]; 2] = [
     b"text/event-stream, application/json",
 ];
 
-/// Whether `Accept` lists both `application/json` and `text/event-stream` (D3).
+/// Whether `Accept` lists both `application/json` and `text/event-stream`.
 pub fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     let values = headers.get_all(header::ACCEPT);
     let mut iter = values.iter();
@@ -250,12 +250,12 @@ impl HeaderLookup for HyperHeaders<'_> {
     }
 }
 
-/// The protocol header bytes of a request: name plus value of every `mcp-*` header (O38).
+/// The protocol header bytes of a request: name plus value of every `mcp-*` header.
 pub fn protocol_header_bytes(headers: &HeaderMap) -> usize {
     headers::protocol_header_bytes(headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
 }
 
-/// Checks the 8 KiB bound on protocol headers (O38).
+/// Checks the 8 KiB bound on protocol headers.
 ///
 /// # Errors
 /// [`HeaderError::TooLarge`] past the bound.

@@ -161,8 +161,8 @@ pub trait Dispatch: Send + Sync + 'static {
     fn legacy_server(&self) -> Option<&crate::server::Server> {
         None
     }
-    /// Handles one decoded request whose mirrored headers `check` must accept first
-    /// (D15–D30); a refusal is the request's one reply (400, -32600). The default reads the
+    /// Handles one decoded request whose mirrored headers `check` must accept first;
+    /// a refusal is the request's one reply (400, -32600). The default reads the
     /// params for the check and asks [`Dispatch::published_param_headers`] before
     /// [`Dispatch::dispatch`]; [`crate::server::Server`] runs the check on its own one parse
     /// of the params, with the policy asked once per request.
@@ -193,13 +193,13 @@ pub trait Dispatch: Send + Sync + 'static {
     }
 }
 
-/// The HTTP host's check of one request's mirrored headers against its params (D15–D30),
+/// The HTTP host's check of one request's mirrored headers against its params,
 /// handed to [`Dispatch::dispatch_request`] so the check runs on the dispatcher's own read
 /// of the params. Built by the host only.
 pub struct HeaderCheck(Box<CheckFn>);
 
 /// The check itself: the request, its mirrored members and the published annotations of
-/// the tool it names (D28) in, the refusal out.
+/// the tool it names in, the refusal out.
 type CheckFn = dyn Fn(&RpcRequest, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
     + Send
     + Sync;

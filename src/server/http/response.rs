@@ -100,7 +100,7 @@ impl Outbox for Shared {
     }
 }
 
-/// The outbox of a notification: nothing is ever sent back (D6).
+/// The outbox of a notification: nothing is ever sent back.
 pub(super) struct NoReply;
 
 impl Outbox for NoReply {
@@ -217,7 +217,7 @@ fn sse_event(line: &str) -> Bytes {
     Bytes::from(out)
 }
 
-/// The keep-alive comment (D10, K14).
+/// The keep-alive comment.
 pub const SSE_KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 
 impl SseBody {
@@ -357,7 +357,7 @@ pub(super) fn encoded_refusal(cause: Cause, reply: crate::codec::ErrorReply) -> 
 }
 
 /// The answer to a frame the codec refused: its error with the id it could read (or null; a
-/// notification gets an id-less error too, since HTTP needs a status either way, D6).
+/// notification gets an id-less error too, since HTTP needs a status either way).
 pub(super) fn rejected(rejection: &Rejection) -> Response<HttpBody> {
     let id = match &rejection.reply_to {
         ReplyTo::Id(id) => Some(id.clone()),

@@ -418,7 +418,7 @@ fn spawn_dispatch(
     );
 }
 
-/// The response of a request answered as an event stream (D8).
+/// The response of a request answered as an event stream.
 fn sse_response(body: SseBody) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
     let h = response.headers_mut();
@@ -488,7 +488,7 @@ fn record_params(span: &tracing::Span, request: &RpcRequest, probe: &Mirrored<'_
 }
 
 /// The header check the dispatcher runs on its own read of the params: records the span's
-/// fields, then checks the mirrored headers (D15–D30) against the body.
+/// fields, then checks the mirrored headers against the body.
 fn header_check(headers: HeaderMap, span: tracing::Span) -> HeaderCheck {
     HeaderCheck(Box::new(move |request, mirrored, annotations| {
         record_params(&span, request, mirrored);
@@ -500,10 +500,10 @@ fn header_check(headers: HeaderMap, span: tracing::Span) -> HeaderCheck {
     }))
 }
 
-/// The mirrored headers against the body (D15–D30). A method this revision removed that
+/// The mirrored headers against the body. A method this revision removed that
 /// arrives without `MCP-Protocol-Version` (an initialise-era client's `initialize`) is not
-/// checked: the dispatcher answers it -32601 with the supported versions, as on stdio
-/// (B22), which tells such a client what to speak instead of a header complaint.
+/// checked: the dispatcher answers it -32601 with the supported versions, as on stdio,
+/// which tells such a client what to speak instead of a header complaint.
 fn check_headers(
     headers: &HeaderMap,
     request: &RpcRequest,

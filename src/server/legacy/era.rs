@@ -1,4 +1,4 @@
-//! Which era a message belongs to: the same rule on stdio and HTTP (B23).
+//! Which era a message belongs to: the same rule on stdio and HTTP.
 //!
 //! An `initialize` that carries no modern `_meta` and arrives without a 2026-07-28
 //! `MCP-Protocol-Version` header starts a legacy session; with either it is a modern request
@@ -30,7 +30,7 @@ pub fn negotiate(requested: &str) -> &'static str {
 }
 
 /// Whether request params carry modern `_meta`: a protocol version or client capabilities
-/// under the `io.modelcontextprotocol/` keys (B1, B2). Unreadable params count as not modern;
+/// under the `io.modelcontextprotocol/` keys. Unreadable params count as not modern;
 /// the dispatcher answers them either way.
 #[must_use]
 pub fn has_modern_meta(params: Option<&RawValue>) -> bool {
@@ -46,7 +46,7 @@ pub fn has_modern_meta(params: Option<&RawValue>) -> bool {
     })
 }
 
-/// B23: whether this request starts a legacy session. `header` is the HTTP
+/// whether this request starts a legacy session. `header` is the HTTP
 /// `MCP-Protocol-Version` (always `None` on stdio).
 #[must_use]
 pub fn starts_legacy_session(

@@ -165,7 +165,7 @@ impl LegacyLink {
         self.session.as_ref()
     }
 
-    /// Routes one request of this connection (B23). `outbox` is where the host's replies go.
+    /// Routes one request of this connection. `outbox` is where the host's replies go.
     pub fn route(&mut self, server: &Server, request: Request, outbox: &Arc<dyn Outbox>) -> Route {
         match self.decide(server, request) {
             Decision::Answered(reply) => Route::Answered(reply),
@@ -176,7 +176,7 @@ impl LegacyLink {
         }
     }
 
-    /// The era rule for one request of this connection (B23), the same for every host: a
+    /// The era rule for one request of this connection, the same for every host: a
     /// lifecycle method is answered here, a request of the live session is rewritten, and
     /// everything else (modern `_meta`, the switch off, no session yet) stays modern.
     pub fn decide(&mut self, server: &Server, request: Request) -> Decision {

@@ -6,13 +6,13 @@
 //! ([`era`]). The session's own methods (`initialize`, `notifications/initialized`, `ping`,
 //! `logging/setLevel`) are answered here ([`lifecycle`]); every other request is rewritten into
 //! a stateless 2026-07-28 request carrying the session's version, capabilities and log level in
-//! `_meta` and served by the same dispatcher, registry and per-caller policy as a modern one
-//! (O28). Its reply is rewritten back to the legacy shape ([`translate`]): no `resultType`, no
+//! `_meta` and served by the same dispatcher, registry and per-caller policy as a modern one.
+//! Its reply is rewritten back to the legacy shape ([`translate`]): no `resultType`, no
 //! `serverInfo` in `_meta`, -32002 for an unknown resource (O34, X6). A request that carries
 //! modern `_meta` stays modern, inside a legacy session too.
 //!
 //! Without the switch (or without the feature) `initialize` keeps getting -32601 with the
-//! supported versions (B22).
+//! supported versions.
 
 pub mod era;
 pub mod lifecycle;

@@ -1,6 +1,6 @@
 //! Rewriting between the eras: a legacy request into the stateless 2026-07-28 request the
 //! dispatcher serves, and its reply back into the legacy shape. Only members are moved; every
-//! value keeps its exact bytes (O29).
+//! value keeps its exact bytes.
 
 use std::collections::BTreeMap;
 
@@ -20,14 +20,14 @@ type Members = BTreeMap<String, Box<RawValue>>;
 pub struct Original {
     /// The legacy method.
     pub method: String,
-    /// The request id, echoed exactly (A4).
+    /// The request id, echoed exactly.
     pub id: RequestId,
 }
 
 /// Methods of 2026-07-28 only: a legacy session does not have them.
 const MODERN_ONLY: [&str; 2] = ["server/discover", "subscriptions/listen"];
 
-/// Result members of 2026-07-28 only: the result kind (A5) and the cache hints (H1).
+/// Result members of 2026-07-28 only: the result kind and the cache hints.
 const MODERN_RESULT_MEMBERS: [&str; 3] = ["resultType", "cacheScope", "ttlMs"];
 
 /// The legacy `resources/read` code for an unknown resource (X6: never on the modern path).
@@ -39,7 +39,7 @@ pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 ///
 /// # Errors
 /// The reply to send instead: -32601 for a 2026-07-28-only method, -32602 for params that are
-/// not an object or that carry the modern continuation members (O127: a legacy client cannot
+/// not an object or that carry the modern continuation members (a legacy client cannot
 /// submit `requestState` / `inputResponses`).
 pub fn to_modern(request: Request, session: &LegacySession) -> Result<(Request, Original), Reply> {
     let id = &request.id;

@@ -1,9 +1,9 @@
 //! Strict reading of JSON objects (envelopes and `tools/call` params) and the result bodies
-//! both modes share: the `{"value": …}` / `{"failure": …}` structured envelopes (O14, O17)
+//! both modes share: the `{"value": …}` / `{"failure": …}` structured envelopes
 //! and their `CallToolResult` text.
 //!
 //! Everything is assembled as JSON *text* around the exact bytes the core produced, so
-//! structured results and schemas never pass through a float (O29). The `Map` the public API
+//! structured results and schemas never pass through a float. The `Map` the public API
 //! returns is parsed from that text at the very end (see the precision note in the module
 //! documentation of [`super`]).
 
@@ -97,14 +97,14 @@ pub(crate) struct CallParams<'a> {
 
 impl<'a> CallParams<'a> {
     /// Reads `{"name", "arguments"?, "_meta", "inputResponses"?, "requestState"?}`. The
-    /// dispatcher owns the rest of the request shape (E10); publication checks what it reads.
+    /// dispatcher owns the rest of the request shape; publication checks what it reads.
     pub(crate) fn parse(params: &'a RawValue) -> Result<Self, CoreError> {
         let members = OrderedMembers::parse(params, "params")?;
         Self::from_members(|key| members.get(key))
     }
 
     /// As [`CallParams::parse`], over members someone already read (the server's params map:
-    /// the codec has refused repeated member names, O3). The same checks in the same order.
+    /// the codec has refused repeated member names). The same checks in the same order.
     pub(crate) fn from_members(
         member: impl Fn(&str) -> Option<&'a RawValue>,
     ) -> Result<Self, CoreError> {
@@ -157,7 +157,7 @@ impl<'a> CallParams<'a> {
     }
 }
 
-/// `{"value": <exact inner text>}` (O14).
+/// `{"value": <exact inner text>}`.
 pub(crate) fn value_envelope(inner: &RawValue) -> String {
     const HEAD: &str = "{\"value\":";
     let mut out = String::with_capacity(HEAD.len() + inner.get().len() + 1);
@@ -167,7 +167,7 @@ pub(crate) fn value_envelope(inner: &RawValue) -> String {
     out
 }
 
-/// `{"failure": {code, message, retryable, diagnostics?}}` (O17).
+/// `{"failure": {code, message, retryable, diagnostics?}}`.
 pub(crate) fn failure_envelope(failure: &ToolFailure) -> Result<String, CoreError> {
     let body =
         serde_json::to_string(failure).map_err(|_| CoreError::Internal { retryable: true })?;
@@ -176,7 +176,7 @@ pub(crate) fn failure_envelope(failure: &ToolFailure) -> Result<String, CoreErro
 
 /// A complete `CallToolResult` as exact text pieces: the content array and the structured
 /// envelope. The server writes the final result (with `resultType` and `_meta`) from these in
-/// one pass instead of re-reading a finished body (O29: the pieces are never re-parsed).
+/// one pass instead of re-reading a finished body (the pieces are never re-parsed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ResultParts {
     /// The `content` array as JSON text.
@@ -189,7 +189,7 @@ pub(crate) struct ResultParts {
 
 impl ResultParts {
     /// The ordered content, then (when there is a structured envelope) a text block holding
-    /// the envelope's JSON (O15, E16). `structured` must be one valid JSON value: every caller
+    /// the envelope's JSON. `structured` must be one valid JSON value: every caller
     /// builds it from serialised or already validated text.
     pub(crate) fn new(
         mut content: Vec<ContentBlock>,
@@ -230,7 +230,7 @@ impl ResultParts {
     }
 
     /// The result as sent: the body plus `resultType: "complete"` and `_meta` holding
-    /// `serverInfo` (A5, B6), members in key byte order, as every other result is written.
+    /// `serverInfo`, members in key byte order, as every other result is written.
     pub(crate) fn complete_text(&self, server_info: &RawValue) -> String {
         let mut out = String::with_capacity(self.len_hint() + server_info.get().len() + 96);
         out.push_str("{\"_meta\":{\"");
@@ -257,7 +257,7 @@ impl ResultParts {
 }
 
 /// A complete `CallToolResult` in pieces: the ordered content, then (when there is a
-/// structured envelope) a text block holding the envelope's JSON (O15, E16).
+/// structured envelope) a text block holding the envelope's JSON.
 pub(crate) fn result_parts(
     content: Vec<ContentBlock>,
     structured: Option<String>,

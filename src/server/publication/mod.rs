@@ -1,27 +1,27 @@
-//! Tool publication: how the registry's tools appear on the wire (O11–O29).
+//! Tool publication: how the registry's tools appear on the wire.
 //!
-//! Two modes, fixed for the life of a [`Publication`] (O24):
+//! Two modes, fixed for the life of a [`Publication`]:
 //!
 //! - [`Mode::Compact`] publishes exactly three tools, `search_tools`, `get_tool_details`
-//!   and `call_tool` (O11), whose envelopes are strict (O13): unknown members, repeated
+//!   and `call_tool`, whose envelopes are strict: unknown members, repeated
 //!   member names and wrong types are -32602. Application tools run through `call_tool`.
 //! - [`Mode::Direct`] publishes every tool the caller may see as a native tool, at most 20 per
-//!   page with the registry's opaque, caller-bound cursors (O21). Each tool's wire wrapper
+//!   page with the registry's opaque, caller-bound cursors. Each tool's wire wrapper
 //!   (its published definition and, for a declared output schema, the `{value}` /
-//!   `{failure}` union, O25) is built and compiled on its first authorised access and cached
-//!   immutably per `Publication` (O27, O28). Policy still runs on every request.
+//!   `{failure}` union) is built and compiled on its first authorised access and cached
+//!   immutably per `Publication`. Policy still runs on every request.
 //!
 //! # Result envelopes (both modes)
 //!
 //! - Success with a structured result → `structuredContent: {"value": <exact result>}`;
-//!   an explicit `null` result stays `{"value": null}` (O14).
+//!   an explicit `null` result stays `{"value": null}`.
 //! - Success without a structured result ("absent": a dynamic tool that returned only
 //!   content) → no `structuredContent` and no JSON copy; the content is sent as it is.
 //! - Failure → `isError: true`, `structuredContent: {"failure": {code, message, retryable,
-//!   diagnostics?}}` (O17). Schema-invalid arguments of a known tool are the failure
+//!   diagnostics?}}`. Schema-invalid arguments of a known tool are the failure
 //!   `invalid_arguments` with diagnostics (spec S1, interfaces.md).
-//! - Content: the tool's ordered blocks, then one text block holding the JSON of the envelope
-//!   (O15). A typed tool's own trailing copy of its unwrapped JSON is replaced by that
+//! - Content: the tool's ordered blocks, then one text block holding the JSON of the envelope.
+//!   A typed tool's own trailing copy of its unwrapped JSON is replaced by that
 //!   envelope copy rather than repeated.
 //!
 //! The two compact discovery tools answer in their own declared output shapes
@@ -31,30 +31,30 @@
 //! Direct mode wraps too: seed-000 wraps every present structured success, and a declared
 //! output schema is published as the union, so a failure's `structuredContent` still
 //! validates against the published schema (X8). Tools without an output schema publish none
-//! (O26) and are wrapped the same way on the wire.
+//! and are wrapped the same way on the wire.
 //!
 //! # Protocol errors versus tool failures
 //!
 //! -32602 ([`CoreError`]): an unknown outer tool, a hidden or unknown direct tool (the same
 //! bytes for both, O23, X17), a malformed compact envelope, a bad cursor, and a continuation
-//! (`inputResponses` / `requestState`) sent to a discovery tool (O51). Inside compact
-//! `call_tool`, a missing, unknown or hidden inner name is the failure `unavailable_tool`
-//! (O18); so is an unknown name in `get_tool_details`.
+//! (`inputResponses` / `requestState`) sent to a discovery tool. Inside compact
+//! `call_tool`, a missing, unknown or hidden inner name is the failure `unavailable_tool`;
+//! so is an unknown name in `get_tool_details`.
 //!
 //! # Exactness
 //!
 //! Every body is assembled as JSON text around the exact bytes from the registry and the
-//! handler (O29); the `*_text` methods return that text. The `Map` forms parse it, which is
+//! handler; the `*_text` methods return that text. The `Map` forms parse it, which is
 //! exact for every integer within `i64`/`u64` and for every other number that is already in
 //! shortest form; a server that must keep arbitrary numbers byte-exact should splice the
 //! text forms.
 //!
 //! # Content variants
 //!
-//! The six root variants (O19) are text, image, audio, `resource_link`, and embedded
+//! The six root variants are text, image, audio, `resource_link`, and embedded
 //! resources with text or with blob contents. Empty embedded `text`/`blob` and
 //! `priority: 0` stay on the wire. A `resource_link` block has a single set of fields (its
-//! block-level `_meta`/annotations are the reference's, O20); an embedded resource keeps
+//! block-level `_meta`/annotations are the reference's); an embedded resource keeps
 //! the resource's `_meta` on the inner resource and the block's on the block.
 
 #![forbid(unsafe_code)]
@@ -85,12 +85,12 @@ use envelope::{
     success_parts, to_map, OrderedMembers,
 };
 
-/// How tools are published. Fixed per [`Publication`]; searching never changes it (O12, O24).
+/// How tools are published. Fixed per [`Publication`]; searching never changes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Three discovery/dispatch tools (O11–O20).
+    /// Three discovery/dispatch tools.
     Compact,
-    /// Every visible tool as a native tool (O21–O29).
+    /// Every visible tool as a native tool.
     Direct,
 }
 
@@ -106,7 +106,7 @@ pub enum CallOutcome {
     },
 }
 
-/// The immutable wire wrapper of one direct tool (O27, O28).
+/// The immutable wire wrapper of one direct tool.
 pub struct WrapperPlan {
     /// The registry's definition the plan was built from (to notice a swapped registry whose
     /// schemas are unchanged but whose documentation or hints differ).
@@ -201,7 +201,7 @@ impl fmt::Debug for Publication {
 }
 
 impl Publication {
-    /// A publication in `mode`. Builds nothing: wrappers are prepared on first access (O27).
+    /// A publication in `mode`. Builds nothing: wrappers are prepared on first access.
     #[must_use]
     pub fn new(mode: Mode) -> Self {
         Publication {
@@ -218,7 +218,7 @@ impl Publication {
     }
 
     /// How many wrapper plans this publication has built so far (each at most once per tool
-    /// and registry, O28).
+    /// and registry).
     #[must_use]
     pub fn plans_built(&self) -> usize {
         self.built.load(Ordering::Relaxed)

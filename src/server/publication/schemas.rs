@@ -1,10 +1,10 @@
 //! The fixed schemas of publication: the three compact tools (interfaces.md, "Compact
 //! publication wire format") and the failure envelope; plus the direct-mode output wrapper
-//! that bundles an application schema once under a `{value}` / `{failure}` union (O25, O26).
+//! that bundles an application schema once under a `{value}` / `{failure}` union.
 //!
 //! The compact tool schemas are publication's own wire contracts, not application tools, so
 //! they are written out here; the failure envelope schema is the core's, derived from
-//! `ToolFailure`; application schemas always come from the registry (O106).
+//! `ToolFailure`; application schemas always come from the registry.
 
 use std::sync::OnceLock;
 
@@ -31,7 +31,7 @@ pub fn failure_envelope_schema_text() -> &'static str {
 }
 
 /// The compact `tools/list` body as JSON text: exactly three tools, strict input schemas,
-/// output schemas for the two discovery tools and none for `call_tool` (O11, O16).
+/// output schemas for the two discovery tools and none for `call_tool`.
 pub fn compact_tools_text() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
@@ -41,7 +41,7 @@ pub fn compact_tools_text() -> &'static str {
 
 const FAILURE_SLOT: &str = r#"{"$failure":"slot"}"#;
 
-/// The compact `tools/list` body (O11, O16): exactly three tools, strict input schemas,
+/// The compact `tools/list` body: exactly three tools, strict input schemas,
 /// output schemas for the two discovery tools and none for `call_tool`.
 const COMPACT_TOOLS_TEMPLATE: &str = concat!(
     r#"{"tools":["#,
@@ -111,10 +111,10 @@ fn dialect_of(app: &OrderedMembers<'_>) -> Result<Dialect, CoreError> {
 
 /// The published output schema of a direct tool: an object that is either
 /// `{"value": <app>}` or the failure envelope, with the application schema bundled once
-/// under the wrapper's definitions and referenced from the `value` branch (O25).
+/// under the wrapper's definitions and referenced from the `value` branch.
 ///
 /// The application schema keeps its own dialect (the wrapper is written in it), its bytes
-/// (numbers and constants exact, O29) and its meaning (O26): an application schema without
+/// (numbers and constants exact) and its meaning: an application schema without
 /// an identifier gets one (`urn:strict-mcp:output:<tool>`) so that its internal
 /// references (`#/$defs/…`, anchors, dynamic anchors) still resolve inside it and not
 /// against the wrapper; one with an identifier stays a separate resource as before, so
