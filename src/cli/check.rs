@@ -915,7 +915,7 @@ fn tool_call(id: i64, params: &Value, annotations: &[ParamHeader]) -> Probe {
     probe
 }
 
-/// MRTR state integrity (I6, X21): the tool's first round asks for input; the retry with a
+/// MRTR state integrity: the tool's first round asks for input; the retry with a
 /// tampered `requestState` must be refused with a JSON-RPC error. `Err` when the first
 /// round did not ask (the rule could not be shown with this tool).
 async fn mrtr_rule(

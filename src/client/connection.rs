@@ -51,7 +51,7 @@ pub const MAX_LOG_MESSAGES_PER_CALL: usize = 100;
 /// One `notifications/message` delivered to the call that asked for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogMessage {
-    /// `level`: at or above the level the call asked for (L4 order).
+    /// `level`: at or above the level the call asked for (the log-level order).
     pub level: LogLevel,
     /// `logger`, if given.
     pub logger: Option<String>,
@@ -158,12 +158,12 @@ pub struct ClientOptions {
     pub client_info: Value,
     /// The deadline of calls that set none; at most [`MAX_DEADLINE`].
     pub default_deadline: Duration,
-    /// Strict mode (X1, X2): every leniency (a missing `resultType`, a missing or invalid
+    /// Strict mode: every leniency (a missing `resultType`, a missing or invalid
     /// cache hint) is a typed error instead of a recorded diagnostic. Off by default: the
     /// spec asks clients to be lenient there.
     pub strict: bool,
-    /// After a -32020 to `tools/call`, refresh `tools/list` and retry once with a new id
-    /// (D25, X14). Off by default: nothing retries on its own. Safe for side effects:
+    /// After a -32020 to `tools/call`, refresh `tools/list` and retry once with a new id.
+    /// Off by default: nothing retries on its own. Safe for side effects:
     /// a -32020 is refused before the tool runs.
     pub retry_header_mismatch: bool,
     /// Codecs for extension payloads. Registering advertises nothing.
@@ -461,7 +461,7 @@ impl Client {
         lock(&self.shared.state).dead.clone()
     }
 
-    /// The leniencies recorded so far (X1, X2), oldest first, at most
+    /// The leniencies recorded so far, oldest first, at most
     /// [`diagnostics::MAX_DIAGNOSTICS`], and how many older ones were dropped.
     #[must_use]
     pub fn diagnostics(&self) -> (Vec<Leniency>, u64) {

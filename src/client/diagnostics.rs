@@ -1,4 +1,4 @@
-//! Strict/lossless diagnostics (X1, X2): what the client read leniently, and strict mode.
+//! Strict/lossless diagnostics: what the client read leniently, and strict mode.
 //!
 //! The spec asks clients to be lenient where older or sloppy servers differ: a missing
 //! `resultType` is `complete`, a missing or negative `ttlMs` is 0 and a missing
@@ -20,13 +20,13 @@ pub const MAX_DIAGNOSTICS: usize = 256;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Leniency {
-    /// The result had no `resultType`; it was read as `complete` (A8, X1).
+    /// The result had no `resultType`; it was read as `complete`.
     #[error("{method} result has no resultType; read as complete")]
     MissingResultType {
         /// The request's method.
         method: String,
     },
-    /// A cacheable result had no `ttlMs`; read as 0, immediately stale (H8, X2).
+    /// A cacheable result had no `ttlMs`; read as 0, immediately stale.
     #[error("{method} result has no ttlMs; read as 0")]
     MissingTtl {
         /// The request's method.
@@ -48,13 +48,13 @@ pub enum Leniency {
         /// The value exactly as received.
         ttl: String,
     },
-    /// A cacheable result had no `cacheScope`; read as `private` (X2).
+    /// A cacheable result had no `cacheScope`; read as `private`.
     #[error("{method} result has no cacheScope; read as private")]
     MissingCacheScope {
         /// The request's method.
         method: String,
     },
-    /// `cacheScope` was neither `public` nor `private`; read as `private` (X2), which never
+    /// `cacheScope` was neither `public` nor `private`; read as `private`, which never
     /// shares an entry across credentials.
     #[error("{method} result has an unknown cacheScope {scope}; read as private")]
     UnknownCacheScope {

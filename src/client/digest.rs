@@ -416,7 +416,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
 }
 
 /// A write sink that refuses to grow past [`MAX_SNAPSHOT_BYTES`], so encoding an oversized
-/// typed snapshot costs at most the bound in memory (the "encode, then pre-check" of O89).
+/// typed snapshot costs at most the bound in memory ("encode, then pre-check").
 #[derive(Default)]
 struct BoundedSink {
     buf: Vec<u8>,

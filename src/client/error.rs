@@ -109,7 +109,7 @@ pub enum InvalidResult {
         /// The codec's reason.
         reason: String,
     },
-    /// Strict mode refused what the client would otherwise read leniently (X1, X2).
+    /// Strict mode refused what the client would otherwise read leniently.
     #[error("strict mode: {0}")]
     Lenient(crate::client::diagnostics::Leniency),
     /// `structuredContent` does not match the tool's `outputSchema`.

@@ -143,7 +143,7 @@ fn check_elicit_result(answer: &Value, url: bool) -> Result<(), String> {
 pub enum Round<T> {
     /// The typed complete result.
     Complete(T),
-    /// The server needs more input (O77; boxed: larger than most results).
+    /// The server needs more input (boxed: larger than most results).
     InputRequired(Box<InputRequired>),
 }
 
@@ -250,7 +250,7 @@ impl Client {
 
     /// One page of `method` (a list method), starting at `cursor` (`None`: the first page),
     /// with its `nextCursor`. Nothing is walked, filtered or remembered: the entries are the
-    /// page's own (no D23 drop; tool output schemas are recorded by [`Client::list_tools`]
+    /// page's own (no invalid-annotation drop; tool output schemas are recorded by [`Client::list_tools`]
     /// only), and the host decides whether to follow the cursor.
     ///
     /// # Errors
@@ -501,7 +501,7 @@ impl Client {
         }
     }
 
-    /// Sends one `tools/call`; with the opt-in retry (D25, X14), a -32020 refreshes
+    /// Sends one `tools/call`; with the opt-in retry, a -32020 refreshes
     /// `tools/list` (bounded by [`MAX_LIST_PAGES`] / [`MAX_LIST_ITEMS`]; a transport that
     /// mirrors `x-mcp-header` annotations learns the refreshed ones from it) and sends the
     /// call once more under a new id. A second -32020 is returned as it came. The retry

@@ -1,7 +1,7 @@
 //! The strict client: pieces a client core drives.
 //!
 //! - `auth`: OAuth 2.1 for the HTTP transport (feature `client-auth`).
-//! - [`diagnostics`]: what was read leniently (X1, X2) and strict mode.
+//! - [`diagnostics`]: what was read leniently and strict mode.
 //! - [`extensions`]: typed codecs for extension payloads; unknown ones stay raw and inert.
 //! - [`digest`]: stable snapshot digests for hosts that cache or compare what a server
 //!   published (runtime-free).

@@ -1,4 +1,4 @@
-//! The client's stdio transport: one child process, one JSON-RPC message per line (O83, C-section).
+//! The client's stdio transport: one child process, one JSON-RPC message per line.
 //!
 //! Line level only: the client core hands in whole lines and takes out decoded frames; ids,
 //! cancellation and subscriptions are the core's business.

@@ -15,7 +15,7 @@ pub enum ResumeStep {
     /// `state_rejected` (tampered, foreign, other request, old epoch, expired, unknown): the
     /// ledger's reason, `None` when it answered a retry with something no retry expects.
     Reject(Option<ChainRejection>),
-    /// The same prompt again, answers missing (X5); `write` when the chain changed.
+    /// The same prompt again, answers missing; `write` when the chain changed.
     AskAgain {
         /// Whether the chain changed and must be stored before answering.
         write: bool,
@@ -165,7 +165,7 @@ mod tests {
         }
     }
 
-    /// I6, O53, X5: the decision the server carries out for one retry, from the chain alone.
+    /// the decision the server carries out for one retry, from the chain alone.
     #[test]
     fn i6_o53_resume_decisions_follow_the_ledger() {
         let (chain, state, binding) = asked();
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(step, ResumeStep::Dispatch);
     }
 
-    /// I-section, O54: the decision after a handler round, from the chain alone.
+    /// The decision after a handler round, from the chain alone.
     #[test]
     fn o54_finish_decisions_follow_the_ledger() {
         let (chain, state, binding) = asked();

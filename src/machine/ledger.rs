@@ -263,13 +263,13 @@ pub struct Resume {
     /// The server's current serving epoch.
     pub serving_epoch: Epoch,
     /// Exact bytes of the answer under the expected `inputResponses` key; `None` when missing
-    /// (the same prompt is then sent again, X5).
+    /// (the same prompt is then sent again).
     pub answer: Option<Vec<u8>>,
 }
 
 /// Why an input was refused. All but [`ChainRejection::Misuse`] reach the client as `state_rejected`:
 /// a tool failure inside compact `call_tool`, the JSON-RPC error -32602 on a direct
-/// `tools/call`, `resources/read` and `prompts/get` (X21).
+/// `tools/call`, `resources/read` and `prompts/get`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChainRejection {
     /// The token names another chain than the record it was looked up with.

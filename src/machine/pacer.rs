@@ -4,7 +4,7 @@
 //! (a legacy adapter loop may re-enter the core several times for one call). It:
 //!
 //! * enables progress only for a valid token: a JSON string or integer of at most
-//!   [`MAX_TOKEN_BYTES`] encoded bytes, echoed in its original JSON text (O57, X11); a missing or
+//!   [`MAX_TOKEN_BYTES`] encoded bytes, echoed in its original JSON text; a missing or
 //!   invalid token disables progress silently, never failing the call;
 //! * keeps `progress` strictly increasing and an explicit `total: 0` present, by keeping
 //!   each number's exact JSON text;

@@ -108,7 +108,7 @@ pub enum ListenEffect {
         /// Subscription id.
         id: SubscriptionId,
     },
-    /// Server-sent `notifications/cancelled` for the listen id (stdio only, J12, S2).
+    /// Server-sent `notifications/cancelled` for the listen id (stdio only).
     SendCancelled {
         /// Subscription id.
         id: SubscriptionId,
@@ -365,7 +365,7 @@ fn minus(requested: &Filter, granted: &Filter) -> Filter {
     }
 }
 
-/// The client side of one listen stream: checks every incoming message against K3, K4 and K7.
+/// The client side of one listen stream: checks every incoming message against the listen rules.
 ///
 /// Calling order: [`ClientListen::new`] with the id and filter the client sent, then
 /// [`ClientListen::handle`] for each message demultiplexed to this stream (on stdio by

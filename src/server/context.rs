@@ -124,7 +124,7 @@ impl Continuation {
     }
 }
 
-/// B1–B5, B9, B12, B14, L3 (the rules: [`meta::read_request_meta`]).
+/// The request's `_meta` checks (the rules: [`meta::read_request_meta`]).
 pub(crate) fn check_meta<'p>(params: &Params<'p>) -> Result<meta::RequestMeta<'p>, Answer> {
     meta::read_request_meta(params.get("_meta").copied()).map_err(|e| Answer::Error {
         cause: e.cause(),

@@ -6,13 +6,13 @@
 //! * Retry (`requestState` present): the token is opened, its chain loaded, and the answer to
 //!   the pending round checked before the ledger decides: dispatch with every answer the
 //!   chain collected (keyed as the handler asked for them), the same prompt again when answers
-//!   are missing (X5), recovery-only dispatch for a completed chain, or rejection
+//!   are missing, recovery-only dispatch for a completed chain, or rejection
 //!   (`state_rejected`: tampered, foreign, other request, old epoch, expired).
 //! * Answers without a state answer nothing this server asked (every prompt it issues is
-//!   sealed): the handler runs as a first invocation without them (X5).
+//!   sealed): the handler runs as a first invocation without them.
 //! * Failures of the answer or the state are tool failures on `tools/call` and JSON-RPC errors
 //!   on `resources/read` and `prompts/get`, except that a rejected state on a
-//!   direct-mode `tools/call` is the JSON-RPC error -32602 as well (X21).
+//!   direct-mode `tools/call` is the JSON-RPC error -32602 as well.
 //!
 //! [`LedgerStore`]: crate::core::store::LedgerStore
 
@@ -123,7 +123,7 @@ const CAS_ATTEMPTS: usize = 4;
 
 /// A failure of the continuation itself, reported per method: a tool failure on
 /// `tools/call`, a JSON-RPC error on `resources/read` and `prompts/get`. A rejected state on a
-/// direct-mode `tools/call` is the JSON-RPC error too (X21: the public suite and I6 expect a
+/// direct-mode `tools/call` is the JSON-RPC error too (the public suite and the spec expect a
 /// protocol error there); compact `call_tool` keeps it inside its failure envelope.
 pub(crate) fn refuse(ctx: &Ctx, method: InputMethod, code: FailureCode, message: &str) -> Answer {
     let as_error = match method {
@@ -437,7 +437,7 @@ async fn cas(ctx: &Ctx, expected: Option<Chain>, new: Chain) -> Result<(), Store
         .await
 }
 
-/// `{resultType: "input_required", inputRequests, requestState}` (both present; H2: no
+/// `{resultType: "input_required", inputRequests, requestState}` (both present; no
 /// cache hints).
 fn input_required(ctx: &Ctx, state: &RequestState, prompt: &[u8]) -> Answer {
     let Ok(nonce) = random_nonce() else {
@@ -480,7 +480,7 @@ fn merged_answers(answers: &[Vec<u8>]) -> BTreeMap<String, Box<RawValue>> {
 }
 
 /// The answer to the pending prompt as exact bytes (`{key: answer, …}` for exactly the keys the
-/// prompt asked, extra keys ignored), `None` when any is missing (X5), or a malformed-answer
+/// prompt asked, extra keys ignored), `None` when any is missing, or a malformed-answer
 /// message (checked before dispatch).
 fn pending_answer(
     prompt: &[u8],
@@ -510,7 +510,7 @@ fn pending_answer(
     Ok(Some(out.into_bytes()))
 }
 
-/// O49 checks of one answer against the request it answers.
+/// The checks of one answer against the request it answers.
 fn check_answer(key: &str, request: &Value, raw: &RawValue) -> Result<(), String> {
     let answer: Value =
         serde_json::from_str(raw.get()).map_err(|_| format!("inputResponses.{key} is not JSON"))?;

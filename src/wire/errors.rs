@@ -22,7 +22,7 @@ pub enum Cause {
     MissingMeta,
     /// Parameters of a known method are invalid (bad cursor, malformed envelope) (E-section): -32602, 200.
     InvalidParams,
-    /// Unknown or hidden tool, prompt or resource; indistinguishable on purpose (O23, F-section): -32602, 200.
+    /// Unknown or hidden tool, prompt or resource; indistinguishable on purpose : -32602, 200.
     UnknownTarget,
     /// The requested protocol revision is not served: -32022, 400.
     UnsupportedVersion,
@@ -36,7 +36,7 @@ pub enum Cause {
     BodyTooLarge,
     /// A present `Origin` is not allowed: no code, 403.
     OriginRejected,
-    /// The `Host` header is not on the allow-list (D35, DNS rebinding): no code, 403.
+    /// The `Host` header is not on the allow-list (DNS rebinding): no code, 403.
     HostRejected,
     /// GET, DELETE or another non-POST method on the endpoint: no code, 405.
     MethodNotAllowed,
@@ -44,7 +44,7 @@ pub enum Cause {
     NotAcceptable,
     /// The body is not declared as `application/json`: -32600, 415.
     UnsupportedMediaType,
-    /// Shutdown has begun and the request was not admitted (O5, Q6): -32603, 503.
+    /// Shutdown has begun and the request was not admitted : -32603, 503.
     ShuttingDown,
     /// The HTTP request body stalled past the host's read time-out: -32600, 408.
     BodyTimeout,
@@ -148,8 +148,7 @@ impl Cause {
 mod tests {
     use super::*;
 
-    /// Every row of the table, written out once (interfaces.md "Errors and HTTP status";
-    /// D6).
+    /// Every row of the table, written out once (interfaces.md "Errors and HTTP status").
     #[test]
     fn cause_table_every_row() {
         let rows: [(Cause, Option<i64>, u16); 19] = [

@@ -129,7 +129,7 @@ impl fmt::Display for HeaderViolation {
 
 impl std::error::Error for HeaderViolation {}
 
-/// The JSON type an annotated property declares (D22 allows only these three).
+/// The JSON type an annotated property declares (only these three are allowed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ParamType {
@@ -166,8 +166,8 @@ impl ParamHeader {
         format!("Mcp-Param-{}", self.name)
     }
 
-    /// The value at this annotation's path in `arguments`; `None` when absent or null (D19,
-    /// no header is sent or expected).
+    /// The value at this annotation's path in `arguments`; `None` when absent or null (no
+    /// header is sent or expected).
     pub fn value_in<'v>(&self, arguments: &'v Value) -> Option<&'v Value> {
         self.path
             .iter()

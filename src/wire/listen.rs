@@ -188,7 +188,7 @@ pub fn acknowledged_params(id: &SubscriptionId, filter: &Filter) -> String {
     )
 }
 
-/// The listen request's closing result at shutdown (K10, S2), with the server's identity.
+/// The listen request's closing result at shutdown, with the server's identity.
 #[must_use]
 pub fn closing_result(id: &SubscriptionId, server_info: &RawValue) -> String {
     format!(

@@ -22,11 +22,11 @@ use super::errors::Cause;
 use super::logging::LogLevel;
 use super::PROTOCOL_REVISION;
 
-/// The protocol revision a request speaks (B1, required in every request).
+/// The protocol revision a request speaks (required in every request).
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// The client's capabilities for this request (B1, required; `{}` means none).
+/// The client's capabilities for this request (required; `{}` means none).
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// The client's self-reported `{name, version}` (B2, recommended; never trusted).
+/// The client's self-reported `{name, version}` (recommended; never trusted).
 pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The server's self-reported `{name, version}` on results.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
@@ -43,7 +43,7 @@ pub const TRACESTATE: &str = "tracestate";
 /// W3C Baggage.
 pub const BAGGAGE: &str = "baggage";
 
-/// Every key B12 reserves.
+/// Every reserved key.
 pub const RESERVED_KEYS: [&str; 10] = [
     PROGRESS_TOKEN,
     PROTOCOL_VERSION,
@@ -139,7 +139,7 @@ impl<'a> MetaKey<'a> {
     }
 }
 
-/// B9 label: letter first, letter or digit last, letters, digits or `-` inside.
+/// A `_meta` prefix label: letter first, letter or digit last, letters, digits or `-` inside.
 fn is_label(label: &str) -> bool {
     let bytes = label.as_bytes();
     match (bytes.first(), bytes.last()) {
@@ -154,7 +154,7 @@ fn is_label(label: &str) -> bool {
     }
 }
 
-/// B9 name: empty, or alphanumeric at both ends with alphanumerics, `-`, `_`, `.` inside.
+/// A `_meta` key name: empty, or alphanumeric at both ends with alphanumerics, `-`, `_`, `.` inside.
 fn is_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     match (bytes.first(), bytes.last()) {

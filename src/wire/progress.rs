@@ -119,7 +119,7 @@ pub fn cancelled_params(id: &RequestId, reason: Option<&str>) -> String {
 }
 
 /// The request a received `notifications/cancelled` names, or `None` when its params do not
-/// name one (such a notification is ignored, A11: never answered).
+/// name one (such a notification is ignored, never answered).
 #[must_use]
 pub fn cancelled_request(params: Option<&RawValue>) -> Option<RequestId> {
     #[derive(Deserialize)]

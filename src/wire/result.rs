@@ -9,7 +9,7 @@
 //!   carry no cache hints and name at least one of `inputRequests`/`requestState`.
 //! * [`decode_lenient`] — what our client accepts from other servers: a missing
 //!   `resultType` is read as `complete`; a missing or negative `ttlMs` is 0 and a
-//!   missing `cacheScope` is `private` (H8, X2), the safe reading of an absent hint.
+//!   missing `cacheScope` is `private`, the safe reading of an absent hint.
 //!
 //! Both reject an unrecognised `resultType` with a typed error.
 
@@ -46,7 +46,7 @@ pub enum Method {
 }
 
 impl Method {
-    /// Every method, in the order of A13.
+    /// Every method, in the order of the spec.
     pub const ALL: [Method; 10] = [
         Method::ServerDiscover,
         Method::CompletionComplete,
@@ -258,7 +258,7 @@ pub fn decode_lenient_owned(method: Method, result: Value) -> Result<Decoded, Re
     decode_complete(method, Value::Object(object))
 }
 
-/// B9 binds both sides, so both flavours check the result's `_meta` key syntax. A `_meta`
+/// The `_meta` key rules bind both sides, so both flavours check the result's `_meta` key syntax. A `_meta`
 /// that is not an object is left to the schema decode, which rejects it.
 fn check_meta(object: &Map<String, Value>) -> Result<(), ResultError> {
     match object.get("_meta") {
@@ -267,7 +267,7 @@ fn check_meta(object: &Map<String, Value>) -> Result<(), ResultError> {
     }
 }
 
-/// H8/X2: a missing or negative `ttlMs` means "immediately stale" (0); a missing
+/// a missing or negative `ttlMs` means "immediately stale" (0); a missing
 /// `cacheScope` is read as `private`, which never shares an entry across credentials.
 fn default_cache_hints(object: &mut Map<String, Value>) {
     let negative = object

@@ -1,5 +1,5 @@
 //! The initialise era beside 2026-07-28 (feature `legacy`, switched on per server with
-//! [`ServerOptions::legacy_era`](super::ServerOptions::legacy_era); B23, X7).
+//! [`ServerOptions::legacy_era`](super::ServerOptions::legacy_era)).
 //!
 //! A client that opens with `initialize` and no modern `_meta` (and, on HTTP, no 2026-07-28
 //! `MCP-Protocol-Version` header) starts a legacy session of revision 2025-06-18 or 2025-11-25
@@ -8,7 +8,7 @@
 //! a stateless 2026-07-28 request carrying the session's version, capabilities and log level in
 //! `_meta` and served by the same dispatcher, registry and per-caller policy as a modern one.
 //! Its reply is rewritten back to the legacy shape ([`translate`]): no `resultType`, no
-//! `serverInfo` in `_meta`, -32002 for an unknown resource (O34, X6). A request that carries
+//! `serverInfo` in `_meta`, -32002 for an unknown resource. A request that carries
 //! modern `_meta` stays modern, inside a legacy session too.
 //!
 //! Without the switch (or without the feature) `initialize` keeps getting -32601 with the

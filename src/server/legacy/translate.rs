@@ -30,7 +30,7 @@ const MODERN_ONLY: [&str; 2] = ["server/discover", "subscriptions/listen"];
 /// Result members of 2026-07-28 only: the result kind and the cache hints.
 const MODERN_RESULT_MEMBERS: [&str; 3] = ["resultType", "cacheScope", "ttlMs"];
 
-/// The legacy `resources/read` code for an unknown resource (X6: never on the modern path).
+/// The legacy `resources/read` code for an unknown resource (never on the modern path).
 pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The modern request for a legacy one: its params with `_meta` carrying the 2026-07-28
@@ -106,7 +106,7 @@ pub fn to_modern(request: Request, session: &LegacySession) -> Result<(Request, 
 /// The legacy reply for the dispatcher's `line`: a result loses `resultType`, the cache hints
 /// and the
 /// `serverInfo` member of its `_meta` (an emptied `_meta` goes too); the error for an unknown
-/// resource becomes -32002 (X6). A line this cannot read is passed on unchanged.
+/// resource becomes -32002. A line this cannot read is passed on unchanged.
 #[must_use]
 pub fn to_legacy(original: &Original, line: &str) -> String {
     let Ok(top) = serde_json::from_str::<Members>(line) else {
@@ -148,11 +148,11 @@ fn legacy_result(result: &RawValue) -> Option<String> {
     serde_json::to_string(&members).ok()
 }
 
-/// The message of the `confirmation_required` failure (X22).
+/// The message of the `confirmation_required` failure.
 pub const CONFIRMATION_REQUIRED_MESSAGE: &str =
     "This tool needs an answer from the user, which this client session cannot provide.";
 
-/// X22: a tool that needs an interaction the session cannot perform (the modern path's
+/// a tool that needs an interaction the session cannot perform (the modern path's
 /// -32021, which the 2025 wire does not have) fails as a tool, in the same form as every
 /// other direct-mode tool failure: `isError`, the failure envelope as `structuredContent`
 /// (it matches the `failure` branch every published output schema carries: a snake_case

@@ -290,7 +290,7 @@ pub(crate) fn failure_parts(failure: &ToolFailure) -> Result<ResultParts, CoreEr
 ///
 /// A structured result is wrapped as `{"value": …}` (explicit `null` included); no structured
 /// result means no `structuredContent` and no copy. Typed core tools end their content with a
-/// plain text block holding exactly the unwrapped JSON (their own E16 copy); that block is
+/// plain text block holding exactly the unwrapped JSON (their own text fallback); that block is
 /// replaced by the copy of the envelope instead of sending the same data twice.
 pub(crate) fn success_parts(
     mut content: Vec<ContentBlock>,

@@ -30,13 +30,13 @@
 //!
 //! Direct mode wraps too: seed-000 wraps every present structured success, and a declared
 //! output schema is published as the union, so a failure's `structuredContent` still
-//! validates against the published schema (X8). Tools without an output schema publish none
+//! validates against the published schema. Tools without an output schema publish none
 //! and are wrapped the same way on the wire.
 //!
 //! # Protocol errors versus tool failures
 //!
 //! -32602 ([`CoreError`]): an unknown outer tool, a hidden or unknown direct tool (the same
-//! bytes for both, O23, X17), a malformed compact envelope, a bad cursor, and a continuation
+//! bytes for both), a malformed compact envelope, a bad cursor, and a continuation
 //! (`inputResponses` / `requestState`) sent to a discovery tool. Inside compact
 //! `call_tool`, a missing, unknown or hidden inner name is the failure `unavailable_tool`;
 //! so is an unknown name in `get_tool_details`.
