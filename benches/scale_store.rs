@@ -17,7 +17,9 @@ use serde_json::{json, Value};
 use strict_mcp::core::seal::{KeyRing, SealKey};
 use strict_mcp::core::store::{LedgerStore, MemoryLedgerStore};
 use strict_mcp::core::{Caller, Invocation, Outcome, Registry, RegistryBuilder, ToolDef};
-use strict_mcp::machine::ledger::{Binding, Chain, ChainId, LedgerConfig, LedgerEvent, Method};
+use strict_mcp::machine::ledger::{
+    Binding, Chain, ChainId, InputMethod, LedgerConfig, LedgerEvent,
+};
 use strict_mcp::machine::{Digest, Epoch, Tick};
 use strict_mcp::scale::{RedisLedgerStore, RedisStoreConfig};
 use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
@@ -84,7 +86,7 @@ fn chain(n: u64) -> Chain {
     id[8] = 0xbe;
     let binding = Binding {
         principal: Digest([1; 32]),
-        method: Method::ToolsCall,
+        method: InputMethod::ToolsCall,
         request: Digest([2; 32]),
     };
     Chain::new(
