@@ -246,7 +246,7 @@ pub(crate) struct ReadRoute<'r> {
 
 impl ReadRoute<'_> {
     /// The time-out override of the routed resource or template; `None` means the server's.
-    #[cfg(feature = "server")]
+    /// Read by the public [`Registry::read_timeout`], so it is built with every feature set.
     pub(crate) fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout
     }
