@@ -11,7 +11,7 @@ use std::time::Duration;
 use support::{EchoIn, EchoOut};
 
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::{Request, StatusCode};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -21,15 +21,20 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
+use std::future::Future;
+use std::pin::Pin;
+use strict_mcp::codec::IngressLimits;
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
+use strict_mcp::core::{Caller, CancelToken};
 use strict_mcp::core::{
     Invocation, Outcome, PromptDef, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef,
     TemplateDef, ToolDef,
 };
-use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
-use strict_mcp::server::{Server, ServerOptions};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use strict_mcp::server::http::{serve, Dispatch, HeaderCheck, HttpBody, HttpConfig, McpHttp};
+use strict_mcp::server::{Outbox, Server, ServerOptions};
+use strict_mcp::wire::jsonrpc::{Message, Request as RpcRequest};
+use support::harness::{with_clock, ManualClock};
+use tokio::net::TcpListener;
 
 const PV: &str = "2026-07-28";
 
@@ -43,17 +48,42 @@ struct RegionIn {
 #[derive(Deserialize, JsonSchema)]
 struct Empty {}
 
-/// Flags the `wait` tool raises.
+/// Flags the `wait` tool raises, and a notifier a test waits on instead of polling.
 #[derive(Default)]
 struct Probes {
     started: AtomicBool,
     stopped: AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl Probes {
+    fn raise(&self, flag: &AtomicBool) {
+        flag.store(true, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    /// Until `flag` is raised (bounded by a virtual or real 5 s, so a bug fails, never hangs).
+    async fn wait_for(&self, flag: &AtomicBool) {
+        let raised = async {
+            loop {
+                // Registered before the check, so a raise in between is not missed.
+                let changed = self.changed.notified();
+                if flag.load(Ordering::SeqCst) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(5), raised)
+            .await
+            .expect("probe raised in time");
+    }
 }
 
 struct StopOnDrop(Arc<Probes>);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.0.stopped.store(true, Ordering::SeqCst);
+        self.0.raise(&self.0.stopped);
     }
 }
 
@@ -82,7 +112,7 @@ fn registry(probes: &Arc<Probes>, extra: bool) -> Registry {
             let guard = StopOnDrop(Arc::clone(&p));
             async move {
                 let _guard = guard;
-                _guard.0.started.store(true, Ordering::SeqCst);
+                _guard.0.raise(&_guard.0.started);
                 inv.cancel_token().cancelled().await;
                 Ok(EchoOut {
                     text: "cancelled".into(),
@@ -154,7 +184,6 @@ fn catalogue(b: RegistryBuilder) -> RegistryBuilder {
 struct Host {
     addr: std::net::SocketAddr,
     server: Server,
-    probes: Arc<Probes>,
     client: Client<HttpConnector, Full<Bytes>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     run: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -186,7 +215,6 @@ async fn start(mode: &str) -> Host {
     Host {
         addr,
         server,
-        probes,
         client: Client::builder(TokioExecutor::new()).build_http(),
         stop: Some(stop),
         run,
@@ -252,24 +280,6 @@ fn events(text: &str) -> Vec<Value> {
         .filter_map(|e| e.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())
         .collect()
-}
-
-async fn next(body: &mut Incoming) -> Option<String> {
-    let f = tokio::time::timeout(Duration::from_secs(5), body.frame())
-        .await
-        .expect("frame in time");
-    f.map(|f| String::from_utf8(f.unwrap().into_data().unwrap().to_vec()).unwrap())
-}
-
-/// The next `data:` event, skipping keep-alive comments.
-async fn next_event(body: &mut Incoming) -> Option<Value> {
-    loop {
-        let f = next(body).await?;
-        if let Some(d) = f.strip_prefix("data: ") {
-            return Some(serde_json::from_str(d.trim_end()).unwrap());
-        }
-        assert_eq!(f, ": keep-alive\n\n");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -423,25 +433,108 @@ async fn d28_typed_tool_x_mcp_header_is_enforced_in_direct_mode_only() {
     host.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// ---------------------------------------------------------------------------------------------
+// In memory, on virtual time (the deterministic harness): no socket, the host's timers
+// (`stream_after`, keep-alive) on tokio's paused clock and the server's on a `ManualClock`
+// (`tests/support/harness.rs`), so these tests wait on events, never on real time.
+
+/// The host and its server, driven through [`McpHttp::handle`] with in-memory bodies.
+struct Mem<D> {
+    service: McpHttp<D>,
+    server: Server,
+    probes: Arc<Probes>,
+}
+
+fn mem_server(mode: &str, probes: &Arc<Probes>) -> Server {
+    let clock = ManualClock::at(1_000_000);
+    let options = ServerOptions::new()
+        .server_info("http-test", "0.0.1")
+        .mode(mode);
+    Server::new(registry(probes, false), with_clock(options, &clock)).unwrap()
+}
+
+fn in_memory(mode: &str, config: HttpConfig) -> Mem<Server> {
+    let probes = Arc::new(Probes::default());
+    let server = mem_server(mode, &probes);
+    Mem {
+        service: McpHttp::new(server.clone(), config),
+        server,
+        probes,
+    }
+}
+
+/// `keep_alive` as `start` sets it, for the in-memory host.
+fn mem_config() -> HttpConfig {
+    HttpConfig {
+        keep_alive: Duration::from_millis(50),
+        ..HttpConfig::default()
+    }
+}
+
+fn mem_request(headers: &[(&str, &str)], body: String) -> Request<Full<Bytes>> {
+    let mut b = Request::post("http://127.0.0.1/mcp")
+        .header("host", "127.0.0.1")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", PV);
+    for (k, v) in headers {
+        b = b.header(*k, *v);
+    }
+    b.body(Full::new(Bytes::from(body))).unwrap()
+}
+
+/// The headers of a `tools/call` naming `name`.
+fn call_headers(name: &str) -> [(&str, &str); 2] {
+    [("mcp-method", "tools/call"), ("mcp-name", name)]
+}
+
+/// The next frame of an in-memory response body as text (virtual 5 s at most).
+async fn mem_next(body: &mut HttpBody) -> Option<String> {
+    let f = tokio::time::timeout(Duration::from_secs(5), body.frame())
+        .await
+        .expect("frame in time");
+    f.map(|f| String::from_utf8(f.unwrap().into_data().unwrap().to_vec()).unwrap())
+}
+
+/// The next `data:` event of an in-memory body, skipping keep-alive comments.
+async fn mem_next_event(body: &mut HttpBody) -> Option<Value> {
+    loop {
+        let f = mem_next(body).await?;
+        if let Some(d) = f.strip_prefix("data: ") {
+            return Some(serde_json::from_str(d.trim_end()).unwrap());
+        }
+        assert_eq!(f, ": keep-alive\n\n");
+    }
+}
+
+/// Status, content type and the whole body of an in-memory response.
+async fn mem_post<D: Dispatch>(
+    service: &McpHttp<D>,
+    headers: &[(&str, &str)],
+    body: String,
+) -> (StatusCode, String, String) {
+    let res = service.handle(mem_request(headers, body)).await;
+    let status = res.status();
+    let ct = res.headers()["content-type"].to_str().unwrap().to_owned();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (status, ct, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+#[tokio::test(start_paused = true)]
 async fn j6_progress_travels_on_the_requests_sse_stream() {
-    let host = start("direct").await;
+    let mem = in_memory("direct", mem_config());
     let mut m = meta();
     m["progressToken"] = json!("tok");
-    let (status, ct, text) = host
-        .post(
-            &[
-                ("mcp-protocol-version", PV),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "progress"),
-            ],
-            rpc(
-                json!(8),
-                "tools/call",
-                json!({"name": "progress", "arguments": {}, "_meta": m}),
-            ),
-        )
-        .await;
+    let (status, ct, text) = mem_post(
+        &mem.service,
+        &call_headers("progress"),
+        rpc(
+            json!(8),
+            "tools/call",
+            json!({"name": "progress", "arguments": {}, "_meta": m}),
+        ),
+    )
+    .await;
     assert_eq!((status, ct.as_str()), (StatusCode::OK, "text/event-stream"));
     let ev = events(&text);
     assert_eq!(ev.len(), 2, "{text}");
@@ -454,106 +547,82 @@ async fn j6_progress_travels_on_the_requests_sse_stream() {
         ev[1]["result"]["structuredContent"],
         json!({"value": {"text": "done"}})
     );
-    host.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// D12: the client goes away before any answer (hyper drops the service future): the
+/// handler's token fires, and the server keeps serving.
+#[tokio::test(start_paused = true)]
 async fn d12_disconnect_cancels_the_handler_and_the_server_keeps_serving() {
-    let host = start("direct").await;
-    let body = rpc(
-        json!(9),
-        "tools/call",
-        json!({"name": "wait", "arguments": {}}),
+    let mem = in_memory("direct", mem_config());
+    let service = mem.service.clone();
+    let request = mem_request(
+        &call_headers("wait"),
+        rpc(
+            json!(9),
+            "tools/call",
+            json!({"name": "wait", "arguments": {}}),
+        ),
     );
-    let raw = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMCP-Protocol-Version: {PV}\r\nMcp-Method: tools/call\r\nMcp-Name: wait\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut s = TcpStream::connect(host.addr).await.unwrap();
-    s.write_all(raw.as_bytes()).await.unwrap();
-    for _ in 0..300 {
-        if host.probes.started.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(host.probes.started.load(Ordering::SeqCst));
-    assert!(!host.probes.stopped.load(Ordering::SeqCst));
-    drop(s);
-    for _ in 0..300 {
-        if host.probes.stopped.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(
-        host.probes.stopped.load(Ordering::SeqCst),
-        "handler saw no cancellation"
-    );
-    let (status, v) = host
-        .json(
-            &[
-                ("mcp-protocol-version", PV),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "echo"),
-            ],
-            rpc(
-                json!(10),
-                "tools/call",
-                json!({"name": "echo", "arguments": {"text": "still"}}),
-            ),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    let pending = tokio::spawn(async move { service.handle(request).await });
+    mem.probes.wait_for(&mem.probes.started).await;
+    assert!(!mem.probes.stopped.load(Ordering::SeqCst));
+    pending.abort();
+    mem.probes.wait_for(&mem.probes.stopped).await;
+    let (status, ct, text) = mem_post(
+        &mem.service,
+        &call_headers("echo"),
+        rpc(
+            json!(10),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "still"}}),
+        ),
+    )
+    .await;
+    assert_eq!((status, ct.as_str()), (StatusCode::OK, "application/json"));
+    let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["result"]["structuredContent"]["value"]["text"], "still");
-    host.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn k_listen_over_http_ack_filter_tagging_keep_alive_and_close_on_shutdown() {
-    let host = start("direct").await;
+    let mem = in_memory("direct", mem_config());
     let body = rpc(
         json!("L"),
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
     );
-    let res = host
-        .client
-        .request(host.request(
-            &[
-                ("mcp-protocol-version", PV),
-                ("mcp-method", "subscriptions/listen"),
-            ],
-            body,
-        ))
-        .await
-        .unwrap();
+    let res = mem
+        .service
+        .handle(mem_request(&[("mcp-method", "subscriptions/listen")], body))
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
     assert_eq!(res.headers()["x-accel-buffering"], "no");
     let mut body = res.into_body();
-    let ack = next_event(&mut body).await.unwrap();
+    let ack = mem_next_event(&mut body).await.unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "L"
     );
     assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
-    // Idle stream: keep-alive comment (K14).
-    assert_eq!(next(&mut body).await.unwrap(), ": keep-alive\n\n");
+    // Idle stream: keep-alive comment after `keep_alive` of virtual time (K14).
+    let idle = tokio::time::Instant::now();
+    assert_eq!(mem_next(&mut body).await.unwrap(), ": keep-alive\n\n");
+    assert_eq!(idle.elapsed(), Duration::from_millis(50));
     // Not subscribed: a resource update never reaches this stream (K2).
-    host.server.resource_updated("mem://unrelated");
-    host.server.replace_registry(registry(&host.probes, true));
-    let changed = next_event(&mut body).await.unwrap();
+    mem.server.resource_updated("mem://unrelated");
+    mem.server.replace_registry(registry(&mem.probes, true));
+    let changed = mem_next_event(&mut body).await.unwrap();
     assert_eq!(changed["method"], "notifications/tools/list_changed");
     assert_eq!(
         changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "L"
     );
-    let server = host.server.clone();
+    let server = mem.server.clone();
     let shutdown = tokio::spawn(async move { server.shutdown(Duration::from_secs(2)).await });
     let mut last = None;
-    while let Some(ev) = next_event(&mut body).await {
+    while let Some(ev) = mem_next_event(&mut body).await {
         last = Some(ev);
     }
     let last = last.expect("closing result");
@@ -564,7 +633,112 @@ async fn k_listen_over_http_ack_filter_tagging_keep_alive_and_close_on_shutdown(
         "L"
     );
     shutdown.await.unwrap();
-    host.stop().await;
+}
+
+/// The server behind a dispatcher whose header check (inside the dispatch future, as
+/// `Server`'s own) is decided only after one virtual millisecond: later than a
+/// `stream_after` of zero.
+struct LateCheck(Server);
+
+impl Dispatch for LateCheck {
+    fn dispatch(
+        &self,
+        caller: Caller,
+        message: Message,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        self.0.dispatch(caller, message, outbox, cancel)
+    }
+
+    fn ingress_limits(&self) -> IngressLimits {
+        Dispatch::ingress_limits(&self.0)
+    }
+
+    fn registry(&self) -> Arc<Registry> {
+        Dispatch::registry(&self.0)
+    }
+
+    fn dispatch_request(
+        &self,
+        caller: Caller,
+        request: RpcRequest,
+        check: HeaderCheck,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        let work = self
+            .0
+            .dispatch_request(caller, request, check, outbox, cancel);
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            work.await;
+        })
+    }
+}
+
+/// With `stream_after` zero, a header refusal still leaves as its own 400 JSON response: the
+/// refusal is decided before any upgrade to SSE (D28, D10). An admitted silent call does
+/// become a stream at once, and dropping that stream cancels it (D12).
+#[tokio::test(start_paused = true)]
+async fn d10_d28_stream_after_zero_never_hides_a_header_refusal_in_a_200_stream() {
+    let config = || HttpConfig {
+        stream_after: Some(Duration::ZERO),
+        ..mem_config()
+    };
+    let refused = |id: u64| {
+        rpc(
+            json!(id),
+            "tools/call",
+            json!({"name": "region", "arguments": {"region": "eu"}}),
+        )
+    };
+    let expect_refusal = |(status, ct, text): (StatusCode, String, String), id: u64| {
+        assert_eq!(
+            (status, ct.as_str()),
+            (StatusCode::BAD_REQUEST, "application/json"),
+            "{text}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (v["id"].clone(), v["error"]["code"].clone()),
+            (json!(id), json!(-32020))
+        );
+    };
+    let mem = in_memory("direct", config());
+    expect_refusal(
+        mem_post(&mem.service, &call_headers("region"), refused(30)).await,
+        30,
+    );
+    // The check decided after the zero deadline has passed: still the refusal, not SSE.
+    let probes = Arc::new(Probes::default());
+    let late = McpHttp::new(LateCheck(mem_server("direct", &probes)), config());
+    expect_refusal(
+        mem_post(&late, &call_headers("region"), refused(31)).await,
+        31,
+    );
+    // Admitted and silent: SSE at once (no virtual time passes), the reply still to come.
+    let before = tokio::time::Instant::now();
+    let res = late
+        .handle(mem_request(
+            &call_headers("wait"),
+            rpc(
+                json!(32),
+                "tools/call",
+                json!({"name": "wait", "arguments": {}}),
+            ),
+        ))
+        .await;
+    assert_eq!(
+        before.elapsed(),
+        Duration::from_millis(1),
+        "the late check's own millisecond"
+    );
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "text/event-stream");
+    probes.wait_for(&probes.started).await;
+    drop(res);
+    probes.wait_for(&probes.stopped).await;
 }
 
 /// The figure: RSS stays flat across 100k requests, a quarter of them valid calls and

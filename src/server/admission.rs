@@ -347,6 +347,9 @@ impl Outbox for Gated {
     fn transport(&self) -> crate::machine::subscriptions::Transport {
         self.inner.transport()
     }
+    fn admitted(&self) {
+        self.inner.admitted();
+    }
 }
 
 /// Whether the method exists and its capability is advertised.
@@ -425,6 +428,9 @@ async fn handle(
         tool_access,
     };
     let progress_end = ProgressEnd(progress, log);
+    // Every refusal above answered with its own status; from here a silent request may
+    // become a stream (the HTTP host's `stream_after`).
+    outbox.admitted();
     let answer = routes::route(&ctx, request, &params, &outbox, &client_cancel)
         .await
         .unwrap_or_else(|a| a);

@@ -36,4 +36,9 @@ pub trait Outbox: Send + Sync {
     fn transport(&self) -> crate::machine::subscriptions::Transport {
         crate::machine::subscriptions::Transport::Http
     }
+    /// Every refusal is decided: the request passed admission (header check, method,
+    /// `_meta`) and its handler is about to run. The HTTP host upgrades a silent request to
+    /// SSE (`stream_after`) only after this, so a refusal always leaves with its own status,
+    /// never inside a 200 stream. Wrapping outboxes forward it; the default ignores it.
+    fn admitted(&self) {}
 }

@@ -189,6 +189,7 @@ pub trait Dispatch: Send + Sync + 'static {
             return Box::pin(async {});
         }
         drop(mirrored);
+        outbox.admitted();
         self.dispatch(caller, Message::Request(request), outbox, cancel)
     }
 }

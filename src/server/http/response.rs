@@ -44,6 +44,9 @@ struct State {
     /// The dispatch task ended (normally or by panic); if `finish` was never called, the host
     /// answers an internal error itself so no client waits forever.
     ended: bool,
+    /// The dispatcher decided every refusal ([`Outbox::admitted`]); only then may silence
+    /// (`stream_after`) turn the response into a stream.
+    admitted: bool,
     waker: Option<Waker>,
 }
 
@@ -96,6 +99,12 @@ impl Outbox for Shared {
         }
         s.finished = true;
         s.reply = Some(reply);
+        s.wake();
+    }
+
+    fn admitted(&self) {
+        let mut s = self.lock();
+        s.admitted = true;
         s.wake();
     }
 }
@@ -160,7 +169,8 @@ pub(super) fn internal_error_line(id: &RequestId) -> String {
     .unwrap_or_default()
 }
 
-/// Waits for the first thing the outbox receives (or the `stream_after` deadline).
+/// Waits for the first thing the outbox receives (or the `stream_after` deadline, armed only
+/// once the request is admitted, so a refusal is never upgraded to a stream).
 pub(super) struct Head<'a> {
     pub(super) shared: &'a Shared,
     pub(super) stream_after: Option<Duration>,
@@ -185,6 +195,10 @@ impl Future for Head<'_> {
             }
             if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 s.waker = Some(cx.waker().clone());
+            }
+            if !s.admitted {
+                // A refusal may still come: its status must not be hidden in a 200 stream.
+                return Poll::Pending;
             }
         }
         if self.deadline.is_none() {

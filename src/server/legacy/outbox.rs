@@ -42,4 +42,7 @@ impl Outbox for LegacyOutbox {
     fn transport(&self) -> Transport {
         self.inner.transport()
     }
+    fn admitted(&self) {
+        self.inner.admitted();
+    }
 }

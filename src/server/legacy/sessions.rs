@@ -500,4 +500,7 @@ impl Outbox for Counted {
     fn transport(&self) -> crate::machine::subscriptions::Transport {
         self.inner.transport()
     }
+    fn admitted(&self) {
+        self.inner.admitted();
+    }
 }
