@@ -12,7 +12,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -475,12 +475,48 @@ fn raw_post(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     r
 }
 
-fn mt() -> tokio::runtime::Runtime {
+/// Every test of this binary holds [`ALONE`] shared while it runs; the RSS test holds it
+/// exclusively, so it measures this process with no other test's allocations in flight
+/// (cargo runs one test binary at a time; the test threads of one binary are what ran
+/// beside it and made it fail under load).
+static ALONE: RwLock<()> = RwLock::new(());
+
+/// A two-worker runtime whose `block_on` runs while this test holds [`ALONE`] shared.
+struct Rt {
+    runtime: tokio::runtime::Runtime,
+    _shared: Option<RwLockReadGuard<'static, ()>>,
+    _alone: Option<RwLockWriteGuard<'static, ()>>,
+}
+
+impl Rt {
+    fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.runtime.block_on(f)
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap()
+}
+
+fn mt() -> Rt {
+    Rt {
+        runtime: runtime(),
+        _shared: Some(ALONE.read().unwrap_or_else(PoisonError::into_inner)),
+        _alone: None,
+    }
+}
+
+/// As [`mt`], with no other test of this binary running until it is dropped.
+fn mt_alone() -> Rt {
+    Rt {
+        runtime: runtime(),
+        _shared: None,
+        _alone: Some(ALONE.write().unwrap_or_else(PoisonError::into_inner)),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1504,7 +1540,7 @@ fn rss_pages() -> usize {
 
 #[test]
 fn rss_stays_flat_over_20k_requests_including_rejected_ones() {
-    mt().block_on(async {
+    mt_alone().block_on(async {
         let service = McpHttp::new(script(), HttpConfig::default());
         let good = call_body("1", "echo", json!({"text": "x"}));
         let mismatch = call_body("2", "whoami", json!({}));
