@@ -15,9 +15,9 @@ fn roundtrip(block: &ContentBlock, expected: &str) {
 #[test]
 fn o19_all_content_variants_and_presence() {
     let zero = Annotations {
-        audience: Some(vec![Role::User, Role::Assistant]),
+        audience: Some(vec![Role::User, Role::Assistant].into()),
         priority: Some(Number::from(0)),
-        last_modified: None,
+        ..Default::default()
     };
     roundtrip(
         &ContentBlock::Text {
@@ -84,15 +84,16 @@ fn priority_decimals_take_the_shortest_form() {
 #[test]
 fn o22_all_hints_false_stay_present() {
     let a = ToolAnnotations {
-        title: None,
         read_only_hint: Some(false),
         destructive_hint: Some(false),
         idempotent_hint: Some(false),
         open_world_hint: Some(false),
+        ..Default::default()
     };
+    // The generated type's member order (the schema's, alphabetical).
     assert_eq!(
         serde_json::to_string(&a).unwrap(),
-        r#"{"readOnlyHint":false,"destructiveHint":false,"idempotentHint":false,"openWorldHint":false}"#
+        r#"{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}"#
     );
     assert!(!a.is_empty());
     assert!(ToolAnnotations::default().is_empty());

@@ -1,7 +1,8 @@
 //! The hand-written descriptors are the generated schema types, member for member (O87, O19).
 //!
-//! `core::descriptor` keeps its structs for member order and exact bytes (its module doc says
-//! why). These tests are what keeps that honest: every fully populated descriptor decodes into
+//! `core::descriptor` uses the generated types for its leaf descriptors (`Icon`,
+//! `ToolAnnotations`, `Annotations`, `PromptArgument`) and keeps its other structs for exact
+//! bytes and shape (its module doc says why). These tests are what keeps that honest: every fully populated descriptor decodes into
 //! the generated type the client decodes into with nothing left in a flattened `extra` map
 //! (no misspelt or invented member), and a schema example carrying every member decodes into
 //! the descriptor and re-encodes to the same value (no member missing).
@@ -13,7 +14,7 @@ use serde_json::{json, Map, Number, Value};
 
 type Extra = Map<String, Value>;
 use strict_mcp::core::descriptor::{
-    Annotations, CacheHints, CacheScope, CallToolResult, ContentBlock, Icon, Prompt,
+    Annotations, CacheHints, CacheScope, CallToolResult, ContentBlock, Icon, IconTheme, Prompt,
     PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
     ToolAnnotations,
 };
@@ -27,18 +28,19 @@ fn meta() -> Map<String, Value> {
 
 fn icon() -> Icon {
     Icon {
-        src: "https://example.com/i.png".into(),
         mime_type: Some("image/png".into()),
-        sizes: Some(vec!["48x48".into()]),
-        theme: Some("dark".into()),
+        sizes: Some(vec!["48x48".to_owned()].into()),
+        theme: Some(IconTheme::Dark),
+        ..Icon::new("https://example.com/i.png")
     }
 }
 
 fn annotations() -> Annotations {
     Annotations {
-        audience: Some(vec![Role::User, Role::Assistant]),
+        audience: Some(vec![Role::User, Role::Assistant].into()),
         priority: Some(Number::from(0)),
         last_modified: Some("2026-01-12T15:00:58Z".into()),
+        ..Default::default()
     }
 }
 
@@ -232,17 +234,20 @@ fn o87_resource_template_and_prompt_are_the_generated_shapes() {
     lossless::<ResourceTemplate>(serde_json::to_value(&template).unwrap());
 
     let prompt = Prompt {
-        name: "greet".into(),
         title: Some("Greet".into()),
         description: Some("d".into()),
-        icons: Some(vec![icon()]),
-        arguments: Some(vec![PromptArgument {
-            name: "who".into(),
-            title: Some("Who".into()),
-            description: Some("d".into()),
-            required: Some(false),
-        }]),
-        meta: Some(meta()),
+        icons: Some(vec![icon()].into()),
+        arguments: Some(
+            vec![PromptArgument {
+                title: Some("Who".into()),
+                description: Some("d".into()),
+                required: Some(false),
+                ..PromptArgument::new("who")
+            }]
+            .into(),
+        ),
+        meta: Some(meta().into()),
+        ..Prompt::new("greet")
     };
     let p: wire::Prompt = decode(&prompt, json!({}));
     no_extra("Prompt", &p.extra);
@@ -279,6 +284,7 @@ fn o87_tool_and_call_result_are_the_generated_shapes() {
             destructive_hint: Some(false),
             idempotent_hint: Some(true),
             open_world_hint: Some(false),
+            ..Default::default()
         }),
         meta: Some(meta()),
     };

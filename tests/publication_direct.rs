@@ -284,7 +284,7 @@ fn o22_definitions_keep_docs_metadata_and_explicit_false_hints() {
     );
     assert_eq!(def["_meta"], json!({"example/owner": "team-a"}));
     assert_eq!(def["inputSchema"]["required"], json!(["a", "b"]));
-    assert!(text.contains(r#""annotations":{"readOnlyHint":false,"idempotentHint":true}"#));
+    assert!(text.contains(r#""annotations":{"idempotentHint":true,"readOnlyHint":false}"#));
     // A tool without hints or output schema publishes neither (O22, O26).
     assert!(
         text.contains(r#"{"name":"plain","inputSchema":{"type":"object"}}"#),
@@ -564,9 +564,9 @@ fn mrtr_direct_calls_pass_input_required_through() {
 #[test]
 fn o19_o20_six_content_variants_keep_field_presence() {
     let zero = Annotations {
-        audience: Some(vec![Role::User]),
+        audience: Some(vec![Role::User].into()),
         priority: Some(Number::from(0)),
-        last_modified: None,
+        ..Default::default()
     };
     let mut inner_meta = Map::new();
     inner_meta.insert("side".to_owned(), json!("resource"));

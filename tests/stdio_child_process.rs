@@ -417,7 +417,7 @@ async fn g2_g4_g5_g10_prompts_list_get_and_completion() {
     assert_eq!(
         list,
         format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{},"cacheScope":"private","prompts":[{{"name":"greet","description":"Greets someone.","arguments":[{{"name":"name","description":"Whom to greet.","required":true}}]}}],"resultType":"complete","ttlMs":0}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{},"cacheScope":"private","prompts":[{{"arguments":[{{"description":"Whom to greet.","name":"name","required":true}}],"description":"Greets someone.","name":"greet"}}],"resultType":"complete","ttlMs":0}}}}"#,
             info_meta()
         )
     );

@@ -1,25 +1,32 @@
-//! Descriptor structs that serialise to exactly the 2026-07-28 wire shapes.
+//! Descriptor types that serialise to exactly the 2026-07-28 wire shapes.
 //!
-//! Where the generated schema type (`crate::wire`, typify output of the pinned schema) has the
-//! same bytes, it is used directly: [`Role`] and [`CacheScope`] are the generated enums. The
-//! structs stay hand-written, for three reasons that each hold for every one of them:
+//! The leaf descriptors are the generated schema types themselves (`crate::wire`, typify
+//! output of the pinned schema), the very types the client decodes into: [`Icon`],
+//! [`ToolAnnotations`], [`Annotations`], [`PromptArgument`], [`Prompt`], [`Role`] and
+//! [`CacheScope`].
+//! typify derives neither `Default` nor `PartialEq`; both are implemented here, so the
+//! authoring API keeps `ToolAnnotations { read_only_hint: Some(false), ..Default::default() }`.
+//! They write their members in `schema.json`'s order, which is alphabetical
+//! (`{"destructiveHint":…,"readOnlyHint":…,"title":…}`), and keep any member the schema
+//! does not name in their flattened `extra` map (empty unless a caller fills it).
 //!
-//! - **Member order.** typify emits members in `schema.json`'s order, which is alphabetical;
-//!   these write the schema.ts order (`{"type":"text","text":…}`), which the pinned test bytes,
-//!   the conformance fixtures and existing peers' snapshots rely on. Re-serialising through
-//!   the generated structs would reorder every result.
-//! - **Exact bytes and ranges.** `Tool` keeps its schemas and `CallToolResult` its structured
-//!   content as the registered raw JSON text; the generated `ToolInputSchema` and
-//!   `structuredContent` re-parse into maps (keys re-sorted, numbers through serde_json).
-//!   `size` is `u64` here, `i64` there.
-//! - **Ergonomics the public API promises.** `PartialEq`, `Default` on the optional-only
-//!   structs, and struct variants on `ContentBlock`; the generated structs carry a flattened
-//!   `extra` map and derive neither.
+//! The structs that stay hand-written do so for exact bytes or shape:
+//!
+//! - [`Tool`] keeps its schemas and [`CallToolResult`] its structured content as the
+//!   registered raw JSON text; the generated `ToolInputSchema` and `structuredContent`
+//!   re-parse into maps (keys re-sorted, numbers through serde_json). Both are built from
+//!   the generated leaf types above, and the server compares and projects a `Tool` through
+//!   its own `PartialEq` and `Serialize` rather than listing its members again.
+//! - [`ContentBlock`] and [`ResourceContents`] are tagged enums with struct variants
+//!   (`ContentBlock::Text { text, .. }`), which the public API matches on; the generated
+//!   `ContentBlock` is an untagged enum of structs. Blocks write `type` first
+//!   (`{"type":"text","text":…}`), the schema.ts order existing peers' snapshots rely on.
+//! - [`Resource`] and [`ResourceTemplate`] keep `size` as `u64` (`i64` there).
 //!
 //! That these are the schema's shapes, member for member, is checked rather than assumed:
 //! `tests/core_descriptor_generated.rs` decodes each fully populated descriptor into its
-//! generated type (the type the client decodes into) with no member left in `extra`, and
-//! decodes a full schema example of each into the descriptor with no member lost.
+//! generated type with no member left in `extra`, and decodes a full schema example of each
+//! into the descriptor with no member lost.
 //!
 //! Optional members are omitted when `None`; an explicit `Some(false)` or `Some(0)` stays on
 //! the wire. Schemas and structured results are kept as raw JSON text so their
@@ -27,54 +34,83 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 /// `_meta` object.
 pub type Meta = Map<String, Value>;
 
-/// An icon (`Icon`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Icon {
-    /// URI of the icon.
-    pub src: String,
-    /// MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Sizes such as `48x48`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sizes: Option<Vec<String>>,
-    /// `light` or `dark`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub theme: Option<String>,
+/// An icon: the generated `Icon` (`src` and optional `mimeType`, `sizes`, `theme`).
+pub use crate::wire::{Icon, IconSizes, IconTheme};
+
+impl Icon {
+    /// An icon with only `src`.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::{Icon, IconTheme};
+    /// let mut icon = Icon::new("https://example.com/a.png");
+    /// icon.theme = Some(IconTheme::Dark);
+    /// assert_eq!(serde_json::to_string(&icon).unwrap(),
+    ///     r#"{"src":"https://example.com/a.png","theme":"dark"}"#);
+    /// ```
+    #[must_use]
+    pub fn new(src: impl Into<String>) -> Self {
+        Icon {
+            mime_type: None,
+            sizes: None,
+            src: src.into(),
+            theme: None,
+            extra: Map::new(),
+        }
+    }
 }
 
-/// Behavioural hints of a tool (`ToolAnnotations`). Absent stays absent; `false` stays.
+impl PartialEq for Icon {
+    fn eq(&self, other: &Self) -> bool {
+        self.src == other.src
+            && self.mime_type == other.mime_type
+            && self.sizes.as_deref() == other.sizes.as_deref()
+            && self.theme == other.theme
+            && self.extra == other.extra
+    }
+}
+
+impl Eq for Icon {}
+
+/// Behavioural hints of a tool: the generated `ToolAnnotations`. Absent stays absent;
+/// `false` stays; members in the schema's (alphabetical) order.
 ///
 /// ```
 /// use strict_mcp::core::descriptor::ToolAnnotations;
 /// let a = ToolAnnotations { read_only_hint: Some(false), ..Default::default() };
 /// assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"readOnlyHint":false}"#);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolAnnotations {
-    /// Display title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// The tool does not modify its environment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_only_hint: Option<bool>,
-    /// The tool may perform destructive updates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destructive_hint: Option<bool>,
-    /// Repeating the call with the same arguments has no additional effect.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotent_hint: Option<bool>,
-    /// The tool interacts with an open world of external entities.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
+pub use crate::wire::ToolAnnotations;
+
+impl Default for ToolAnnotations {
+    fn default() -> Self {
+        ToolAnnotations {
+            destructive_hint: None,
+            idempotent_hint: None,
+            open_world_hint: None,
+            read_only_hint: None,
+            title: None,
+            extra: Map::new(),
+        }
+    }
 }
+
+impl PartialEq for ToolAnnotations {
+    fn eq(&self, other: &Self) -> bool {
+        self.title == other.title
+            && self.read_only_hint == other.read_only_hint
+            && self.destructive_hint == other.destructive_hint
+            && self.idempotent_hint == other.idempotent_hint
+            && self.open_world_hint == other.open_world_hint
+            && self.extra == other.extra
+    }
+}
+
+impl Eq for ToolAnnotations {}
 
 impl ToolAnnotations {
     /// Whether no hint is set (then `annotations` is omitted from the tool).
@@ -112,24 +148,73 @@ pub struct Tool {
     pub meta: Option<Meta>,
 }
 
+/// Schemas compare by their exact text; every member counts (the destructuring below makes
+/// a new member a compile error here until it is compared too).
+impl PartialEq for Tool {
+    fn eq(&self, other: &Self) -> bool {
+        let Tool {
+            name,
+            title,
+            description,
+            icons,
+            input_schema,
+            output_schema,
+            annotations,
+            meta,
+        } = self;
+        *name == other.name
+            && *title == other.title
+            && *description == other.description
+            && *icons == other.icons
+            && input_schema.get() == other.input_schema.get()
+            && output_schema.as_ref().map(|s| s.get())
+                == other.output_schema.as_ref().map(|s| s.get())
+            && *annotations == other.annotations
+            && *meta == other.meta
+    }
+}
+
+impl Eq for Tool {}
+
 /// Audience role: the generated `Role` (`"user"` or `"assistant"`, same bytes).
 pub use crate::wire::Role;
 
-/// Content annotations (`Annotations`); `priority: 0` survives.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    /// Intended audience.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub audience: Option<Vec<Role>>,
-    /// Importance from 0 to 1, as a JSON number (`0` stays `0`, never `0.0`; decimal digits
-    /// follow serde_json's shortest form, e.g. `0.50` is written `0.5`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<Number>,
-    /// ISO 8601 timestamp.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_modified: Option<String>,
+/// Content annotations: the generated `Annotations`; `priority: 0` survives. `priority` is a
+/// JSON number (`0` stays `0`, never `0.0`; decimal digits follow serde_json's shortest form,
+/// e.g. `0.50` is written `0.5`).
+///
+/// ```
+/// use strict_mcp::core::descriptor::{Annotations, Role};
+/// let a = Annotations {
+///     audience: Some(vec![Role::User].into()),
+///     priority: Some(0.into()),
+///     ..Default::default()
+/// };
+/// assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"audience":["user"],"priority":0}"#);
+/// ```
+pub use crate::wire::{Annotations, AnnotationsAudience};
+
+impl Default for Annotations {
+    fn default() -> Self {
+        Annotations {
+            audience: None,
+            last_modified: None,
+            priority: None,
+            extra: Map::new(),
+        }
+    }
 }
+
+impl PartialEq for Annotations {
+    fn eq(&self, other: &Self) -> bool {
+        self.audience.as_deref() == other.audience.as_deref()
+            && self.priority == other.priority
+            && self.last_modified == other.last_modified
+            && self.extra == other.extra
+    }
+}
+
+impl Eq for Annotations {}
 
 /// Contents of a resource: text or base64 blob. Empty bodies keep their field.
 ///
@@ -366,44 +451,74 @@ pub struct ResourceTemplate {
     pub meta: Option<Meta>,
 }
 
-/// A prompt argument (`PromptArgument`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PromptArgument {
-    /// Argument name.
-    pub name: String,
-    /// Display title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Whether the argument must be given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub required: Option<bool>,
+/// A prompt argument: the generated `PromptArgument` (`name`, optional `title`,
+/// `description`, `required`), members in the schema's (alphabetical) order.
+pub use crate::wire::PromptArgument;
+
+impl PromptArgument {
+    /// An argument with only `name`.
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        PromptArgument {
+            description: None,
+            name: name.into(),
+            required: None,
+            title: None,
+            extra: Map::new(),
+        }
+    }
 }
 
-/// A prompt as listed (`Prompt`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Prompt {
-    /// Name.
-    pub name: String,
-    /// Display title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Icons.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// Arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<Vec<PromptArgument>>,
-    /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+impl PartialEq for PromptArgument {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.title == other.title
+            && self.description == other.description
+            && self.required == other.required
+            && self.extra == other.extra
+    }
+}
+
+impl Eq for PromptArgument {}
+
+/// A prompt as listed: the generated `Prompt` (`name`, optional `title`, `description`,
+/// `icons`, `arguments`, `_meta`), members in the schema's (alphabetical) order.
+///
+/// ```
+/// use strict_mcp::core::descriptor::{Prompt, PromptArgument};
+/// let mut p = Prompt::new("greet");
+/// p.arguments = Some(vec![PromptArgument::new("who")].into());
+/// assert_eq!(serde_json::to_string(&p).unwrap(),
+///     r#"{"arguments":[{"name":"who"}],"name":"greet"}"#);
+/// ```
+pub use crate::wire::{MetaObject, Prompt, PromptArguments, PromptIcons};
+
+impl Prompt {
+    /// A prompt with only `name`.
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        Prompt {
+            arguments: None,
+            description: None,
+            icons: None,
+            meta: None,
+            name: name.into(),
+            title: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for Prompt {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.title == other.title
+            && self.description == other.description
+            && self.icons.as_deref() == other.icons.as_deref()
+            && self.arguments.as_deref() == other.arguments.as_deref()
+            && self.meta.as_deref() == other.meta.as_deref()
+            && self.extra == other.extra
+    }
 }
 
 /// One message of a prompt (`PromptMessage`).

@@ -163,12 +163,8 @@ impl PromptDef {
         let handler = Arc::new(handler);
         PromptDef {
             descriptor: Prompt {
-                name: name.into(),
-                title: None,
-                description: None,
-                icons: None,
-                arguments: (!arguments.is_empty()).then_some(arguments),
-                meta: None,
+                arguments: (!arguments.is_empty()).then(|| arguments.into()),
+                ..Prompt::new(name)
             },
             handler: Arc::new(move |inv, args| {
                 let handler = Arc::clone(&handler);
@@ -216,14 +212,7 @@ impl PromptDef {
             async move { fut.await.map(Into::into) }
         };
         PromptDef {
-            descriptor: Prompt {
-                name: name.into(),
-                title: None,
-                description: None,
-                icons: None,
-                arguments: None,
-                meta: None,
-            },
+            descriptor: Prompt::new(name),
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
             completers: BTreeMap::new(),
             schema_error: None,
@@ -253,12 +242,12 @@ impl PromptDef {
     ) -> Self {
         self.descriptor
             .arguments
-            .get_or_insert_with(Vec::new)
+            .get_or_insert_with(|| Vec::new().into())
+            .0
             .push(PromptArgument {
-                name: name.into(),
-                title: None,
                 description: Some(description.into()),
                 required: Some(required),
+                ..PromptArgument::new(name)
             });
         self
     }
@@ -333,7 +322,7 @@ impl PromptDef {
                 .descriptor
                 .arguments
                 .iter()
-                .flatten()
+                .flat_map(|a| a.iter())
                 .any(|a| &a.name == arg);
             if !declared {
                 return Err(BuildError::Schema {
@@ -370,6 +359,7 @@ fn prompt_arguments(schema: &Value) -> Result<Vec<PromptArgument>, String> {
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 required: Some(required.contains(&name.as_str())),
+                extra: serde_json::Map::new(),
             });
         }
     }

@@ -1154,7 +1154,11 @@ impl Registry {
                 message: "Prompt access denied".to_owned(),
             });
         }
-        let declared = prompt.descriptor.arguments.as_deref().unwrap_or_default();
+        let declared = prompt
+            .descriptor
+            .arguments
+            .as_ref()
+            .map_or(&[][..], |a| a.as_slice());
         if let Some(unknown) = arguments
             .keys()
             .find(|k| !declared.iter().any(|a| &a.name == *k))
@@ -1209,7 +1213,7 @@ impl Registry {
                     .descriptor
                     .arguments
                     .iter()
-                    .flatten()
+                    .flat_map(|a| a.iter())
                     .any(|a| a.name == argument);
                 if !declared {
                     return Err(CoreError::InvalidParams {
