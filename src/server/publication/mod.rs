@@ -165,16 +165,7 @@ impl WrapperPlan {
     }
 
     fn built_from(&self, tool: &Tool) -> bool {
-        let a = &self.source;
-        a.name == tool.name
-            && a.title == tool.title
-            && a.description == tool.description
-            && a.icons == tool.icons
-            && a.annotations == tool.annotations
-            && a.meta == tool.meta
-            && a.input_schema.get() == tool.input_schema.get()
-            && a.output_schema.as_ref().map(|s| s.get())
-                == tool.output_schema.as_ref().map(|s| s.get())
+        self.source == *tool
     }
 }
 
@@ -562,35 +553,22 @@ fn details(
         Err(CoreError::UnknownTool { .. }) => return failure_parts(&unavailable()),
         Err(other) => return Err(other),
     };
-    let detail = Detail {
-        name: &tool.name,
-        title: tool.title.as_deref(),
-        description: tool.description.as_deref(),
-        input_schema: &tool.input_schema,
-        output_schema: tool.output_schema.as_deref(),
-        annotations: tool.annotations.as_ref(),
-    };
-    let text =
-        serde_json::to_string(&detail).map_err(|_| CoreError::Internal { retryable: false })?;
+    let text = serde_json::to_string(&detail(tool))
+        .map_err(|_| CoreError::Internal { retryable: false })?;
     result_parts(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
 }
 
-/// `get_tool_details` body. `outputSchema` is the application's own schema: it describes
-/// the `value` that compact `call_tool` returns. `examples` is omitted: the registry holds
-/// none.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Detail<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    title: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<&'a str>,
-    input_schema: &'a RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_schema: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    annotations: Option<&'a crate::core::descriptor::ToolAnnotations>,
+/// The `get_tool_details` body: the registry's [`Tool`] as `tools/list` writes it, without
+/// `icons` and `_meta` (members in the same order: `name`, `title`, `description`,
+/// `inputSchema`, `outputSchema`, `annotations`). `outputSchema` is the application's own
+/// schema: it describes the `value` that compact `call_tool` returns. `examples` is omitted:
+/// the registry holds none.
+fn detail(tool: Tool) -> Tool {
+    Tool {
+        icons: None,
+        meta: None,
+        ..tool
+    }
 }
 
 fn unavailable() -> ToolFailure {
