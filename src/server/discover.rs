@@ -1,40 +1,66 @@
 //! `server/discover`: supported versions, capabilities that follow the registry
 //! served, instructions, cache hints.
+//!
+//! The body is the generated `DiscoverResult` (`crate::wire`, the type the client decodes
+//! into), with the generated `ServerCapabilities` inside; `resultType` and `_meta` are the
+//! answer's to add ([`Answer::complete`]).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::answer::Answer;
 use super::context::Ctx;
 use super::PROTOCOL_VERSION;
+use crate::wire::{
+    DiscoverResult, DiscoverResultCacheScope, DiscoverResultResultType, ServerCapabilities,
+    ServerCapabilitiesPrompts, ServerCapabilitiesResources, ServerCapabilitiesTools,
+};
 
 /// `server/discover`: capabilities match what this registry serves.
 pub(crate) fn discover(ctx: &Ctx) -> Answer {
-    let registry = &ctx.registry;
-    let mut caps = Map::new();
-    if registry.has_tools() {
-        caps.insert("tools".into(), json!({ "listChanged": true }));
-    }
-    if registry.has_resources() {
-        caps.insert(
-            "resources".into(),
-            json!({ "subscribe": true, "listChanged": true }),
-        );
-    }
-    if registry.has_prompts() {
-        caps.insert("prompts".into(), json!({ "listChanged": true }));
-    }
-    if registry.has_prompts() || registry.has_resources() {
-        caps.insert("completions".into(), json!({}));
-    }
-    // Every handler may log for requests that ask (L1: declared because it can be emitted).
-    caps.insert("logging".into(), json!({}));
-    let mut body = Map::new();
-    body.insert("supportedVersions".into(), json!([PROTOCOL_VERSION]));
-    body.insert("capabilities".into(), Value::Object(caps));
-    if let Some(text) = ctx.server.instructions() {
-        body.insert("instructions".into(), Value::String(text.to_owned()));
-    }
-    body.insert("ttlMs".into(), json!(0));
-    body.insert("cacheScope".into(), json!("private"));
+    let body = DiscoverResult {
+        cache_scope: DiscoverResultCacheScope::Private,
+        capabilities: capabilities(ctx),
+        instructions: ctx.server.instructions().map(str::to_owned),
+        meta: None,
+        result_type: DiscoverResultResultType::Complete,
+        supported_versions: vec![PROTOCOL_VERSION.to_owned()],
+        ttl_ms: 0,
+        extra: Map::new(),
+    };
+    let mut body = match serde_json::to_value(body) {
+        Ok(Value::Object(body)) => body,
+        // A struct of strings, booleans and maps always serialises to an object; kept total.
+        _ => return Answer::internal_retryable(),
+    };
+    body.remove("resultType");
     Answer::complete(body)
+}
+
+/// What this registry serves, as the generated `ServerCapabilities`.
+fn capabilities(ctx: &Ctx) -> ServerCapabilities {
+    let registry = &ctx.registry;
+    let served = registry.has_prompts() || registry.has_resources();
+    ServerCapabilities {
+        completions: served.then(Map::new),
+        experimental: None,
+        extensions: None,
+        // Every handler may log for requests that ask (L1: declared because it can be emitted).
+        logging: Some(Map::new()),
+        prompts: registry.has_prompts().then(|| ServerCapabilitiesPrompts {
+            list_changed: Some(true),
+            extra: Map::new(),
+        }),
+        resources: registry
+            .has_resources()
+            .then(|| ServerCapabilitiesResources {
+                list_changed: Some(true),
+                subscribe: Some(true),
+                extra: Map::new(),
+            }),
+        tools: registry.has_tools().then(|| ServerCapabilitiesTools {
+            list_changed: Some(true),
+            extra: Map::new(),
+        }),
+        extra: Map::new(),
+    }
 }
