@@ -95,17 +95,13 @@ fn o21_the_lookahead_finds_a_next_page_at_40_and_41_tools() {
         let policy = Arc::new(Counting::default());
         let reg = registry(n, &policy);
         let p1 = reg.list_tools(&caller, None).unwrap();
-        let p2 = reg
-            .list_tools(&caller, p1.next_cursor.as_deref())
-            .unwrap();
+        let p2 = reg.list_tools(&caller, p1.next_cursor.as_deref()).unwrap();
         assert_eq!(p2.items.len(), DEFAULT_PAGE_SIZE, "{n} tools");
         assert_eq!(p2.items[19].name, "t00039");
         match last_page {
             None => assert_eq!(p2.next_cursor, None, "{n} tools"),
             Some(len) => {
-                let p3 = reg
-                    .list_tools(&caller, p2.next_cursor.as_deref())
-                    .unwrap();
+                let p3 = reg.list_tools(&caller, p2.next_cursor.as_deref()).unwrap();
                 assert_eq!(p3.items.len(), len);
                 assert_eq!(p3.items[0].name, "t00040");
                 assert_eq!(p3.next_cursor, None);
@@ -122,13 +118,9 @@ fn o21_o28_a_cursor_at_the_end_of_a_narrowed_view_is_empty_and_past_it_is_refuse
     let reg = registry(45, &policy);
     let caller = Caller::new("alice");
     let p1 = reg.list_tools(&caller, None).unwrap();
-    let p2 = reg
-        .list_tools(&caller, p1.next_cursor.as_deref())
-        .unwrap();
+    let p2 = reg.list_tools(&caller, p1.next_cursor.as_deref()).unwrap();
     policy.narrow.store(true, Ordering::SeqCst);
-    let at_end = reg
-        .list_tools(&caller, p1.next_cursor.as_deref())
-        .unwrap();
+    let at_end = reg.list_tools(&caller, p1.next_cursor.as_deref()).unwrap();
     assert!(at_end.items.is_empty());
     assert_eq!(at_end.next_cursor, None);
     assert_eq!(
