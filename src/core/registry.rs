@@ -669,12 +669,16 @@ impl Registry {
         self.inner.digest
     }
 
-    fn paginate<T: Clone>(
+    /// One page of the caller's visible items. `visible` is walked lazily (the policy runs
+    /// per item as it is reached) and only the page's items are cloned, so a page costs the
+    /// policy checks up to its end plus one, not a clone of the whole catalogue: the first
+    /// page of a 10 k-tool registry looks at 21 tools (issue #23's registry curve).
+    fn paginate<'a, T: Clone + 'a>(
         &self,
         kind: ListKind,
         caller: &Caller,
         cursor: Option<&str>,
-        visible: Vec<T>,
+        mut visible: impl Iterator<Item = &'a T>,
     ) -> Result<Page<T>, CoreError> {
         let inner = &self.inner;
         let now = inner.clock.now_ms();
@@ -682,11 +686,16 @@ impl Registry {
             None => 0,
             Some(c) => inner.cursor_key.open(kind, caller, &inner.digest, c, now)? as usize,
         };
-        if start > visible.len() {
-            return Err(CoreError::InvalidCursor);
+        // A cursor past the end of what this caller sees is refused; one exactly at the end
+        // yields an empty last page.
+        for _ in 0..start {
+            if visible.next().is_none() {
+                return Err(CoreError::InvalidCursor);
+            }
         }
-        let end = (start + inner.page_size).min(visible.len());
-        let next_cursor = (end < visible.len()).then(|| {
+        let items: Vec<T> = visible.by_ref().take(inner.page_size).cloned().collect();
+        let end = start + items.len();
+        let next_cursor = visible.next().is_some().then(|| {
             inner.cursor_key.mint(
                 kind,
                 caller,
@@ -696,7 +705,7 @@ impl Registry {
             )
         });
         Ok(Page {
-            items: visible[start..end].to_vec(),
+            items,
             next_cursor,
             cache: CacheHints::PRIVATE_NO_STORE,
         })
@@ -716,8 +725,7 @@ impl Registry {
             .tools
             .values()
             .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
-            .map(|t| t.descriptor.clone())
-            .collect();
+            .map(|t| &t.descriptor);
         self.paginate(ListKind::Tools, caller, cursor, visible)
     }
 
@@ -951,8 +959,7 @@ impl Registry {
             .resources
             .values()
             .filter(|r| self.inner.policy.resource(caller, r.uri()).is_visible())
-            .map(|r| r.descriptor.clone())
-            .collect();
+            .map(|r| &r.descriptor);
         self.paginate(ListKind::Resources, caller, cursor, visible)
     }
 
@@ -975,8 +982,7 @@ impl Registry {
                     .resource(caller, &t.def.descriptor.uri_template)
                     .is_visible()
             })
-            .map(|t| t.def.descriptor.clone())
-            .collect();
+            .map(|t| &t.def.descriptor);
         self.paginate(ListKind::Templates, caller, cursor, visible)
     }
 
@@ -1121,8 +1127,7 @@ impl Registry {
             .prompts
             .values()
             .filter(|p| self.inner.policy.prompt(caller, p.name()).is_visible())
-            .map(|p| p.descriptor.clone())
-            .collect();
+            .map(|p| &p.descriptor);
         self.paginate(ListKind::Prompts, caller, cursor, visible)
     }
 

@@ -303,7 +303,20 @@ pub struct HttpConfig {
     /// headers and then stalls cannot hold a request open. Default 10 s
     /// ([`DEFAULT_BODY_READ_TIMEOUT`]).
     pub body_read_timeout: Duration,
+    /// Most `subscriptions/listen` streams this host holds open at once. One more is answered
+    /// `503` with `Retry-After: 1` and a JSON-RPC error carrying its id (`-32603`, "Server
+    /// busy: too many listen streams") before it reaches the dispatcher, so the open streams
+    /// and every other request are unaffected. Default [`DEFAULT_MAX_LISTEN_STREAMS`].
+    pub max_listen_streams: usize,
 }
+
+/// Default of [`HttpConfig::max_listen_streams`]: one stream per client is the usual shape,
+/// so as many as the accept loop's default connection cap ([`DEFAULT_MAX_CONNECTIONS`]);
+/// a quarter of [`DEFAULT_MAX_REQUESTS_IN_FLIGHT`], so long-lived streams, which count as
+/// requests in flight until they end, can never take every slot from ordinary calls. Each
+/// stream holds a task, an SSE body and up to [`HttpConfig::max_queued_notifications`]
+/// queued events, so the cap also bounds that memory.
+pub const DEFAULT_MAX_LISTEN_STREAMS: usize = 1024;
 
 /// Default of [`HttpConfig::body_read_timeout`]: generous for a 2 MiB body on a slow link,
 /// short enough that stalled uploads do not pile up.
@@ -319,6 +332,7 @@ impl Default for HttpConfig {
             stream_after: Some(Duration::from_secs(15)),
             max_queued_notifications: 256,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
         }
     }
 }

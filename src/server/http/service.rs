@@ -41,6 +41,8 @@ pub(super) struct Inner<D> {
     config: HttpConfig,
     /// The caller of requests without a `Caller` extension; immutable, so one is shared.
     anonymous: Caller,
+    /// One permit per open `subscriptions/listen` stream ([`HttpConfig::max_listen_streams`]).
+    listen_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl<D> Clone for McpHttp<D> {
@@ -64,6 +66,11 @@ impl<D: Dispatch> McpHttp<D> {
     pub fn new(dispatch: D, config: HttpConfig) -> Self {
         McpHttp {
             inner: Arc::new(Inner {
+                listen_slots: Arc::new(tokio::sync::Semaphore::new(
+                    config
+                        .max_listen_streams
+                        .min(tokio::sync::Semaphore::MAX_PERMITS),
+                )),
                 dispatch,
                 config,
                 anonymous: Caller::anonymous(),
@@ -269,7 +276,7 @@ impl<D: Dispatch> Inner<D> {
                 ));
                 return self
                     .clone()
-                    .respond(caller, request, check, span, wrap)
+                    .respond(caller, request, check, span, wrap, None)
                     .await;
             }
         };
@@ -277,12 +284,47 @@ impl<D: Dispatch> Inner<D> {
             Ok(request) => request,
             Err(answered) => return answered,
         };
+        let slot = match self.listen_slot(&request) {
+            Ok(slot) => slot,
+            Err(refused) => return refused,
+        };
         let span = request_span(&request);
         fault(fault_points::HTTP_HEADERS);
         let check = header_check(parts.headers, span.clone());
         self.clone()
-            .respond(caller, request, check, span, |o| o)
+            .respond(caller, request, check, span, |o| o, slot)
             .await
+    }
+
+    /// A `subscriptions/listen` request takes one of [`HttpConfig::max_listen_streams`]
+    /// permits, held until its dispatch ends (the stream closed by either side); with none
+    /// left it is refused 503 / -32603 with its id and `Retry-After: 1`. Other requests take
+    /// none.
+    fn listen_slot(
+        &self,
+        request: &RpcRequest,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Response<HttpBody>> {
+        if request.method != crate::wire::methods::LISTEN {
+            return Ok(None);
+        }
+        match self.listen_slots.clone().try_acquire_owned() {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => {
+                tracing::warn!(
+                    limit = self.config.max_listen_streams,
+                    "listen stream refused: at the limit"
+                );
+                let mut refused = refusal(
+                    Cause::Overloaded,
+                    Some(request.id.clone()),
+                    LISTEN_STREAMS_BUSY,
+                );
+                refused
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                Err(refused)
+            }
+        }
     }
 
     /// The body, read within the frame cap and the read time-out; `Err` is the refusal
@@ -354,6 +396,7 @@ impl<D: Dispatch> Inner<D> {
         check: HeaderCheck,
         span: tracing::Span,
         wrap: impl FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox>,
+        listen_slot: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> Response<HttpBody> {
         let config = &self.config;
         let cancel = CancelToken::new();
@@ -370,7 +413,7 @@ impl<D: Dispatch> Inner<D> {
         let work = self
             .dispatch
             .dispatch_request(caller, request, check, outbox, cancel);
-        spawn_dispatch(work, EndGuard(shared.clone()), span);
+        spawn_dispatch(work, EndGuard(shared.clone()), listen_slot, span);
         let head = Head {
             shared: &shared,
             stream_after: config.stream_after,
@@ -407,16 +450,21 @@ impl<D: Dispatch> Inner<D> {
 fn spawn_dispatch(
     work: Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
     ended: EndGuard,
+    listen_slot: Option<tokio::sync::OwnedSemaphorePermit>,
     span: tracing::Span,
 ) {
     tokio::spawn(
         async move {
             let _ended = ended;
+            let _listen_slot = listen_slot;
             work.await;
         }
         .instrument(span),
     );
 }
+
+/// The message of the refusal of a listen stream over [`HttpConfig::max_listen_streams`].
+const LISTEN_STREAMS_BUSY: &str = "Server busy: too many listen streams";
 
 /// The response of a request answered as an event stream.
 fn sse_response(body: SseBody) -> Response<HttpBody> {
