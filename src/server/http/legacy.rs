@@ -42,6 +42,30 @@ pub(super) fn post(
     )
 }
 
+/// A body the codec refused: a legacy session's response to a request the server sent is
+/// answered here (202, or the session's refusal); `None` leaves the rejection to the host.
+pub(super) fn client_response(
+    server: Option<&Server>,
+    headers: &HeaderMap,
+    caller: &Caller,
+    body: &[u8],
+    rejection: &crate::codec::Rejection,
+    limits: &crate::codec::IngressLimits,
+) -> Option<Response<HttpBody>> {
+    let server = server?;
+    server
+        .legacy_sessions()
+        .client_response(
+            server,
+            caller,
+            text(headers, SESSION_ID_HEADER),
+            body,
+            rejection,
+            limits,
+        )
+        .map(response)
+}
+
 /// A non-POST request with a session id: the session's answer, or `None` for the modern 405.
 pub(super) fn other_method(
     server: Option<&Server>,

@@ -181,6 +181,11 @@ impl Future for Head<'_> {
                 return Poll::Ready(First::Reply(reply));
             }
             if s.ended {
+                // A request cancelled by its client ends without a reply (2025 cancellation
+                // on a legacy session): an empty stream, not an error.
+                if self.shared.cancel.is_cancelled() {
+                    return Poll::Ready(First::Stream);
+                }
                 return Poll::Ready(First::Orphaned);
             }
             if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
@@ -235,6 +240,12 @@ impl SseBody {
                 self.done = true;
                 self.guard.armed = false;
                 return Poll::Ready(Some(sse_event(&reply.line)));
+            }
+            if s.ended && !s.finished && !s.gone && self.shared.cancel.is_cancelled() {
+                drop(s);
+                self.done = true;
+                self.guard.armed = false;
+                return Poll::Ready(None);
             }
             if s.ended && !s.finished && !s.gone {
                 drop(s);

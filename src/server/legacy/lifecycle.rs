@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::era::{has_modern_meta, negotiate, starts_legacy_session};
+use super::interact::{Interaction, Peer};
 use super::outbox::LegacyOutbox;
 use super::translate::{self, Original};
 use crate::server::encode::{encode_result_raw, error_reply};
@@ -24,18 +25,19 @@ pub enum Decision {
     Answered(Reply),
     /// A modern request: serve it unchanged, as without the feature.
     Modern(Request),
-    /// A request of the legacy session, rewritten into a stateless 2026-07-28 request; its
-    /// reply is rewritten back for `Original` (see [`LegacyLink::legacy_outbox`]).
-    Legacy(Request, Original),
+    /// A request of the legacy session, rewritten into a stateless 2026-07-28 request, served
+    /// by the interaction loop ([`Interaction::run`]), which rewrites its reply back.
+    Legacy(Request, Interaction),
 }
 
 /// What the host does with one request.
 pub enum Route {
     /// Answered here (a lifecycle method or a refusal): write this reply.
     Answered(Reply),
-    /// Hand this request to [`Server::serve`] with this outbox (a translated legacy request
-    /// with the outbox that rewrites its replies, or a modern request unchanged).
+    /// Hand this modern request to [`Server::serve`] with this outbox, unchanged.
     Serve(Request, Arc<dyn Outbox>),
+    /// Serve this rewritten legacy request with [`Interaction::run`] and the host's outbox.
+    Legacy(Request, Interaction),
 }
 
 impl std::fmt::Debug for Route {
@@ -43,6 +45,7 @@ impl std::fmt::Debug for Route {
         match self {
             Route::Answered(reply) => f.debug_tuple("Answered").field(reply).finish(),
             Route::Serve(request, _) => f.debug_tuple("Serve").field(request).finish(),
+            Route::Legacy(request, _) => f.debug_tuple("Legacy").field(request).finish(),
         }
     }
 }
@@ -54,6 +57,12 @@ pub struct LegacySession {
     version: &'static str,
     initialized: bool,
     log_level: Option<LogLevel>,
+    /// The 2026-07-28 `clientCapabilities` its requests carry (what the client declared at
+    /// `initialize` that the interaction loop can serve, O127).
+    lent: String,
+    /// The client side (server-sent requests awaiting answers); `None` when the session
+    /// cannot be asked anything (stateless legacy HTTP).
+    peer: Option<Arc<Peer>>,
 }
 
 impl LegacySession {
@@ -75,6 +84,18 @@ impl LegacySession {
         self.log_level
     }
 
+    /// The 2026-07-28 `clientCapabilities` object the session's requests carry.
+    #[must_use]
+    pub fn lent_capabilities(&self) -> &str {
+        &self.lent
+    }
+
+    /// The client side of the session, if it can be asked (see [`Peer`]).
+    #[must_use]
+    pub fn peer(&self) -> Option<&Arc<Peer>> {
+        self.peer.as_ref()
+    }
+
     /// Starts a session from `initialize` params, with its reply: the negotiated version, the
     /// server's capabilities from the registry, `serverInfo` and `instructions`. Params without
     /// a string `protocolVersion`, an object `capabilities` and an object `clientInfo` get
@@ -92,9 +113,9 @@ impl LegacySession {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("protocolVersion must be a string"))?;
-        if !params.get("capabilities").is_some_and(Value::is_object) {
+        let Some(declared) = params.get("capabilities").and_then(Value::as_object) else {
             return Err(invalid("capabilities must be an object"));
-        }
+        };
         if !params.get("clientInfo").is_some_and(Value::is_object) {
             return Err(invalid("clientInfo must be an object"));
         }
@@ -103,10 +124,37 @@ impl LegacySession {
             version,
             initialized: false,
             log_level: None,
+            lent: lend(version, declared).to_string(),
+            peer: Some(Arc::new(Peer::new(version))),
         };
         let reply = encode(id, &initialize_result(server, version));
         Ok((session, reply))
     }
+}
+
+/// The 2026-07-28 capabilities a legacy client's declaration stands for: `elicitation` as
+/// form (June: form only, whatever else it claims; November: `form` when empty or named,
+/// `url` when named), `sampling` as declared, `roots` without `listChanged`.
+fn lend(version: &str, declared: &Map<String, Value>) -> Value {
+    let mut lent = Map::new();
+    if let Some(e) = declared.get("elicitation").and_then(Value::as_object) {
+        let mut modes = Map::new();
+        let june = version == "2025-06-18";
+        if june || e.is_empty() || e.get("form").is_some_and(Value::is_object) {
+            modes.insert("form".into(), json!({}));
+        }
+        if !june && e.get("url").is_some_and(Value::is_object) {
+            modes.insert("url".into(), json!({}));
+        }
+        lent.insert("elicitation".into(), Value::Object(modes));
+    }
+    if let Some(s) = declared.get("sampling").filter(|s| s.is_object()) {
+        lent.insert("sampling".into(), s.clone());
+    }
+    if declared.get("roots").is_some_and(Value::is_object) {
+        lent.insert("roots".into(), json!({}));
+    }
+    Value::Object(lent)
 }
 
 /// The `InitializeResult`: capabilities for what the registry serves (`logging` always:
@@ -170,9 +218,7 @@ impl LegacyLink {
         match self.decide(server, request) {
             Decision::Answered(reply) => Route::Answered(reply),
             Decision::Modern(request) => Route::Serve(request, Arc::clone(outbox)),
-            Decision::Legacy(request, original) => {
-                Route::Serve(request, Self::legacy_outbox(Arc::clone(outbox), original))
-            }
+            Decision::Legacy(request, interaction) => Route::Legacy(request, interaction),
         }
     }
 
@@ -213,7 +259,9 @@ impl LegacyLink {
             (_, None) => Decision::Modern(request),
             ("logging/setLevel", Some(session)) => Decision::Answered(set_level(session, &request)),
             (_, Some(session)) => match translate::to_modern(request, session) {
-                Ok((request, original)) => Decision::Legacy(request, original),
+                Ok((request, original)) => {
+                    Decision::Legacy(request, Interaction::new(original, session.peer.clone()))
+                }
                 Err(reply) => Decision::Answered(reply),
             },
         }
@@ -235,7 +283,36 @@ impl LegacyLink {
                 version,
                 initialized: true,
                 log_level: None,
+                lent: "{}".to_owned(),
+                peer: None,
             }),
+        }
+    }
+
+    /// A client's response to a request the server sent (the codec refused it as `rejection`
+    /// under the server role): `None` when it is not this path's (no interactive session, the
+    /// switch off, another refusal), the host answers the rejection then; otherwise whether it
+    /// answered a pending server-sent request.
+    pub fn client_response(
+        &self,
+        server: &Server,
+        frame: &[u8],
+        rejection: &crate::codec::Rejection,
+        limits: &crate::codec::IngressLimits,
+    ) -> Option<bool> {
+        if !server.legacy_era() || rejection.error != crate::codec::IngressError::UnexpectedResponse
+        {
+            return None;
+        }
+        let peer = self.session.as_ref()?.peer.as_ref()?;
+        let response = crate::codec::ingress::decode_client_response(frame, limits).ok()?;
+        Some(peer.answer(response))
+    }
+
+    /// The connection ended: every pending server-sent request fails.
+    pub fn close(&self) {
+        if let Some(peer) = self.session.as_ref().and_then(|s| s.peer.as_ref()) {
+            peer.close();
         }
     }
 

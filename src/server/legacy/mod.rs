@@ -15,11 +15,13 @@
 //! supported versions.
 
 pub mod era;
+pub mod interact;
 pub mod lifecycle;
 mod outbox;
 pub mod sessions;
 pub mod translate;
 
 pub use era::{negotiate, starts_legacy_session, LATEST_LEGACY_VERSION, LEGACY_VERSIONS};
+pub use interact::{Interaction, Peer};
 pub use lifecycle::{Decision, LegacyLink, LegacySession, Route};
 pub use sessions::{LegacyHttpConfig, Sessions};
