@@ -145,7 +145,7 @@ fn check_ts_steps(lines: &[Value]) {
     assert_eq!(connect["protocolVersion"], "2025-11-25");
     assert_eq!(
         connect["capabilities"],
-        json!({"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{}})
+        json!({"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}})
     );
     assert_eq!(step(lines, "ping")["result"], json!({}));
     let tools = step(lines, "tools/list")["tools"]
@@ -202,7 +202,7 @@ fn b23_typescript_sdk_v1_over_streamable_http_with_session_termination() {
     assert_eq!(session.len(), 32, "{session}");
     assert_eq!(
         connect["capabilities"],
-        json!({"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{}})
+        json!({"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}})
     );
     assert_eq!(step(&lines, "ping")["result"], json!({}));
     assert_eq!(

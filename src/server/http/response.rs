@@ -59,6 +59,21 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Ends a stream that has no reply (a legacy session's standalone stream when the session
+    /// ends): nothing more is accepted, the body ends once the queue is drained.
+    #[cfg(feature = "legacy")]
+    pub(super) fn close(&self) {
+        let mut s = self.lock();
+        s.gone = true;
+        s.wake();
+    }
+
+    /// Whether the consumer is gone (closed, dropped or overflowed).
+    #[cfg(feature = "legacy")]
+    pub(super) fn is_gone(&self) -> bool {
+        self.lock().gone
+    }
 }
 
 impl State {

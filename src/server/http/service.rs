@@ -186,7 +186,8 @@ impl<D: Dispatch> Inner<D> {
         }
         #[cfg(feature = "legacy")]
         if head.method != Method::POST {
-            if let Some(answer) = legacy::other_method(self.dispatch.legacy_server(), head) {
+            if let Some(answer) = legacy::other_method(self.dispatch.legacy_server(), head, config)
+            {
                 return Some(answer);
             }
         }
@@ -440,7 +441,7 @@ fn spawn_dispatch(
 }
 
 /// The response of a request answered as an event stream.
-fn sse_response(body: SseBody) -> Response<HttpBody> {
+pub(super) fn sse_response(body: SseBody) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
     let h = response.headers_mut();
     h.insert(

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::era::{has_modern_meta, negotiate, starts_legacy_session};
 use super::interact::{Interaction, Peer};
+use super::notify::{SessionSink, SessionStream, SubscribeError};
 use super::outbox::LegacyOutbox;
 use super::translate::{self, Original};
 use crate::server::encode::{encode_result_raw, error_reply};
@@ -63,6 +64,9 @@ pub struct LegacySession {
     /// The client side (server-sent requests awaiting answers); `None` when the session
     /// cannot be asked anything (stateless legacy HTTP).
     peer: Option<Arc<Peer>>,
+    /// Subscriptions and the streams session-level notifications go to; `None` when the
+    /// session has nowhere to send them (stateless legacy HTTP).
+    sink: Option<Arc<SessionSink>>,
 }
 
 impl LegacySession {
@@ -96,14 +100,22 @@ impl LegacySession {
         self.peer.as_ref()
     }
 
+    /// The session's notification side, if it has one (see [`SessionSink`]).
+    #[must_use]
+    pub fn sink(&self) -> Option<&Arc<SessionSink>> {
+        self.sink.as_ref()
+    }
+
     /// Starts a session from `initialize` params, with its reply: the negotiated version, the
     /// server's capabilities from the registry, `serverInfo` and `instructions`. Params without
     /// a string `protocolVersion`, an object `capabilities` and an object `clientInfo` get
-    /// -32602 and start nothing.
+    /// -32602 and start nothing. `notifications`: the session can carry session-level
+    /// notifications (subscriptions and list changes are declared and served).
     pub fn start(
         server: &Server,
         id: &RequestId,
         params: Option<&RawValue>,
+        notifications: bool,
     ) -> Result<(LegacySession, Reply), Reply> {
         let invalid = |m: &str| error_reply(id, Cause::InvalidParams, m, None);
         let params: Map<String, Value> = params
@@ -126,8 +138,13 @@ impl LegacySession {
             log_level: None,
             lent: lend(version, declared).to_string(),
             peer: Some(Arc::new(Peer::new(version))),
+            sink: notifications.then(|| {
+                let sink = Arc::new(SessionSink::default());
+                server.listens().legacy.register(&sink);
+                sink
+            }),
         };
-        let reply = encode(id, &initialize_result(server, version));
+        let reply = encode(id, &initialize_result(server, version, notifications));
         Ok((session, reply))
     }
 }
@@ -158,19 +175,30 @@ fn lend(version: &str, declared: &Map<String, Value>) -> Value {
 }
 
 /// The `InitializeResult`: capabilities for what the registry serves (`logging` always:
-/// `logging/setLevel` is served).
-fn initialize_result(server: &Server, version: &str) -> Value {
+/// `logging/setLevel` is served). With `notifications` (a session that can carry them) the
+/// families announce `listChanged` and resources `subscribe`.
+fn initialize_result(server: &Server, version: &str, notifications: bool) -> Value {
     let registry = server.registry();
     let mut caps = Map::new();
     caps.insert("logging".into(), json!({}));
+    let family = |extra: &[&str]| {
+        let mut m = Map::new();
+        if notifications {
+            m.insert("listChanged".into(), Value::Bool(true));
+            for key in extra {
+                m.insert((*key).into(), Value::Bool(true));
+            }
+        }
+        Value::Object(m)
+    };
     if registry.has_tools() {
-        caps.insert("tools".into(), json!({}));
+        caps.insert("tools".into(), family(&[]));
     }
     if registry.has_resources() {
-        caps.insert("resources".into(), json!({}));
+        caps.insert("resources".into(), family(&["subscribe"]));
     }
     if registry.has_prompts() {
-        caps.insert("prompts".into(), json!({}));
+        caps.insert("prompts".into(), family(&[]));
     }
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
@@ -204,6 +232,10 @@ fn encode(id: &RequestId, result: &Value) -> Reply {
 #[derive(Debug, Default)]
 pub struct LegacyLink {
     session: Option<LegacySession>,
+    /// A link without session-level notifications (stateless legacy HTTP).
+    quiet: bool,
+    /// The connection itself carries the session's notifications (stdio), attached once.
+    attached: bool,
 }
 
 impl LegacyLink {
@@ -213,9 +245,27 @@ impl LegacyLink {
         self.session.as_ref()
     }
 
-    /// Routes one request of this connection. `outbox` is where the host's replies go.
+    /// A link whose `initialize` starts a session without session-level notifications
+    /// (stateless legacy HTTP: nothing outlives a request).
+    #[must_use]
+    pub fn quiet() -> Self {
+        LegacyLink {
+            quiet: true,
+            ..LegacyLink::default()
+        }
+    }
+
+    /// Routes one request of this connection. `outbox` is where the host's replies go; it
+    /// also carries the session's notifications (stdio).
     pub fn route(&mut self, server: &Server, request: Request, outbox: &Arc<dyn Outbox>) -> Route {
-        match self.decide(server, request) {
+        let decision = self.decide(server, request);
+        if !self.attached {
+            if let Some(sink) = self.session.as_ref().and_then(|s| s.sink.as_ref()) {
+                sink.attach_connection(Arc::new(Connection(Arc::clone(outbox))));
+                self.attached = true;
+            }
+        }
+        match decision {
             Decision::Answered(reply) => Route::Answered(reply),
             Decision::Modern(request) => Route::Serve(request, Arc::clone(outbox)),
             Decision::Legacy(request, interaction) => Route::Legacy(request, interaction),
@@ -238,7 +288,7 @@ impl LegacyLink {
                     request.params.as_deref(),
                     None
                 ));
-                match LegacySession::start(server, id, request.params.as_deref()) {
+                match LegacySession::start(server, id, request.params.as_deref(), !self.quiet) {
                     Ok((session, reply)) => {
                         self.session = Some(session);
                         Decision::Answered(reply)
@@ -258,6 +308,11 @@ impl LegacyLink {
             // refuse, exactly as without the feature.
             (_, None) => Decision::Modern(request),
             ("logging/setLevel", Some(session)) => Decision::Answered(set_level(session, &request)),
+            ("resources/subscribe" | "resources/unsubscribe", Some(session))
+                if session.sink.is_some() =>
+            {
+                Decision::Answered(subscription(session, &request))
+            }
             (_, Some(session)) => match translate::to_modern(request, session) {
                 Ok((request, original)) => {
                     Decision::Legacy(request, Interaction::new(original, session.peer.clone()))
@@ -285,7 +340,10 @@ impl LegacyLink {
                 log_level: None,
                 lent: "{}".to_owned(),
                 peer: None,
+                sink: None,
             }),
+            quiet: true,
+            attached: false,
         }
     }
 
@@ -309,10 +367,13 @@ impl LegacyLink {
         Some(peer.answer(response))
     }
 
-    /// The connection ended: every pending server-sent request fails.
+    /// The connection ended: every pending server-sent request fails, every stream closes.
     pub fn close(&self) {
         if let Some(peer) = self.session.as_ref().and_then(|s| s.peer.as_ref()) {
             peer.close();
+        }
+        if let Some(sink) = self.session.as_ref().and_then(|s| s.sink.as_ref()) {
+            sink.close();
         }
     }
 
@@ -326,6 +387,50 @@ impl LegacyLink {
         if let Some(session) = &mut self.session {
             session.initialized = true;
         }
+    }
+}
+
+/// The connection itself as a session stream (stdio): notifications go out as lines.
+struct Connection(Arc<dyn Outbox>);
+
+impl SessionStream for Connection {
+    fn send(&self, line: String) -> bool {
+        self.0.notify(line)
+    }
+    fn is_open(&self) -> bool {
+        true
+    }
+    fn close(&self) {}
+}
+
+/// `resources/subscribe` / `resources/unsubscribe`: `{"uri": …}`; `{}` on success.
+fn subscription(session: &LegacySession, request: &Request) -> Reply {
+    let invalid = |m: &str| error_reply(&request.id, Cause::InvalidParams, m, None);
+    let Some(sink) = session.sink.as_ref() else {
+        return error_reply(&request.id, Cause::MethodNotFound, "Method not found", None);
+    };
+    let uri = request
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<BTreeMap<String, Value>>(p.get()).ok())
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    let Some(uri) = uri else {
+        return invalid("uri must be a string");
+    };
+    if request.method == "resources/unsubscribe" {
+        sink.unsubscribe(&uri);
+        return encode(&request.id, &json!({}));
+    }
+    match sink.subscribe(&uri) {
+        Ok(()) => encode(&request.id, &json!({})),
+        Err(SubscribeError::TooLong) => invalid(&format!(
+            "uri exceeds the {}-byte limit",
+            super::notify::MAX_SUBSCRIPTION_URI_BYTES
+        )),
+        Err(SubscribeError::Full) => invalid(&format!(
+            "this session already holds {} subscriptions",
+            super::notify::MAX_SUBSCRIPTIONS_PER_SESSION
+        )),
     }
 }
 

@@ -17,6 +17,7 @@
 pub mod era;
 pub mod interact;
 pub mod lifecycle;
+pub mod notify;
 mod outbox;
 pub mod sessions;
 pub mod translate;

@@ -13,9 +13,12 @@
 //!   flight per session. Each request in flight has the host's own bounded notification queue
 //!   (`HttpConfig::max_queued_notifications`), so one session's outbox holds at most
 //!   `max_in_flight_per_session` × that queue.
-//! - **No GET stream:** GET on a live session is 405. The legacy path sends nothing outside a
-//!   request's own response yet (no subscriptions or list-changed on this path), so a
-//!   standalone stream would only ever carry keep-alives; the transport allows 405.
+//! - **GET stream:** GET on a live session (`Accept: text/event-stream`) opens its standalone
+//!   SSE stream, which carries `notifications/resources/updated` for its subscriptions and
+//!   the list changes ([`super::notify`]); at most
+//!   [`MAX_STREAMS_PER_SESSION`](super::notify::MAX_STREAMS_PER_SESSION) at once (409 past
+//!   it). DELETE or expiry ends it. Server-sent requests of the interaction loop travel on
+//!   the calling request's own stream, never here.
 //! - **No resumption:** `Last-Event-ID` is ignored and SSE events carry no ids; a dropped
 //!   stream cancels its request (the transport makes resumability optional).
 //! - **Stateless mode** ([`LegacyHttpConfig::stateless`]): `initialize` is answered without a
@@ -59,6 +62,10 @@ pub const SESSION_NOT_FOUND_CODE: i64 = -32001;
 
 /// The HTTP status of a request refused because its session has too many in flight.
 pub const TOO_MANY_IN_FLIGHT_STATUS: u16 = 429;
+
+/// The HTTP status of a GET refused because the session's standalone streams are all open
+/// ([`super::notify::MAX_STREAMS_PER_SESSION`]; the status other SDKs use for it).
+pub const STREAM_CONFLICT_STATUS: u16 = 409;
 
 /// Bounds and mode of legacy Streamable HTTP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -372,7 +379,11 @@ impl Sessions {
 
     fn initialize(&self, now: Instant, server: &Server, caller: &Caller, request: Request) -> Post {
         let id = request.id.clone();
-        let mut link = LegacyLink::default();
+        let mut link = if self.config.stateless {
+            LegacyLink::quiet()
+        } else {
+            LegacyLink::default()
+        };
         let reply = match link.decide(server, request) {
             Decision::Answered(reply) => reply,
             // `initialize` without modern `_meta` is always answered by the lifecycle.
@@ -528,6 +539,47 @@ impl Sessions {
         }
     }
 
+    /// A GET on `session_id`: attaches `stream` as the session's standalone stream, which
+    /// then carries its subscriptions' updates and list changes. `Err`: 404 for an unknown,
+    /// ended or foreign session, 409 when [`MAX_STREAMS_PER_SESSION`] are open already, 405 in
+    /// stateless mode (no sessions).
+    ///
+    /// [`MAX_STREAMS_PER_SESSION`]: super::notify::MAX_STREAMS_PER_SESSION
+    pub fn open_stream(
+        &self,
+        server: &Server,
+        caller: &Caller,
+        session_id: &str,
+        stream: Arc<dyn super::notify::SessionStream>,
+    ) -> Result<(), Answer> {
+        if !server.legacy_era() || self.config.stateless {
+            let mut answer = Answer::empty(405);
+            answer.allow = Some("POST");
+            return Err(answer);
+        }
+        let now = Instant::now();
+        let mut table = lock(&self.table);
+        let Some(entry) = self.live(&mut table, now, caller, session_id) else {
+            return Err(not_found(None));
+        };
+        entry.last_seen = now;
+        let Some(sink) = entry.link.session().and_then(|s| s.sink()) else {
+            return Err(not_found(None));
+        };
+        if sink.attach(stream) {
+            Ok(())
+        } else {
+            Err(Answer::json(
+                STREAM_CONFLICT_STATUS,
+                refusal(
+                    None,
+                    Cause::InvalidRequest,
+                    "a standalone stream is already open for this session",
+                ),
+            ))
+        }
+    }
+
     /// The entry for `session_id` if it is live and `caller`'s; an expired one is removed.
     fn live<'t>(
         &self,
@@ -574,8 +626,8 @@ impl Sessions {
         }
     }
 
-    /// A non-POST request carrying `session_id`: DELETE ends the session (204), GET is 405
-    /// (no standalone stream, see the module docs); an unknown or foreign id is 404. `None`:
+    /// A non-POST request carrying `session_id`: DELETE ends the session (204), other methods
+    /// are 405 (GET is [`Sessions::open_stream`]'s); an unknown or foreign id is 404. `None`:
     /// not the legacy path's (stateless mode, or the switch off), the modern 405 applies.
     pub fn other_method(
         &self,
@@ -610,7 +662,7 @@ impl Sessions {
             return Some(Answer::empty(204));
         }
         let mut answer = Answer::empty(405);
-        answer.allow = Some("POST, DELETE");
+        answer.allow = Some("GET, POST, DELETE");
         Some(answer)
     }
 }
