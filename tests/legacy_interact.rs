@@ -55,7 +55,23 @@ fn asking(
 }
 
 fn registry(count: &Count) -> Registry {
+    let seen = Arc::clone(count);
     RegistryBuilder::new()
+        .tool(
+            ToolDef::dynamic("wait", NO_ARGS, None, move |inv: Invocation, _args| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    // Ends only when cancelled; the count proves the handler saw it.
+                    inv.cancel_token().cancelled().await;
+                    seen.fetch_add(100, Ordering::SeqCst);
+                    Ok(DynamicOutput {
+                        content: vec![ContentBlock::text("cancelled")],
+                        structured: None,
+                    })
+                }
+            })
+            .description("Waits for its cancellation."),
+        )
         .tool(asking("ask", count, |inv| {
             Ok(inv.elicit_form(
                 "Your name?",
@@ -600,5 +616,69 @@ async fn x22_http_stateless_legacy_gets_confirmation_required() {
             200,
             format!(r#"{{"jsonrpc":"2.0","id":3,"result":{CONFIRMATION}}}"#)
         )
+    );
+}
+
+/// Legacy HTTP `notifications/cancelled` for a running call: the handler observes the
+/// cancellation, no reply is sent for it (the stream ends empty), the session stays usable.
+#[tokio::test]
+async fn c9_http_cancellation_reaches_the_running_handler() {
+    let count = Count::default();
+    let host = McpHttp::new(server(&count), HttpConfig::default());
+    let session = open(&host, "{}").await;
+    let headers = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let pending = tokio::spawn({
+        let host = host.clone();
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        async move {
+            let h: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            whole(host.handle(post(&h, &call(9, "wait"))).await).await
+        }
+    });
+    // The call is running before it is cancelled (cancelling an id not in flight is a no-op).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let cancelled = whole(
+        host.handle(post(
+            &headers,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"user"}}"#,
+        ))
+        .await,
+    )
+    .await;
+    assert_eq!(cancelled, (202, String::new()));
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), pending)
+        .await
+        .expect("the cancelled call ends")
+        .unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (200, ""),
+        "no reply for a cancelled request"
+    );
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        100,
+        "the handler observed the cancellation"
+    );
+    let (status, pong) = whole(
+        host.handle(post(
+            &headers,
+            r#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#,
+        ))
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (status, pong.as_str()),
+        (200, r#"{"jsonrpc":"2.0","id":8,"result":{}}"#)
     );
 }
