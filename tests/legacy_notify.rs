@@ -18,6 +18,10 @@ use strict_mcp::server::legacy::sessions::STREAM_CONFLICT_STATUS;
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
+mod support;
+
+use support::evidence::Outcome;
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#;
 const SUBSCRIBE: &str =
     r#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"mem://w"}}"#;
@@ -89,6 +93,7 @@ fn stdio(server: &Server) -> Stdio {
 /// changes always do; `resources.subscribe` and `listChanged` are declared.
 #[tokio::test]
 async fn legacy_stdio_subscriptions_and_list_changes_reach_the_session() {
+    let rec = support::evidence::recorder!();
     let server = server(ServerOptions::new());
     let mut p = stdio(&server);
     assert_eq!(
@@ -125,6 +130,16 @@ async fn legacy_stdio_subscriptions_and_list_changes_reach_the_session() {
             .await,
         r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"uri must be a string"}}"#
     );
+    assert_eq!(
+        p.exchange(r#"{"jsonrpc":"2.0","id":4,"method":"resources/unsubscribe","params":{}}"#)
+            .await,
+        r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"uri must be a string"}}"#
+    );
+    // Contract evidence (transport `legacy-stdio-server`): each answered and refused above.
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        rec.observed("legacy-stdio-server", method, Outcome::Result);
+        rec.observed("legacy-stdio-server", method, Outcome::Error);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -171,6 +186,7 @@ async fn next_event(body: &mut HttpBody) -> Option<String> {
 /// DELETE ends the stream.
 #[tokio::test]
 async fn legacy_http_the_get_stream_carries_updates_within_its_bound() {
+    let rec = support::evidence::recorder!();
     let server = server(ServerOptions::new());
     let host = McpHttp::new(server.clone(), HttpConfig::default());
     let r = host.handle(http("POST", &[], INIT)).await;
@@ -211,6 +227,25 @@ async fn legacy_http_the_get_stream_carries_updates_within_its_bound() {
     );
     server.resource_updated("mem://w");
     assert_eq!(next_event(&mut stream).await.as_deref(), Some(UPDATED));
+    assert_eq!(
+        whole(host.handle(http("POST", &headers, UNSUBSCRIBE)).await).await,
+        (200, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#.to_owned())
+    );
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let bad =
+            format!(r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"uri":[]}}}}"#);
+        assert_eq!(
+            whole(host.handle(http("POST", &headers, &bad)).await).await,
+            (
+                200,
+                r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"uri must be a string"}}"#
+                    .to_owned()
+            )
+        );
+        // Contract evidence (transport `legacy-http-server`): answered and refused.
+        rec.observed("legacy-http-server", method, Outcome::Result);
+        rec.observed("legacy-http-server", method, Outcome::Error);
+    }
     assert_eq!(
         whole(host.handle(http("DELETE", &headers, "")).await).await,
         (204, String::new())
