@@ -59,8 +59,15 @@ pub const ELICITATION_ID_BYTES: usize = 16;
 /// The 2025-06-18 revision: no URL elicitation, no multi-select, no `mode`.
 const JUNE: &str = "2025-06-18";
 
+/// The client's answer to one server-sent request: its result, or `Err` for an error
+/// response.
+type ClientAnswer = Result<Box<RawValue>, ()>;
+
 /// The answer slot of one server-sent request.
-type Slot = oneshot::Sender<Result<Box<RawValue>, ()>>;
+type Slot = oneshot::Sender<ClientAnswer>;
+
+/// One server-sent request to make: `(key, method, params)`.
+type Ask = (String, String, Option<Value>);
 
 /// The client side of one legacy session: the server-sent requests awaiting an answer.
 #[derive(Debug)]
@@ -126,7 +133,7 @@ impl Peer {
 
     /// Takes an answer slot for a new server-sent request: its id, or `None` when the session
     /// is closed or [`MAX_PENDING_ANSWERS`] are already waiting.
-    fn register(&self) -> Option<(RequestId, oneshot::Receiver<Result<Box<RawValue>, ()>>)> {
+    fn register(&self) -> Option<(RequestId, oneshot::Receiver<ClientAnswer>)> {
         let mut pending = lock(&self.pending);
         if self.closed.load(Ordering::SeqCst) || pending.len() >= MAX_PENDING_ANSWERS {
             return None;
@@ -334,11 +341,7 @@ impl InputRequired {
 
 /// The server-sent requests for `requests` at `version`: `(key, method, params)`. `Err`:
 /// the client of this revision cannot be asked one of them (O127).
-#[allow(clippy::type_complexity)]
-fn adapt(
-    version: &str,
-    requests: Vec<(String, Value)>,
-) -> Result<Vec<(String, String, Option<Value>)>, ()> {
+fn adapt(version: &str, requests: Vec<(String, Value)>) -> Result<Vec<Ask>, ()> {
     let mut out = Vec::with_capacity(requests.len());
     for (key, request) in requests {
         let method = request
