@@ -16,6 +16,9 @@
 
 #[path = "conformance/fixtures.rs"]
 mod fixtures;
+#[cfg(feature = "legacy")]
+#[path = "conformance/legacy.rs"]
+mod legacy;
 #[path = "conformance/triggers.rs"]
 mod triggers;
 
@@ -67,6 +70,15 @@ fn options() -> ServerOptions {
     ServerOptions::new()
 }
 
+/// Every fixture the suite drives; a `--features legacy` build adds the ones only the
+/// 2025-11-25 scenarios call (`examples/conformance/legacy.rs`).
+fn base() -> strict_mcp::core::RegistryBuilder {
+    #[cfg(feature = "legacy")]
+    return legacy::with_legacy_fixtures(fixtures::builder());
+    #[cfg(not(feature = "legacy"))]
+    fixtures::builder()
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -78,7 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let transport = transport();
 
     let catalogue = Arc::new(triggers::Catalogue::default());
-    let registry = triggers::registry(&catalogue, fixtures::builder);
+    let registry = triggers::registry(&catalogue, base);
     let server = Server::new(
         registry,
         options()

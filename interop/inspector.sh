@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interop driver: the official MCP Inspector CLI (@modelcontextprotocol/inspector
-# 2.12.0) in `--cli --protocol-era modern` mode, for tools/list and tools/call.
+# 2.12.0) in `--cli --protocol-era modern` mode (or its own default era), for
+# tools/list and tools/call, and optionally resources and prompts.
 #
 # Usage:
 #   interop/inspector.sh [options] --url http://127.0.0.1:PORT/mcp
@@ -8,8 +9,12 @@
 #   MCP_SERVER_URL=... / MCP_SERVER_CMD='["cmd","arg"]' interop/inspector.sh [options]
 #
 # Options:
-#   --era modern|auto|legacy   passed as --protocol-era (default modern)
-#   --steps list,call          subset/order (default list,call)
+#   --era modern|auto|legacy   passed as --protocol-era (default modern);
+#   --era default              no --protocol-era: the CLI's own default (legacy)
+#   --steps list,call          subset/order of list,call,resources,read,prompts,prompt
+#                              (default list,call)
+#   --uri URI                  resource for the read step (default test://static-text)
+#   --prompt NAME              prompt for the prompt step (default test_simple_prompt)
 #   --tool NAME                tool for the call step (default echo)
 #   --args JSON                its arguments (default {"text":"hello"})
 #   --expect-text STR          fail the call step unless a text block equals STR
@@ -41,6 +46,8 @@ tool=echo
 args='{"text":"hello"}'
 expect_text=""
 have_expect=0
+uri=test://static-text
+prompt=test_simple_prompt
 env_args=()
 while (($#)); do
     case "$1" in
@@ -50,9 +57,11 @@ while (($#)); do
         --steps) steps="$2"; shift 2 ;;
         --tool) tool="$2"; shift 2 ;;
         --args) args="$2"; shift 2 ;;
+        --uri) uri="$2"; shift 2 ;;
+        --prompt) prompt="$2"; shift 2 ;;
         --expect-text) expect_text="$2"; have_expect=1; shift 2 ;;
         --env) env_args+=(-e "$2"); shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "inspector.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -80,12 +89,16 @@ else
 fi
 
 failed=0
+era_args=(--protocol-era "$era")
+if [[ "$era" == default ]]; then
+    era_args=()
+fi
 
 # run STEP_NAME INSPECTOR_ARGS... : runs one inspector invocation, prints one JSON line.
 run() {
     local step="$1"; shift
     local rc=0
-    "$node" "$inspector" --cli --protocol-era "$era" --format json --connect-timeout 15000 "$@" "${target[@]}" \
+    "$node" "$inspector" --cli "${era_args[@]}" --format json --connect-timeout 15000 "$@" "${target[@]}" \
         >"$tmp/out" 2>"$tmp/err" || rc=$?
     [[ $rc -eq 0 ]] || failed=1
     cat "$tmp/err" >&2 # the CLI's diagnostics and the stdio server's stderr
@@ -127,6 +140,10 @@ for s in "${step_list[@]}"; do
     case "$s" in
         list) run tools/list --method tools/list ;;
         call) run tools/call --method tools/call --tool-name "$tool" --tool-args-json "$args" ;;
+        resources) run resources/list --method resources/list ;;
+        read) run resources/read --method resources/read --uri "$uri" ;;
+        prompts) run prompts/list --method prompts/list ;;
+        prompt) run prompts/get --method prompts/get --prompt-name "$prompt" ;;
         *) echo "inspector.sh: bad step $s" >&2; exit 2 ;;
     esac
 done

@@ -339,7 +339,9 @@ mod legacy {
         );
         match link.route(server, init, outbox) {
             Route::Answered(reply) => assert!(reply.line.contains(r#""result""#), "{reply:?}"),
-            Route::Serve(..) => panic!("initialize was not answered by the legacy lifecycle"),
+            Route::Serve(..) | Route::Legacy(..) => {
+                panic!("initialize was not answered by the legacy lifecycle")
+            }
         }
         assert!(link.session().is_some());
         link
@@ -354,7 +356,7 @@ mod legacy {
         let mut link = session(&server, &outbox);
         match link.route(&server, request(2, method, "{}"), &outbox) {
             Route::Answered(reply) => !reply.line.contains(r#""code":-32601"#),
-            Route::Serve(r, _) => methods::needs(&r.method).is_some(),
+            Route::Serve(r, _) | Route::Legacy(r, _) => methods::needs(&r.method).is_some(),
         }
     }
 
@@ -687,9 +689,9 @@ fn o115_fault_http_endpoint_without_operation() {
 }
 
 /// B23, O114: the probe reads the legacy route set from the code: the lifecycle's methods,
-/// the translated ones the dispatcher routes, the handshake notification and the
-/// 2026-07-28 requests; not the 2025 methods served by neither era (`resources/subscribe`,
-/// the `tasks/*` ones) nor `notifications/initialized` sent as a request.
+/// the translated ones the dispatcher routes, the handshake notification, the session's
+/// subscriptions and the 2026-07-28 requests; not the 2025 methods served by neither era
+/// (the `tasks/*` ones) nor `notifications/initialized` sent as a request.
 #[cfg(feature = "legacy")]
 #[test]
 fn o114_legacy_probe_reads_the_route_set() {
@@ -704,6 +706,8 @@ fn o114_legacy_probe_reads_the_route_set() {
         "resources/list",
         "resources/templates/list",
         "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
         "prompts/list",
         "prompts/get",
         "completion/complete",
@@ -714,7 +718,7 @@ fn o114_legacy_probe_reads_the_route_set() {
     .map(|m| (*m).to_owned())
     .collect();
     assert_eq!(served, want);
-    assert!(!legacy::session_serves("resources/subscribe"));
+    assert!(legacy::session_serves("resources/subscribe"));
     assert!(!legacy::session_serves("tasks/get"));
     assert!(!legacy::session_serves("notifications/initialized"));
     assert!(!legacy::session_serves("server/discover"));
@@ -723,7 +727,7 @@ fn o114_legacy_probe_reads_the_route_set() {
 }
 
 /// O114: a legacy method without an operation fails the inventory, naming the pair; so does
-/// a method the legacy route starts to serve (here `resources/subscribe`).
+/// a method the legacy route starts to serve (here `tasks/get`).
 #[cfg(feature = "legacy")]
 #[test]
 fn o115_fault_legacy_method_without_operation() {
@@ -739,14 +743,11 @@ fn o115_fault_legacy_method_without_operation() {
         faults[0]
     );
     let mut want = want;
-    want.insert((
-        LEGACY_TRANSPORT.to_owned(),
-        "resources/subscribe".to_owned(),
-    ));
+    want.insert((LEGACY_TRANSPORT.to_owned(), "tasks/get".to_owned()));
     let faults = inventory_faults(&exposures(&c), &want);
     assert_eq!(faults.len(), 1, "{faults:#?}");
     assert!(
-        faults[0].starts_with("(legacy-stdio-server, resources/subscribe): the code exposes"),
+        faults[0].starts_with("(legacy-stdio-server, tasks/get): the code exposes"),
         "{}",
         faults[0]
     );
@@ -763,7 +764,7 @@ fn o114_legacy_http_probe_reads_the_route_set() {
     assert_eq!(legacy::http_probe(), want);
     assert!(legacy::http_endpoint_serves("DELETE"));
     assert!(!legacy::http_endpoint_serves("GET"));
-    assert!(!legacy::http_session_serves("resources/subscribe"));
+    assert!(legacy::http_session_serves("resources/subscribe"));
     assert!(!legacy::http_session_serves("tasks/get"));
     assert!(!legacy::http_session_serves("notifications/initialized"));
     assert!(!legacy::http_session_serves("server/discover"));

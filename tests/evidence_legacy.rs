@@ -146,8 +146,9 @@ impl Peer {
 fn init_result(id: u64, version: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": {
         "protocolVersion": version,
-        "capabilities": {"completions": {}, "logging": {}, "prompts": {}, "resources": {},
-                         "tools": {}},
+        "capabilities": {"completions": {}, "logging": {}, "prompts": {"listChanged": true},
+                         "resources": {"listChanged": true, "subscribe": true},
+                         "tools": {"listChanged": true}},
         "serverInfo": {"name": "strict-mcp-conformance", "version": "0.0.0"},
     }})
 }
@@ -439,15 +440,11 @@ async fn o115_legacy_stdio_server_refuses_bad_input_for_every_method() {
             "{method}"
         );
     }
-    // A 2025 method served by neither era here: the registry advertises no `subscribe`.
-    let subscribe = p
-        .request(
-            &rec,
-            "resources/subscribe",
-            Some(json!({"uri": "test://static-text"})),
-        )
+    // A 2025 method served by neither era here: no tasks.
+    let tasks = p
+        .request(&rec, "tasks/get", Some(json!({"taskId": "t"})))
         .await;
-    assert_eq!(code(&subscribe), -32601, "{subscribe}");
+    assert_eq!(code(&tasks), -32601, "{tasks}");
 }
 
 // ---------------------------------------------------------------------------------------------

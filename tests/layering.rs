@@ -535,3 +535,58 @@ fn the_cycle_scan_sees_imports_and_a_planted_cycle() {
         "use super::x; "
     );
 }
+
+/// A12, C3, M6: the codec's guards hold on the modern path; their only exceptions (a client's
+/// response decoded by the server role, a request the server sends) belong to the
+/// initialise-era path (feature `legacy`, O126): `decode_client_response` is defined behind
+/// the feature and named only under `src/server/legacy/`, and only that module builds a
+/// request message; the module itself is compiled only with the feature.
+#[test]
+fn the_codec_guard_exceptions_live_on_the_legacy_path_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ingress = std::fs::read_to_string(root.join("src/codec/ingress.rs")).unwrap();
+    let lines: Vec<&str> = ingress.lines().collect();
+    let def = lines
+        .iter()
+        .position(|l| l.starts_with("pub fn decode_client_response("))
+        .expect("the exception is defined in the codec");
+    assert_eq!(lines[def - 1].trim(), "#[cfg(feature = \"legacy\")]");
+    let server_mod = std::fs::read_to_string(root.join("src/server/mod.rs")).unwrap();
+    assert!(
+        server_mod.contains("#[cfg(feature = \"legacy\")]\npub mod legacy;"),
+        "src/server/legacy is compiled only with the feature"
+    );
+    let legacy_room = root.join("src/server/legacy");
+    let mut paths = Vec::new();
+    files(&root.join("src"), &mut paths);
+    let mut hits = Vec::new();
+    for path in paths {
+        if path.starts_with(&legacy_room) || path.ends_with("src/codec/ingress.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            // Anywhere: the response exception. In the server: building a request message.
+            let in_server = path.starts_with(root.join("src/server"));
+            let builds_request = [
+                "Message::Request(Request {",
+                "Message::Request(RpcRequest {",
+                "Message::Request(crate::wire::jsonrpc::Request {",
+            ]
+            .iter()
+            .any(|w| code.contains(w));
+            if code.contains("decode_client_response") || (in_server && builds_request) {
+                hits.push(format!("{}:{}: {code}", path.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "guard exceptions outside src/server/legacy:\n{}",
+        hits.join("\n")
+    );
+}

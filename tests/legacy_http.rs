@@ -137,7 +137,15 @@ async fn call(
     read(host.handle(request(method, headers, body)).await).await
 }
 
+/// The `initialize` result of a session (list changes are announced on its GET stream).
 fn init_result(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"capabilities":{{"logging":{{}},"tools":{{"listChanged":true}}}},"protocolVersion":"2025-11-25","serverInfo":{INFO}}}}}"#
+    )
+}
+
+/// The stateless `initialize` result: nothing outlives a request, so no `listChanged`.
+fn stateless_init_result(id: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"result":{{"capabilities":{{"logging":{{}},"tools":{{}}}},"protocolVersion":"2025-11-25","serverInfo":{INFO}}}}}"#
     )
@@ -355,13 +363,35 @@ async fn legacy_http_delete_ends_the_session_and_later_requests_are_404() {
 }
 
 #[tokio::test]
-async fn d37_d38_get_is_405_on_a_live_session_and_without_one() {
+async fn d37_d38_other_methods_are_405_on_a_live_session_and_get_without_one() {
     let host = legacy_host();
     let id = open(&host).await;
-    let live = call(&host, "GET", &[("mcp-session-id", id.as_str())], "").await;
+    let live = call(&host, "PUT", &[("mcp-session-id", id.as_str())], "").await;
     assert_eq!(
         (live.status, live.allow.as_deref(), live.body.as_str()),
-        (405, Some("POST, DELETE"), "")
+        (405, Some("GET, POST, DELETE"), "")
+    );
+    // A GET for the standalone stream must accept SSE (the stream itself: legacy_notify.rs).
+    let json_only = read(
+        host.handle(
+            Request::builder()
+                .method("GET")
+                .uri("http://127.0.0.1/mcp")
+                .header("host", "127.0.0.1")
+                .header("accept", "application/json")
+                .header("mcp-session-id", id.as_str())
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        (json_only.status, json_only.body.as_str()),
+        (
+            406,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Accept must list text/event-stream"}}"#
+        )
     );
     // Without a live session id D37/D38 apply unchanged: the modern 405.
     let plain = call(&host, "GET", &[], "").await;
@@ -530,7 +560,7 @@ async fn legacy_http_stateless_mode_issues_no_session_and_serves_every_request()
     let a = call(&host, "POST", &[], INIT).await;
     assert_eq!(
         (a.status, a.session, a.body.as_str()),
-        (200, None, init_result("0").as_str())
+        (200, None, stateless_init_result("0").as_str())
     );
     let listed = call(
         &host,
@@ -678,7 +708,7 @@ async fn x22_a_tool_needing_input_fails_as_confirmation_required_over_http() {
     )
     .expect("server builds");
     let host = McpHttp::new(server, HttpConfig::default());
-    let id = open_with(&host, r#"{"capabilities":{"logging":{},"tools":{}},"protocolVersion":"2025-11-25","serverInfo":{"name":"legacy-http","version":"1.0.0"}}"#).await;
+    let id = open_with(&host, r#"{"capabilities":{"logging":{},"tools":{"listChanged":true}},"protocolVersion":"2025-11-25","serverInfo":{"name":"legacy-http","version":"1.0.0"}}"#).await;
     let a = call(
         &host,
         "POST",

@@ -145,7 +145,7 @@ fn check_ts_steps(lines: &[Value]) {
     assert_eq!(connect["protocolVersion"], "2025-11-25");
     assert_eq!(
         connect["capabilities"],
-        json!({"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{}})
+        json!({"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}})
     );
     assert_eq!(step(lines, "ping")["result"], json!({}));
     let tools = step(lines, "tools/list")["tools"]
@@ -202,7 +202,7 @@ fn b23_typescript_sdk_v1_over_streamable_http_with_session_termination() {
     assert_eq!(session.len(), 32, "{session}");
     assert_eq!(
         connect["capabilities"],
-        json!({"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{}})
+        json!({"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}})
     );
     assert_eq!(step(&lines, "ping")["result"], json!({}));
     assert_eq!(
@@ -267,5 +267,78 @@ fn b23_python_sdk_legacy_mode_over_stdio_and_streamable_http() {
             json!([{"type":"text","text":"This is a simple text response for testing."}])
         );
         assert_eq!(step(&lines, "done")["ok"], true);
+    }
+}
+
+/// The Inspector CLI (`@modelcontextprotocol/inspector` 2.12.0) in its default era (it opens
+/// with `initialize`; `interop/inspector.sh --era default` passes no `--protocol-era`)
+/// against the legacy-enabled conformance server over stdio and HTTP: list, call,
+/// resources, prompts. Every result is in the legacy shape (no `resultType`), which is how
+/// the era shows.
+#[test]
+fn b23_inspector_cli_default_era_over_stdio_and_http() {
+    let (Some(_node), Some(_inspector)) = (
+        interop::peer(".interop/node/bin/node"),
+        interop::peer("interop/node/node_modules/@modelcontextprotocol/inspector"),
+    ) else {
+        return;
+    };
+    let binary = legacy_server();
+    let server = HttpServer::start(&binary);
+    let simple = "This is a simple text response for testing.";
+    let words = [
+        "--era",
+        "default",
+        "--steps",
+        "list,call,resources,read,prompts,prompt",
+        "--tool",
+        "test_simple_text",
+        "--args",
+        "{}",
+        "--expect-text",
+        simple,
+    ];
+    let common: Vec<&std::ffi::OsStr> = words.iter().map(|s| s.as_ref()).collect();
+    for tail in [
+        vec!["--url".as_ref(), server.url.as_ref()],
+        vec!["--".as_ref(), binary.as_os_str(), "--stdio".as_ref()],
+    ] {
+        let mut args = common.clone();
+        args.extend(tail);
+        let lines = run_driver(Path::new("bash"), "interop/inspector.sh", &args);
+        for name in [
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/read",
+            "prompts/list",
+            "prompts/get",
+        ] {
+            let s = step(&lines, name);
+            assert_eq!(s["ok"], true, "{s}");
+            assert!(s["result"].get("resultType").is_none(), "legacy shape: {s}");
+        }
+        assert_eq!(
+            step(&lines, "tools/call")["result"],
+            json!({"content":[{"type":"text","text":simple}]})
+        );
+        assert_eq!(
+            step(&lines, "resources/read")["result"]["contents"][0]["text"],
+            "This is the content of the static text resource."
+        );
+        assert_eq!(
+            step(&lines, "prompts/get")["result"]["messages"][0]["content"]["text"],
+            "This is a simple prompt for testing."
+        );
+        assert!(step(&lines, "resources/list")["result"]["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .any(|r| r["uri"] == "test://static-text"));
+        assert!(step(&lines, "prompts/list")["result"]["prompts"]
+            .as_array()
+            .expect("prompts")
+            .iter()
+            .any(|p| p["name"] == "test_simple_prompt"));
     }
 }

@@ -175,7 +175,7 @@ impl Peer {
 
 fn init_result(version: &str) -> String {
     format!(
-        r#"{{"jsonrpc":"2.0","id":0,"result":{{"capabilities":{{"completions":{{}},"logging":{{}},"prompts":{{}},"resources":{{}},"tools":{{}}}},"protocolVersion":"{version}","serverInfo":{INFO}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":0,"result":{{"capabilities":{{"completions":{{}},"logging":{{}},"prompts":{{"listChanged":true}},"resources":{{"listChanged":true,"subscribe":true}},"tools":{{"listChanged":true}}}},"protocolVersion":"{version}","serverInfo":{INFO}}}}}"#
     )
 }
 

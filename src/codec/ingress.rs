@@ -195,6 +195,32 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
     }
 }
 
+/// The one exception to the server role's refusal of responses (feature `legacy`, used only
+/// by the initialise-era path, `crate::server::legacy`): a client's response to a request the
+/// server sent it, which the 2025 revisions allow and 2026-07-28 forbids (A12). The frame is
+/// decoded with every other rule of [`decode`] (bounds, duplicates, envelope) as the client
+/// role reads responses; anything but a response is refused as it would be there.
+///
+/// # Errors
+/// The rejection [`decode`] gives under `limits` with the client role, or
+/// [`IngressError::UnexpectedRequest`] / [`IngressError::NotAMessage`] for a frame that is
+/// not a response.
+#[cfg(feature = "legacy")]
+pub fn decode_client_response(frame: &[u8], limits: &IngressLimits) -> Result<Response, Rejection> {
+    let as_client = IngressLimits {
+        role: Role::Client,
+        ..*limits
+    };
+    match decode(frame, &as_client)? {
+        Message::Response(response) => Ok(response),
+        Message::Notification(_) => Err(Rejection::new(IngressError::NotAMessage, ReplyTo::Nobody)),
+        Message::Request(_) => Err(Rejection::new(
+            IngressError::UnexpectedRequest,
+            ReplyTo::NullId,
+        )),
+    }
+}
+
 /// The member's value when it appeared exactly once.
 fn one(slot: Slot<'_>) -> Option<Member<'_>> {
     match slot {

@@ -35,6 +35,9 @@ struct Stream {
 pub(crate) struct Hub {
     streams: Mutex<BTreeMap<u64, Stream>>,
     next: AtomicU64,
+    /// The live legacy sessions, which every change reaches too (feature `legacy`).
+    #[cfg(feature = "legacy")]
+    pub(crate) legacy: crate::server::legacy::notify::Fanout,
 }
 
 /// Handle of one open stream.
@@ -73,6 +76,8 @@ impl Hub {
 
     /// Offers a change to every open stream (each stream's filter decides).
     pub(crate) fn change(&self, now: Tick, change: &Change, info: &RawValue) {
+        #[cfg(feature = "legacy")]
+        self.legacy.change(change);
         let mut streams = lock(&self.streams);
         streams.retain(|_, stream| {
             let effects = stream

@@ -310,8 +310,15 @@ enum Waiting {
         _permit: OwnedSemaphorePermit,
     },
     /// Every slot is taken; it waits for one (or for its cancellation).
-    ForSlot(Box<Request>, Arc<dyn Outbox>),
+    ForSlot(Box<Request>, Arc<dyn Outbox>, Loop),
 }
+
+/// How a request is served: `Some` runs a legacy session's interaction loop (feature
+/// `legacy`); `None` (and every request without the feature) goes to [`Server::serve`].
+#[cfg(feature = "legacy")]
+type Loop = Option<super::legacy::Interaction>;
+#[cfg(not(feature = "legacy"))]
+type Loop = ();
 
 /// The protocol side of one stdio run: framing, decoding, dispatch, cancellation, bounds and
 /// shutdown. Fed bytes by either driver below.
@@ -392,7 +399,21 @@ impl Session {
             Frame::Line(line) => line,
         };
         match decode(&line, &self.limits) {
-            Err(rejection) => send_rejection(&self.lines, &rejection),
+            Err(rejection) => {
+                // A legacy session's answer to a request the server sent it (the codec's one
+                // exception, on the legacy path only); an answer to nothing pending is dropped.
+                #[cfg(feature = "legacy")]
+                if let Some(matched) =
+                    self.legacy
+                        .client_response(&self.server, &line, &rejection, &self.limits)
+                {
+                    if !matched {
+                        tracing::debug!("a client response answered no pending request");
+                    }
+                    return;
+                }
+                send_rejection(&self.lines, &rejection);
+            }
             Ok(Message::Notification(n)) => {
                 #[cfg(feature = "legacy")]
                 self.legacy.notification(&self.server, &n);
@@ -411,12 +432,15 @@ impl Session {
         // B23: a legacy session's own methods are answered here; its other requests are
         // rewritten and their replies go through the legacy outbox.
         #[cfg(feature = "legacy")]
-        let (request, outbox) = match self.legacy.route(&self.server, request, &self.outbox) {
+        let (request, outbox, how) = match self.legacy.route(&self.server, request, &self.outbox) {
             super::legacy::Route::Answered(reply) => return self.outbox.finish(reply),
-            super::legacy::Route::Serve(request, outbox) => (request, outbox),
+            super::legacy::Route::Serve(request, outbox) => (request, outbox, None),
+            super::legacy::Route::Legacy(request, interaction) => {
+                (request, Arc::clone(&self.outbox), Some(interaction))
+            }
         };
         #[cfg(not(feature = "legacy"))]
-        let outbox = Arc::clone(&self.outbox);
+        let (outbox, how) = (Arc::clone(&self.outbox), ());
         let slot = match Arc::clone(&self.queued).try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
@@ -440,6 +464,7 @@ impl Session {
                     request,
                     outbox,
                     token.clone(),
+                    how,
                 );
                 // The first poll admits the call; most handlers also finish in it.
                 if poll_once(&mut serving).is_ready() {
@@ -456,7 +481,7 @@ impl Session {
             Err(_) => {
                 self.unstarted.add();
                 let key = request.id.token().to_owned();
-                (key, Waiting::ForSlot(Box::new(request), outbox))
+                (key, Waiting::ForSlot(Box::new(request), outbox, how))
             }
         };
         self.spawn(slot, token, waiting);
@@ -481,13 +506,13 @@ impl Session {
             let _slot = slot;
             match waiting {
                 Waiting::Started { serving, _permit } => serving.await,
-                Waiting::ForSlot(request, outbox) => {
+                Waiting::ForSlot(request, outbox, how) => {
                     let permit = tokio::select! {
                         p = running.acquire_owned() => p.ok(),
                         () = token.cancelled() => None,
                     };
                     if let Some(_permit) = permit {
-                        let mut serving = serve(server, caller, *request, outbox, token);
+                        let mut serving = serve(server, caller, *request, outbox, token, how);
                         // The first poll admits the call; only then may EOF shut down.
                         let first =
                             std::future::poll_fn(|cx| Poll::Ready(serving.as_mut().poll(cx))).await;
@@ -511,6 +536,10 @@ impl Session {
     /// request already read has been admitted (or the budget ran out); then the writer is told
     /// that no more lines come.
     async fn finish(mut self) -> ShutdownReport {
+        // No answer can come any more: a pending interaction fails now instead of holding
+        // the shutdown (feature `legacy`).
+        #[cfg(feature = "legacy")]
+        self.legacy.close();
         let budget = self.server.shutdown_budget();
         let _ = tokio::time::timeout(budget, self.unstarted.all_started()).await;
         let report = self.server.shutdown(budget).await;
@@ -537,7 +566,14 @@ fn serve(
     request: Request,
     outbox: Arc<dyn Outbox>,
     token: CancelToken,
+    how: Loop,
 ) -> Serving {
+    #[cfg(feature = "legacy")]
+    if let Some(interaction) = how {
+        return Box::pin(interaction.run(server, caller, request, outbox, token));
+    }
+    #[cfg(not(feature = "legacy"))]
+    let () = how;
     Box::pin(async move {
         server
             .serve(caller, Message::Request(request), outbox, token)

@@ -62,6 +62,21 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Ends a stream that has no reply (a legacy session's standalone stream when the session
+    /// ends): nothing more is accepted, the body ends once the queue is drained.
+    #[cfg(feature = "legacy")]
+    pub(super) fn close(&self) {
+        let mut s = self.lock();
+        s.gone = true;
+        s.wake();
+    }
+
+    /// Whether the consumer is gone (closed, dropped or overflowed).
+    #[cfg(feature = "legacy")]
+    pub(super) fn is_gone(&self) -> bool {
+        self.lock().gone
+    }
 }
 
 impl State {
@@ -191,6 +206,11 @@ impl Future for Head<'_> {
                 return Poll::Ready(First::Reply(reply));
             }
             if s.ended {
+                // A request cancelled by its client ends without a reply (2025 cancellation
+                // on a legacy session): an empty stream, not an error.
+                if self.shared.cancel.is_cancelled() {
+                    return Poll::Ready(First::Stream);
+                }
                 return Poll::Ready(First::Orphaned);
             }
             if !s.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
@@ -249,6 +269,12 @@ impl SseBody {
                 self.done = true;
                 self.guard.armed = false;
                 return Poll::Ready(Some(sse_event(&reply.line)));
+            }
+            if s.ended && !s.finished && !s.gone && self.shared.cancel.is_cancelled() {
+                drop(s);
+                self.done = true;
+                self.guard.armed = false;
+                return Poll::Ready(None);
             }
             if s.ended && !s.finished && !s.gone {
                 drop(s);

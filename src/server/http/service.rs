@@ -193,7 +193,8 @@ impl<D: Dispatch> Inner<D> {
         }
         #[cfg(feature = "legacy")]
         if head.method != Method::POST {
-            if let Some(answer) = legacy::other_method(self.dispatch.legacy_server(), head) {
+            if let Some(answer) = legacy::other_method(self.dispatch.legacy_server(), head, config)
+            {
                 return Some(answer);
             }
         }
@@ -254,7 +255,22 @@ impl<D: Dispatch> Inner<D> {
             .unwrap_or_else(|| self.anonymous.clone());
         let message = match codec::decode(&body, &limits) {
             Ok(message) => message,
-            Err(rejection) => return rejected(&rejection),
+            Err(rejection) => {
+                // A legacy session's answer to a request the server sent it (the codec's one
+                // exception, on the legacy path only).
+                #[cfg(feature = "legacy")]
+                if let Some(answer) = legacy::client_response(
+                    self.dispatch.legacy_server(),
+                    &parts.headers,
+                    &caller,
+                    &body,
+                    &rejection,
+                    &limits,
+                ) {
+                    return answer;
+                }
+                return rejected(&rejection);
+            }
         };
         drop(body);
         // Legacy Streamable HTTP (feature `legacy`): a session's message is answered or
@@ -268,15 +284,19 @@ impl<D: Dispatch> Inner<D> {
         ) {
             legacy::Post::Modern(message) => message,
             legacy::Post::Answer(answer) => return legacy::response(answer),
-            legacy::Post::Serve(request, wrap) => {
-                // The initialise era has no mirrored headers to check (B23).
+            legacy::Post::Serve(request, call) => {
+                // The initialise era has no mirrored headers to check (B23); the interaction
+                // loop serves the request on the legacy session's server.
                 let span = request_span(&request);
-                let check = HeaderCheck(Box::new(
-                    |_: &RpcRequest, _: &Mirrored<'_>, _: Option<&[ParamHeader]>| Ok(()),
-                ));
+                let Some(server) = self.dispatch.legacy_server().cloned() else {
+                    return refusal(Cause::Internal, Some(request.id), "Internal error");
+                };
+                let id = request.id.clone();
                 return self
                     .clone()
-                    .respond(caller, request, check, span, wrap, None)
+                    .respond(id, span, None, move |_, outbox, cancel| {
+                        Box::pin(call.run(server, caller, request, outbox, cancel))
+                    })
                     .await;
             }
         };
@@ -292,7 +312,10 @@ impl<D: Dispatch> Inner<D> {
         fault(fault_points::HTTP_HEADERS);
         let check = header_check(parts.headers, span.clone());
         self.clone()
-            .respond(caller, request, check, span, |o| o, slot)
+            .respond(request.id.clone(), span, slot, move |this, outbox, cancel| {
+                this.dispatch
+                    .dispatch_request(caller, request, check, outbox, cancel)
+            })
             .await
     }
 
@@ -391,12 +414,14 @@ impl<D: Dispatch> Inner<D> {
     /// JSON, or an SSE stream once a notification (or `stream_after`'s silence) comes first.
     async fn respond(
         self: Arc<Self>,
-        caller: Caller,
-        request: RpcRequest,
-        check: HeaderCheck,
+        id: crate::wire::jsonrpc::RequestId,
         span: tracing::Span,
-        wrap: impl FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox>,
         listen_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+        work: impl FnOnce(
+            &Self,
+            Arc<dyn Outbox>,
+            CancelToken,
+        ) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
     ) -> Response<HttpBody> {
         let config = &self.config;
         let cancel = CancelToken::new();
@@ -408,11 +433,8 @@ impl<D: Dispatch> Inner<D> {
             shared: shared.clone(),
             armed: true,
         };
-        let id = request.id.clone();
-        let outbox: Arc<dyn Outbox> = wrap(shared.clone());
-        let work = self
-            .dispatch
-            .dispatch_request(caller, request, check, outbox, cancel);
+        let outbox: Arc<dyn Outbox> = shared.clone();
+        let work = work(&self, outbox, cancel);
         spawn_dispatch(work, EndGuard(shared.clone()), listen_slot, span);
         let head = Head {
             shared: &shared,
@@ -467,7 +489,7 @@ fn spawn_dispatch(
 const LISTEN_STREAMS_BUSY: &str = "Server busy: too many listen streams";
 
 /// The response of a request answered as an event stream.
-fn sse_response(body: SseBody) -> Response<HttpBody> {
+pub(super) fn sse_response(body: SseBody) -> Response<HttpBody> {
     let mut response = Response::new(HttpBody(BodyKind::Sse(Box::new(body))));
     let h = response.headers_mut();
     h.insert(

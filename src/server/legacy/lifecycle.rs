@@ -10,6 +10,8 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::era::{has_modern_meta, negotiate, starts_legacy_session};
+use super::interact::{Interaction, Peer};
+use super::notify::{SessionSink, SessionStream, SubscribeError};
 use super::outbox::LegacyOutbox;
 use super::translate::{self, Original};
 use crate::server::encode::{encode_result_raw, error_reply};
@@ -24,18 +26,19 @@ pub enum Decision {
     Answered(Reply),
     /// A modern request: serve it unchanged, as without the feature.
     Modern(Request),
-    /// A request of the legacy session, rewritten into a stateless 2026-07-28 request; its
-    /// reply is rewritten back for `Original` (see [`LegacyLink::legacy_outbox`]).
-    Legacy(Request, Original),
+    /// A request of the legacy session, rewritten into a stateless 2026-07-28 request, served
+    /// by the interaction loop ([`Interaction::run`]), which rewrites its reply back.
+    Legacy(Request, Interaction),
 }
 
 /// What the host does with one request.
 pub enum Route {
     /// Answered here (a lifecycle method or a refusal): write this reply.
     Answered(Reply),
-    /// Hand this request to [`Server::serve`] with this outbox (a translated legacy request
-    /// with the outbox that rewrites its replies, or a modern request unchanged).
+    /// Hand this modern request to [`Server::serve`] with this outbox, unchanged.
     Serve(Request, Arc<dyn Outbox>),
+    /// Serve this rewritten legacy request with [`Interaction::run`] and the host's outbox.
+    Legacy(Request, Interaction),
 }
 
 impl std::fmt::Debug for Route {
@@ -43,6 +46,7 @@ impl std::fmt::Debug for Route {
         match self {
             Route::Answered(reply) => f.debug_tuple("Answered").field(reply).finish(),
             Route::Serve(request, _) => f.debug_tuple("Serve").field(request).finish(),
+            Route::Legacy(request, _) => f.debug_tuple("Legacy").field(request).finish(),
         }
     }
 }
@@ -54,6 +58,15 @@ pub struct LegacySession {
     version: &'static str,
     initialized: bool,
     log_level: Option<LogLevel>,
+    /// The 2026-07-28 `clientCapabilities` its requests carry (what the client declared at
+    /// `initialize` that the interaction loop can serve, O127).
+    lent: String,
+    /// The client side (server-sent requests awaiting answers); `None` when the session
+    /// cannot be asked anything (stateless legacy HTTP).
+    peer: Option<Arc<Peer>>,
+    /// Subscriptions and the streams session-level notifications go to; `None` when the
+    /// session has nowhere to send them (stateless legacy HTTP).
+    sink: Option<Arc<SessionSink>>,
 }
 
 impl LegacySession {
@@ -75,14 +88,34 @@ impl LegacySession {
         self.log_level
     }
 
+    /// The 2026-07-28 `clientCapabilities` object the session's requests carry.
+    #[must_use]
+    pub fn lent_capabilities(&self) -> &str {
+        &self.lent
+    }
+
+    /// The client side of the session, if it can be asked (see [`Peer`]).
+    #[must_use]
+    pub fn peer(&self) -> Option<&Arc<Peer>> {
+        self.peer.as_ref()
+    }
+
+    /// The session's notification side, if it has one (see [`SessionSink`]).
+    #[must_use]
+    pub fn sink(&self) -> Option<&Arc<SessionSink>> {
+        self.sink.as_ref()
+    }
+
     /// Starts a session from `initialize` params, with its reply: the negotiated version, the
     /// server's capabilities from the registry, `serverInfo` and `instructions`. Params without
     /// a string `protocolVersion`, an object `capabilities` and an object `clientInfo` get
-    /// -32602 and start nothing.
+    /// -32602 and start nothing. `notifications`: the session can carry session-level
+    /// notifications (subscriptions and list changes are declared and served).
     pub fn start(
         server: &Server,
         id: &RequestId,
         params: Option<&RawValue>,
+        notifications: bool,
     ) -> Result<(LegacySession, Reply), Reply> {
         let invalid = |m: &str| error_reply(id, Cause::InvalidParams, m, None);
         let params: Map<String, Value> = params
@@ -92,9 +125,9 @@ impl LegacySession {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("protocolVersion must be a string"))?;
-        if !params.get("capabilities").is_some_and(Value::is_object) {
+        let Some(declared) = params.get("capabilities").and_then(Value::as_object) else {
             return Err(invalid("capabilities must be an object"));
-        }
+        };
         if !params.get("clientInfo").is_some_and(Value::is_object) {
             return Err(invalid("clientInfo must be an object"));
         }
@@ -103,26 +136,69 @@ impl LegacySession {
             version,
             initialized: false,
             log_level: None,
+            lent: lend(version, declared).to_string(),
+            peer: Some(Arc::new(Peer::new(version))),
+            sink: notifications.then(|| {
+                let sink = Arc::new(SessionSink::default());
+                server.listens().legacy.register(&sink);
+                sink
+            }),
         };
-        let reply = encode(id, &initialize_result(server, version));
+        let reply = encode(id, &initialize_result(server, version, notifications));
         Ok((session, reply))
     }
 }
 
+/// The 2026-07-28 capabilities a legacy client's declaration stands for: `elicitation` as
+/// form (June: form only, whatever else it claims; November: `form` when empty or named,
+/// `url` when named), `sampling` as declared, `roots` without `listChanged`.
+fn lend(version: &str, declared: &Map<String, Value>) -> Value {
+    let mut lent = Map::new();
+    if let Some(e) = declared.get("elicitation").and_then(Value::as_object) {
+        let mut modes = Map::new();
+        let june = version == "2025-06-18";
+        if june || e.is_empty() || e.get("form").is_some_and(Value::is_object) {
+            modes.insert("form".into(), json!({}));
+        }
+        if !june && e.get("url").is_some_and(Value::is_object) {
+            modes.insert("url".into(), json!({}));
+        }
+        lent.insert("elicitation".into(), Value::Object(modes));
+    }
+    if let Some(s) = declared.get("sampling").filter(|s| s.is_object()) {
+        lent.insert("sampling".into(), s.clone());
+    }
+    if declared.get("roots").is_some_and(Value::is_object) {
+        lent.insert("roots".into(), json!({}));
+    }
+    Value::Object(lent)
+}
+
 /// The `InitializeResult`: capabilities for what the registry serves (`logging` always:
-/// `logging/setLevel` is served).
-fn initialize_result(server: &Server, version: &str) -> Value {
+/// `logging/setLevel` is served). With `notifications` (a session that can carry them) the
+/// families announce `listChanged` and resources `subscribe`.
+fn initialize_result(server: &Server, version: &str, notifications: bool) -> Value {
     let registry = server.registry();
     let mut caps = Map::new();
     caps.insert("logging".into(), json!({}));
+    let family = |extra: &[&str]| {
+        let mut m = Map::new();
+        if notifications {
+            m.insert("listChanged".into(), Value::Bool(true));
+            for key in extra {
+                m.insert((*key).into(), Value::Bool(true));
+            }
+        }
+        Value::Object(m)
+    };
     if registry.has_tools() {
-        caps.insert("tools".into(), json!({}));
+        caps.insert("tools".into(), family(&[]));
     }
     if registry.has_resources() {
-        caps.insert("resources".into(), json!({}));
+        caps.insert("resources".into(), family(&["subscribe"]));
     }
     if registry.has_prompts() {
-        caps.insert("prompts".into(), json!({}));
+        caps.insert("prompts".into(), family(&[]));
     }
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
@@ -156,6 +232,10 @@ fn encode(id: &RequestId, result: &Value) -> Reply {
 #[derive(Debug, Default)]
 pub struct LegacyLink {
     session: Option<LegacySession>,
+    /// A link without session-level notifications (stateless legacy HTTP).
+    quiet: bool,
+    /// The connection itself carries the session's notifications (stdio), attached once.
+    attached: bool,
 }
 
 impl LegacyLink {
@@ -165,14 +245,30 @@ impl LegacyLink {
         self.session.as_ref()
     }
 
-    /// Routes one request of this connection. `outbox` is where the host's replies go.
+    /// A link whose `initialize` starts a session without session-level notifications
+    /// (stateless legacy HTTP: nothing outlives a request).
+    #[must_use]
+    pub fn quiet() -> Self {
+        LegacyLink {
+            quiet: true,
+            ..LegacyLink::default()
+        }
+    }
+
+    /// Routes one request of this connection. `outbox` is where the host's replies go; it
+    /// also carries the session's notifications (stdio).
     pub fn route(&mut self, server: &Server, request: Request, outbox: &Arc<dyn Outbox>) -> Route {
-        match self.decide(server, request) {
+        let decision = self.decide(server, request);
+        if !self.attached {
+            if let Some(sink) = self.session.as_ref().and_then(|s| s.sink.as_ref()) {
+                sink.attach_connection(Arc::new(Connection(Arc::clone(outbox))));
+                self.attached = true;
+            }
+        }
+        match decision {
             Decision::Answered(reply) => Route::Answered(reply),
             Decision::Modern(request) => Route::Serve(request, Arc::clone(outbox)),
-            Decision::Legacy(request, original) => {
-                Route::Serve(request, Self::legacy_outbox(Arc::clone(outbox), original))
-            }
+            Decision::Legacy(request, interaction) => Route::Legacy(request, interaction),
         }
     }
 
@@ -192,7 +288,7 @@ impl LegacyLink {
                     request.params.as_deref(),
                     None
                 ));
-                match LegacySession::start(server, id, request.params.as_deref()) {
+                match LegacySession::start(server, id, request.params.as_deref(), !self.quiet) {
                     Ok((session, reply)) => {
                         self.session = Some(session);
                         Decision::Answered(reply)
@@ -212,8 +308,15 @@ impl LegacyLink {
             // refuse, exactly as without the feature.
             (_, None) => Decision::Modern(request),
             ("logging/setLevel", Some(session)) => Decision::Answered(set_level(session, &request)),
+            ("resources/subscribe" | "resources/unsubscribe", Some(session))
+                if session.sink.is_some() =>
+            {
+                Decision::Answered(subscription(session, &request))
+            }
             (_, Some(session)) => match translate::to_modern(request, session) {
-                Ok((request, original)) => Decision::Legacy(request, original),
+                Ok((request, original)) => {
+                    Decision::Legacy(request, Interaction::new(original, session.peer.clone()))
+                }
                 Err(reply) => Decision::Answered(reply),
             },
         }
@@ -235,7 +338,42 @@ impl LegacyLink {
                 version,
                 initialized: true,
                 log_level: None,
+                lent: "{}".to_owned(),
+                peer: None,
+                sink: None,
             }),
+            quiet: true,
+            attached: false,
+        }
+    }
+
+    /// A client's response to a request the server sent (the codec refused it as `rejection`
+    /// under the server role): `None` when it is not this path's (no interactive session, the
+    /// switch off, another refusal), the host answers the rejection then; otherwise whether it
+    /// answered a pending server-sent request.
+    pub fn client_response(
+        &self,
+        server: &Server,
+        frame: &[u8],
+        rejection: &crate::codec::Rejection,
+        limits: &crate::codec::IngressLimits,
+    ) -> Option<bool> {
+        if !server.legacy_era() || rejection.error != crate::codec::IngressError::UnexpectedResponse
+        {
+            return None;
+        }
+        let peer = self.session.as_ref()?.peer.as_ref()?;
+        let response = crate::codec::ingress::decode_client_response(frame, limits).ok()?;
+        Some(peer.answer(response))
+    }
+
+    /// The connection ended: every pending server-sent request fails, every stream closes.
+    pub fn close(&self) {
+        if let Some(peer) = self.session.as_ref().and_then(|s| s.peer.as_ref()) {
+            peer.close();
+        }
+        if let Some(sink) = self.session.as_ref().and_then(|s| s.sink.as_ref()) {
+            sink.close();
         }
     }
 
@@ -249,6 +387,50 @@ impl LegacyLink {
         if let Some(session) = &mut self.session {
             session.initialized = true;
         }
+    }
+}
+
+/// The connection itself as a session stream (stdio): notifications go out as lines.
+struct Connection(Arc<dyn Outbox>);
+
+impl SessionStream for Connection {
+    fn send(&self, line: String) -> bool {
+        self.0.notify(line)
+    }
+    fn is_open(&self) -> bool {
+        true
+    }
+    fn close(&self) {}
+}
+
+/// `resources/subscribe` / `resources/unsubscribe`: `{"uri": …}`; `{}` on success.
+fn subscription(session: &LegacySession, request: &Request) -> Reply {
+    let invalid = |m: &str| error_reply(&request.id, Cause::InvalidParams, m, None);
+    let Some(sink) = session.sink.as_ref() else {
+        return error_reply(&request.id, Cause::MethodNotFound, "Method not found", None);
+    };
+    let uri = request
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<BTreeMap<String, Value>>(p.get()).ok())
+        .and_then(|p| p.get("uri").and_then(Value::as_str).map(str::to_owned));
+    let Some(uri) = uri else {
+        return invalid("uri must be a string");
+    };
+    if request.method == "resources/unsubscribe" {
+        sink.unsubscribe(&uri);
+        return encode(&request.id, &json!({}));
+    }
+    match sink.subscribe(&uri) {
+        Ok(()) => encode(&request.id, &json!({})),
+        Err(SubscribeError::TooLong) => invalid(&format!(
+            "uri exceeds the {}-byte limit",
+            super::notify::MAX_SUBSCRIPTION_URI_BYTES
+        )),
+        Err(SubscribeError::Full) => invalid(&format!(
+            "this session already holds {} subscriptions",
+            super::notify::MAX_SUBSCRIPTIONS_PER_SESSION
+        )),
     }
 }
 

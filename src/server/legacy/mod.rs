@@ -15,11 +15,14 @@
 //! supported versions.
 
 pub mod era;
+pub mod interact;
 pub mod lifecycle;
+pub mod notify;
 mod outbox;
 pub mod sessions;
 pub mod translate;
 
 pub use era::{negotiate, starts_legacy_session, LATEST_LEGACY_VERSION, LEGACY_VERSIONS};
+pub use interact::{Interaction, Peer};
 pub use lifecycle::{Decision, LegacyLink, LegacySession, Route};
 pub use sessions::{LegacyHttpConfig, Sessions};

@@ -13,9 +13,12 @@
 //!   flight per session. Each request in flight has the host's own bounded notification queue
 //!   (`HttpConfig::max_queued_notifications`), so one session's outbox holds at most
 //!   `max_in_flight_per_session` × that queue.
-//! - **No GET stream:** GET on a live session is 405. The legacy path sends nothing outside a
-//!   request's own response yet (no subscriptions or list-changed on this path), so a
-//!   standalone stream would only ever carry keep-alives; the transport allows 405.
+//! - **GET stream:** GET on a live session (`Accept: text/event-stream`) opens its standalone
+//!   SSE stream, which carries `notifications/resources/updated` for its subscriptions and
+//!   the list changes ([`super::notify`]); at most
+//!   [`MAX_STREAMS_PER_SESSION`](super::notify::MAX_STREAMS_PER_SESSION) at once (409 past
+//!   it). DELETE or expiry ends it. Server-sent requests of the interaction loop travel on
+//!   the calling request's own stream, never here.
 //! - **No resumption:** `Last-Event-ID` is ignored and SSE events carry no ids; a dropped
 //!   stream cancels its request (the transport makes resumability optional).
 //! - **Stateless mode** ([`LegacyHttpConfig::stateless`]): `initialize` is answered without a
@@ -27,9 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::era::{has_modern_meta, starts_legacy_session, LATEST_LEGACY_VERSION, LEGACY_VERSIONS};
+use super::interact::Interaction;
 use super::lifecycle::{Decision, LegacyLink};
-use super::translate::Original;
-use crate::core::Caller;
+use crate::core::{Caller, CancelToken};
 use crate::server::encode::error_reply;
 use crate::server::lock;
 use crate::server::{Cause, Outbox, Reply, Server};
@@ -59,6 +62,10 @@ pub const SESSION_NOT_FOUND_CODE: i64 = -32001;
 
 /// The HTTP status of a request refused because its session has too many in flight.
 pub const TOO_MANY_IN_FLIGHT_STATUS: u16 = 429;
+
+/// The HTTP status of a GET refused because the session's standalone streams are all open
+/// ([`super::notify::MAX_STREAMS_PER_SESSION`]; the status other SDKs use for it).
+pub const STREAM_CONFLICT_STATUS: u16 = 409;
 
 /// Bounds and mode of legacy Streamable HTTP.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,8 +133,73 @@ impl Answer {
     }
 }
 
-/// Builds the outbox of a served legacy request around the host's own.
-pub type Wrap = Box<dyn FnOnce(Arc<dyn Outbox>) -> Arc<dyn Outbox> + Send>;
+/// The requests of one session in flight, by id text, with a serial number (an id may be
+/// reused once its request is done): what `notifications/cancelled` stops.
+type Cancels = Mutex<HashMap<String, (u64, CancelToken)>>;
+
+/// Serial numbers of [`Cancels`] entries.
+static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// One legacy request the host serves: run it with [`Call::run`].
+pub struct Call {
+    interaction: Interaction,
+    /// Held until the request is done: the session's in-flight count.
+    _token: Arc<()>,
+    cancels: Arc<Cancels>,
+}
+
+impl std::fmt::Debug for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("interaction", &self.interaction)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Call {
+    /// Serves the rewritten `request` (the interaction loop, [`Interaction::run`]) with the
+    /// host's `outbox` and `cancel`, which the session's `notifications/cancelled` for this
+    /// id fires.
+    pub async fn run(
+        self,
+        server: Server,
+        caller: Caller,
+        request: Request,
+        outbox: Arc<dyn Outbox>,
+        cancel: CancelToken,
+    ) {
+        let key = request.id.token().to_owned();
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.cancels).insert(key.clone(), (serial, cancel.clone()));
+        let _forget = Forget {
+            cancels: Arc::clone(&self.cancels),
+            key,
+            serial,
+        };
+        self.interaction
+            .run(server, caller, request, outbox, cancel)
+            .await;
+    }
+}
+
+/// Drops a finished request's entry (only its own: a reused id may have replaced it).
+struct Forget {
+    cancels: Arc<Cancels>,
+    key: String,
+    serial: u64,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        let mut cancels = lock(&self.cancels);
+        if cancels
+            .get(&self.key)
+            .is_some_and(|(serial, _)| *serial == self.serial)
+        {
+            cancels.remove(&self.key);
+        }
+    }
+}
 
 /// What the host does with one POSTed message.
 pub enum Post {
@@ -135,8 +207,8 @@ pub enum Post {
     Modern(Message),
     /// Write this response.
     Answer(Answer),
-    /// Serve this rewritten request with the outbox `Wrap` builds around the host's.
-    Serve(Request, Wrap),
+    /// Serve this rewritten request with [`Call::run`].
+    Serve(Request, Call),
 }
 
 impl std::fmt::Debug for Post {
@@ -153,8 +225,9 @@ struct Entry {
     principal: Option<String>,
     link: LegacyLink,
     last_seen: Instant,
-    /// One clone per request in flight (held by its outbox).
+    /// One clone per request in flight (held by its [`Call`]).
     in_flight: Arc<()>,
+    cancels: Arc<Cancels>,
 }
 
 /// The live sessions of one server.
@@ -306,7 +379,11 @@ impl Sessions {
 
     fn initialize(&self, now: Instant, server: &Server, caller: &Caller, request: Request) -> Post {
         let id = request.id.clone();
-        let mut link = LegacyLink::default();
+        let mut link = if self.config.stateless {
+            LegacyLink::quiet()
+        } else {
+            LegacyLink::default()
+        };
         let reply = match link.decide(server, request) {
             Decision::Answered(reply) => reply,
             // `initialize` without modern `_meta` is always answered by the lifecycle.
@@ -324,7 +401,13 @@ impl Sessions {
         }
         let mut table = lock(&self.table);
         let expiry = self.config.idle_expiry;
-        table.retain(|_, e| now.saturating_duration_since(e.last_seen) <= expiry);
+        table.retain(|_, e| {
+            let live = now.saturating_duration_since(e.last_seen) <= expiry;
+            if !live {
+                e.link.close();
+            }
+            live
+        });
         if table.len() >= self.config.max_sessions {
             return Post::Answer(Answer::json(
                 Cause::Overloaded.http_status(),
@@ -348,6 +431,7 @@ impl Sessions {
                 link,
                 last_seen: now,
                 in_flight: Arc::new(()),
+                cancels: Arc::default(),
             },
         );
         let mut answer = Answer::reply(reply);
@@ -372,6 +456,12 @@ impl Sessions {
             Message::Request(request) => request,
             Message::Notification(notification) => {
                 entry.link.notification(server, &notification);
+                // 2025 cancellation: the request stops and sends no reply.
+                if let Some(id) = crate::server::Server::cancelled_request(&notification) {
+                    if let Some((_, cancel)) = lock(&entry.cancels).get(&id) {
+                        cancel.cancel();
+                    }
+                }
                 return Post::Answer(Answer::empty(202));
             }
             // The server-role codec never lets a response through; kept total.
@@ -392,7 +482,101 @@ impl Sessions {
         match entry.link.decide(server, request) {
             Decision::Answered(reply) => Post::Answer(Answer::reply(reply)),
             Decision::Modern(request) => Post::Modern(Message::Request(request)),
-            Decision::Legacy(request, original) => Post::Serve(request, wrap(original, token)),
+            Decision::Legacy(request, interaction) => Post::Serve(
+                request,
+                Call {
+                    interaction,
+                    _token: token,
+                    cancels: Arc::clone(&entry.cancels),
+                },
+            ),
+        }
+    }
+
+    /// A POSTed client response to a request the server sent (the server-role codec refused
+    /// the frame as `rejection`): 202 when it answers a pending request of the caller's live
+    /// session, 400 when it answers nothing pending, 404 for an unknown session. `None`: not
+    /// the legacy path's (another refusal, no session id, stateless mode, the switch off);
+    /// the host answers the rejection then.
+    pub fn client_response(
+        &self,
+        server: &Server,
+        caller: &Caller,
+        session_id: Option<&str>,
+        frame: &[u8],
+        rejection: &crate::codec::Rejection,
+        limits: &crate::codec::IngressLimits,
+    ) -> Option<Answer> {
+        if !server.legacy_era()
+            || self.config.stateless
+            || rejection.error != crate::codec::IngressError::UnexpectedResponse
+        {
+            return None;
+        }
+        let session_id = session_id?;
+        let now = Instant::now();
+        let mut table = lock(&self.table);
+        let Some(entry) = self.live(&mut table, now, caller, session_id) else {
+            return Some(not_found(None));
+        };
+        entry.last_seen = now;
+        if let Err(r) = crate::codec::ingress::decode_client_response(frame, limits) {
+            return Some(Answer::json(
+                400,
+                refusal(None, r.cause(), &r.error.to_string()),
+            ));
+        }
+        match entry.link.client_response(server, frame, rejection, limits) {
+            Some(true) => Some(Answer::empty(202)),
+            _ => Some(Answer::json(
+                400,
+                refusal(
+                    None,
+                    Cause::InvalidRequest,
+                    "the response answers no pending request of this session",
+                ),
+            )),
+        }
+    }
+
+    /// A GET on `session_id`: attaches `stream` as the session's standalone stream, which
+    /// then carries its subscriptions' updates and list changes. `Err`: 404 for an unknown,
+    /// ended or foreign session, 409 when [`MAX_STREAMS_PER_SESSION`] are open already, 405 in
+    /// stateless mode (no sessions).
+    ///
+    /// [`MAX_STREAMS_PER_SESSION`]: super::notify::MAX_STREAMS_PER_SESSION
+    pub fn open_stream(
+        &self,
+        server: &Server,
+        caller: &Caller,
+        session_id: &str,
+        stream: Arc<dyn super::notify::SessionStream>,
+    ) -> Result<(), Answer> {
+        if !server.legacy_era() || self.config.stateless {
+            let mut answer = Answer::empty(405);
+            answer.allow = Some("POST");
+            return Err(answer);
+        }
+        let now = Instant::now();
+        let mut table = lock(&self.table);
+        let Some(entry) = self.live(&mut table, now, caller, session_id) else {
+            return Err(not_found(None));
+        };
+        entry.last_seen = now;
+        let Some(sink) = entry.link.session().and_then(|s| s.sink()) else {
+            return Err(not_found(None));
+        };
+        if sink.attach(stream) {
+            Ok(())
+        } else {
+            Err(Answer::json(
+                STREAM_CONFLICT_STATUS,
+                refusal(
+                    None,
+                    Cause::InvalidRequest,
+                    "a standalone stream is already open for this session",
+                ),
+            ))
         }
     }
 
@@ -408,7 +592,9 @@ impl Sessions {
             .get(session_id)
             .is_some_and(|e| now.saturating_duration_since(e.last_seen) > self.config.idle_expiry);
         if expired {
-            table.remove(session_id);
+            if let Some(entry) = table.remove(session_id) {
+                entry.link.close();
+            }
             return None;
         }
         table
@@ -429,14 +615,19 @@ impl Sessions {
         match LegacyLink::established(version).decide(server, request) {
             Decision::Answered(reply) => Post::Answer(Answer::reply(reply)),
             Decision::Modern(request) => Post::Modern(Message::Request(request)),
-            Decision::Legacy(request, original) => {
-                Post::Serve(request, wrap(original, Arc::new(())))
-            }
+            Decision::Legacy(request, interaction) => Post::Serve(
+                request,
+                Call {
+                    interaction,
+                    _token: Arc::new(()),
+                    cancels: Arc::default(),
+                },
+            ),
         }
     }
 
-    /// A non-POST request carrying `session_id`: DELETE ends the session (204), GET is 405
-    /// (no standalone stream, see the module docs); an unknown or foreign id is 404. `None`:
+    /// A non-POST request carrying `session_id`: DELETE ends the session (204), other methods
+    /// are 405 (GET is [`Sessions::open_stream`]'s); an unknown or foreign id is 404. `None`:
     /// not the legacy path's (stateless mode, or the switch off), the modern 405 applies.
     pub fn other_method(
         &self,
@@ -465,42 +656,13 @@ impl Sessions {
             return Some(not_found(None));
         }
         if method == "DELETE" {
-            table.remove(session_id);
+            if let Some(entry) = table.remove(session_id) {
+                entry.link.close();
+            }
             return Some(Answer::empty(204));
         }
         let mut answer = Answer::empty(405);
-        answer.allow = Some("POST, DELETE");
+        answer.allow = Some("GET, POST, DELETE");
         Some(answer)
-    }
-}
-
-/// The outbox of one served request: replies rewritten to the legacy shape, and the session's
-/// in-flight count held until the request is done.
-fn wrap(original: Original, token: Arc<()>) -> Wrap {
-    Box::new(move |inner| {
-        Arc::new(Counted {
-            inner: LegacyLink::legacy_outbox(inner, original),
-            _token: token,
-        })
-    })
-}
-
-struct Counted {
-    inner: Arc<dyn Outbox>,
-    _token: Arc<()>,
-}
-
-impl Outbox for Counted {
-    fn notify(&self, line: String) -> bool {
-        self.inner.notify(line)
-    }
-    fn finish(&self, reply: Reply) {
-        self.inner.finish(reply);
-    }
-    fn transport(&self) -> crate::machine::subscriptions::Transport {
-        self.inner.transport()
-    }
-    fn admitted(&self) {
-        self.inner.admitted();
     }
 }

@@ -34,8 +34,9 @@ const MODERN_RESULT_MEMBERS: [&str; 3] = ["resultType", "cacheScope", "ttlMs"];
 pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// The modern request for a legacy one: its params with `_meta` carrying the 2026-07-28
-/// version, the capabilities a legacy session lends its calls (none: the client cannot answer
-/// `input_required`) and the session's log level; every other member unchanged.
+/// version, the capabilities the session lends its calls (what the interaction loop can ask
+/// this client; none in stateless mode) and the session's log level; every other member
+/// unchanged.
 ///
 /// # Errors
 /// The reply to send instead: -32601 for a 2026-07-28-only method, -32602 for params that are
@@ -71,7 +72,7 @@ pub fn to_modern(request: Request, session: &LegacySession) -> Result<(Request, 
     };
     let text = |s: String| RawValue::from_string(s).ok();
     let version = text(format!("\"{PROTOCOL_REVISION}\""));
-    let caps = text("{}".to_owned());
+    let caps = text(session.lent_capabilities().to_owned());
     let (Some(version), Some(caps)) = (version, caps) else {
         return Err(error_reply(id, Cause::Internal, "Internal error", None));
     };
