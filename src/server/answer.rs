@@ -105,6 +105,7 @@ pub(crate) fn failure_result(
             content: "[]".to_owned(),
             structured: None,
             is_error: true,
+            view: None,
         })
 }
 

@@ -18,6 +18,10 @@ use crate::wire::jsonrpc::RequestId;
 /// feeds the ledger like any other handler failure.
 pub(crate) async fn read(ctx: &Ctx, params: &Params<'_>, id: &RequestId) -> Result<Answer, Answer> {
     let uri = string_param(params, "uri")?;
+    // The Apps shell mount: exact bytes, before any application resource or policy.
+    if let Some(shell) = ctx.server.apps().filter(|shell| shell.mounts(&uri)) {
+        return Ok(shell.read());
+    }
     Ok(read_uri(ctx, params, &uri, id).await)
 }
 

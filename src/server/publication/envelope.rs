@@ -185,6 +185,10 @@ pub(crate) struct ResultParts {
     pub(crate) structured: Option<String>,
     /// Whether the result is a tool failure (`isError: true`; absent otherwise).
     pub(crate) is_error: bool,
+    /// The Apps view the result selected, as the exact JSON text sent under the result
+    /// `_meta` key [`VIEW_META_KEY`](crate::server::apps::VIEW_META_KEY) (set only by the
+    /// Apps shell, after its checks).
+    pub(crate) view: Option<String>,
 }
 
 impl ResultParts {
@@ -209,6 +213,7 @@ impl ResultParts {
             content,
             structured,
             is_error,
+            view: None,
         })
     }
 
@@ -237,6 +242,12 @@ impl ResultParts {
         out.push_str(crate::wire::meta::SERVER_INFO);
         out.push_str("\":");
         out.push_str(server_info.get());
+        if let Some(view) = &self.view {
+            out.push_str(",\"");
+            out.push_str(crate::server::apps::VIEW_META_KEY);
+            out.push_str("\":");
+            out.push_str(view);
+        }
         out.push_str("},\"content\":");
         out.push_str(&self.content);
         if self.is_error {
