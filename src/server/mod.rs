@@ -738,9 +738,7 @@ impl Server {
         let apps = match options.apps {
             None => None,
             Some(_) if mode == PublishMode::Direct => return Err(ConfigError::AppsWithDirect),
-            Some(apps) => {
-                Some(apps::Shell::new(apps, egress.max_message_bytes).map_err(ConfigError::Apps)?)
-            }
+            Some(apps) => Some(apps::Shell::new(apps, &info, &egress).map_err(ConfigError::Apps)?),
         };
         let ledger = LedgerConfig::with_ttl(
             options

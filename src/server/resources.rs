@@ -20,7 +20,7 @@ pub(crate) async fn read(ctx: &Ctx, params: &Params<'_>, id: &RequestId) -> Resu
     let uri = string_param(params, "uri")?;
     // The Apps shell mount: exact bytes, before any application resource or policy.
     if let Some(shell) = ctx.server.apps().filter(|shell| shell.mounts(&uri)) {
-        return Ok(shell.read());
+        return Ok(shell.read(id, &ctx.server.egress_limits()));
     }
     Ok(read_uri(ctx, params, &uri, id).await)
 }

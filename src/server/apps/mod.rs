@@ -29,11 +29,14 @@ use std::fmt;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use super::answer::{failure_result, Answer, ResultMembers};
+use super::answer::{failure_result, with_identity, Answer, ResultMembers};
+use super::encode::encode_result_raw;
 use super::publication::{Publication, ResultParts};
+use super::Reply;
+use crate::codec::EgressLimits;
 use crate::core::descriptor::{Resource, ResourceContents};
 use crate::core::{AppView, FailureCode, Page, ReadReply, MCP_APP_MIME_TYPE};
-use crate::wire::limits::RESPONSE_RESERVE_BYTES;
+use crate::wire::jsonrpc::RequestId;
 
 /// Largest shell HTML, in bytes (seed-000: 8 MiB): half the response allowance, so that an
 /// ordinary document always leaves room for its JSON escaping and metadata.
@@ -157,7 +160,8 @@ pub enum AppsError {
     /// The encoded shell read result exceeds the response allowance minus its reserve.
     #[error("the encoded shell response is {bytes} bytes, over {max}")]
     ShellTooLarge {
-        /// The encoded result body.
+        /// The encoded result (the `result` object as sent: contents, cache hints,
+        /// `resultType` and `_meta` with the server identity).
         bytes: usize,
         /// The largest allowed.
         max: usize,
@@ -274,8 +278,9 @@ fn check_uri(uri: &str) -> Result<(), AppsError> {
 pub(crate) struct Shell {
     uri: String,
     views: BTreeSet<String>,
-    /// The `resources/read` result members (`contents`, cache hints), encoded once.
-    read: ResultMembers,
+    /// The whole `resources/read` result as sent (contents, cache hints, `resultType`,
+    /// `_meta` with the identity), encoded once.
+    read: Box<RawValue>,
     /// `,"_meta":{"ui":{…}}` as spliced into compact `call_tool`'s definition.
     tool_meta: String,
 }
@@ -290,10 +295,14 @@ impl fmt::Debug for Shell {
 }
 
 impl Shell {
-    /// Checks `apps` and encodes its read result once; `max_response_bytes` is the server's
-    /// response allowance, of which [`RESPONSE_RESERVE_BYTES`] stay for envelope, id and
-    /// identity.
-    pub(crate) fn new(apps: Apps, max_response_bytes: usize) -> Result<Shell, AppsError> {
+    /// Checks `apps` and encodes its read result once, with the server's identity `info`:
+    /// the result as sent must fit `egress`'s payload bound (the response allowance minus
+    /// the 8 KiB reserve for the envelope and id), the bound every response is sent under.
+    pub(crate) fn new(
+        apps: Apps,
+        info: &RawValue,
+        egress: &EgressLimits,
+    ) -> Result<Shell, AppsError> {
         apps.check()?;
         let mut meta = Map::new();
         meta.insert("ui".into(), apps.ui_meta());
@@ -305,18 +314,20 @@ impl Shell {
         }]);
         // Serialising strings and maps cannot fail; the bound below is the real check.
         let body = serde_json::to_string(&reply).unwrap_or_default();
-        let max = max_response_bytes.saturating_sub(RESPONSE_RESERVE_BYTES);
+        drop(reply);
+        let max = egress.max_payload_bytes();
+        let too_large = |bytes| AppsError::ShellTooLarge { bytes, max };
+        // A body over the bound stays over it once the identity is added: refused unparsed.
         if body.len() > max {
-            return Err(AppsError::ShellTooLarge {
-                bytes: body.len(),
-                max,
-            });
+            return Err(too_large(body.len()));
         }
-        let read: ResultMembers =
-            serde_json::from_str(&body).map_err(|_| AppsError::ShellTooLarge {
-                bytes: body.len(),
-                max,
-            })?;
+        let members: ResultMembers =
+            serde_json::from_str(&body).map_err(|_| too_large(body.len()))?;
+        drop(body);
+        let read = with_identity(members, "complete", info);
+        if read.get().len() > max {
+            return Err(too_large(read.get().len()));
+        }
         let hint = json!({ "ui": { "resourceUri": apps.uri, "visibility": VISIBILITY } });
         Ok(Shell {
             uri: apps.uri,
@@ -331,11 +342,12 @@ impl Shell {
         uri == self.uri
     }
 
-    /// The `resources/read` answer of the shell.
-    pub(crate) fn read(&self) -> Answer {
-        Answer::Result {
-            body: self.read.clone(),
-            result_type: "complete",
+    /// The `resources/read` answer of the shell to request `id`.
+    pub(crate) fn read(&self, id: &RequestId, egress: &EgressLimits) -> Answer {
+        match encode_result_raw(id, &self.read, egress) {
+            Ok(line) => Answer::Encoded(Reply { line, status: 200 }),
+            // The id is bounded by ingress and the result was checked at construction.
+            Err(_) => Answer::internal_retryable(),
         }
     }
 
