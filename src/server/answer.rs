@@ -105,7 +105,7 @@ pub(crate) fn failure_result(
             content: "[]".to_owned(),
             structured: None,
             is_error: true,
-            view: None,
+            meta_member: None,
         })
 }
 

@@ -383,7 +383,7 @@ impl Shell {
                 "The tool selected a view that is not configured.",
             );
         }
-        parts.view = Some(view_text(&view));
+        parts.meta_member = Some(view_member(&view));
         parts
     }
 }
@@ -411,9 +411,13 @@ pub(crate) fn omit(shell: Option<&Shell>, mut page: Page<Resource>) -> Page<Reso
     page
 }
 
-/// `{"data": <exact>, "view": <id>}` (members in key order, as every `_meta` is written).
-fn view_text(view: &AppView) -> String {
+/// `"strict-mcp/view":{"data": <exact>, "view": <id>}` (members in key order, as every
+/// `_meta` is written; the key sorts after `io.modelcontextprotocol/serverInfo`).
+fn view_member(view: &AppView) -> String {
     let id = serde_json::to_string(view.view()).unwrap_or_default();
     let data: &RawValue = view.data();
-    format!("{{\"data\":{},\"view\":{id}}}", data.get())
+    format!(
+        "\"{VIEW_META_KEY}\":{{\"data\":{},\"view\":{id}}}",
+        data.get()
+    )
 }

@@ -185,10 +185,10 @@ pub(crate) struct ResultParts {
     pub(crate) structured: Option<String>,
     /// Whether the result is a tool failure (`isError: true`; absent otherwise).
     pub(crate) is_error: bool,
-    /// The Apps view the result selected, as the exact JSON text sent under the result
-    /// `_meta` key [`VIEW_META_KEY`](crate::server::apps::VIEW_META_KEY) (set only by the
-    /// Apps shell, after its checks).
-    pub(crate) view: Option<String>,
+    /// One more result `_meta` member, as its exact text `"key":value`, written after
+    /// `serverInfo` (its key must sort after it). The Apps shell puts a result's approved
+    /// view here.
+    pub(crate) meta_member: Option<String>,
 }
 
 impl ResultParts {
@@ -213,7 +213,7 @@ impl ResultParts {
             content,
             structured,
             is_error,
-            view: None,
+            meta_member: None,
         })
     }
 
@@ -242,11 +242,9 @@ impl ResultParts {
         out.push_str(crate::wire::meta::SERVER_INFO);
         out.push_str("\":");
         out.push_str(server_info.get());
-        if let Some(view) = &self.view {
-            out.push_str(",\"");
-            out.push_str(crate::server::apps::VIEW_META_KEY);
-            out.push_str("\":");
-            out.push_str(view);
+        if let Some(member) = &self.meta_member {
+            out.push(',');
+            out.push_str(member);
         }
         out.push_str("},\"content\":");
         out.push_str(&self.content);
