@@ -328,3 +328,30 @@ async fn o64_n5_the_shell_is_omitted_from_resource_lists() {
         shell_reply()
     );
 }
+
+#[tokio::test]
+async fn o64_a_request_state_for_the_shell_is_rejected_like_any_forged_one() {
+    let asked = Arc::default();
+    let on = server(Some(apps()), true, &asked);
+    let read = |uri: &str, extra: Value| {
+        let mut params = json!({"uri": uri});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        line(&on, "resources/read", params)
+    };
+    let forged = json!({"requestState": "not-a-sealed-state"});
+    let shell = read(URI, forged.clone()).await;
+    assert_eq!(
+        shell,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"The requestState was rejected.","data":{"reason":"state_rejected","retryable":false}}}"#
+    );
+    // A malformed continuation member is the same -32602 as on any read.
+    let bad = read(URI, json!({"requestState": 7})).await;
+    assert_eq!(bad, read("mem://other", json!({"requestState": 7})).await);
+    // `inputResponses` alone answer nothing the shell asked: the shell is read.
+    assert_eq!(
+        read(URI, json!({"inputResponses": {"k": {}}})).await,
+        shell_reply()
+    );
+}

@@ -33,10 +33,13 @@ struct ShowOut {
 fn registry() -> strict_mcp::core::Registry {
     RegistryBuilder::new()
         // Typed: selects the requested view, returns a structured result.
-        .tool(ToolDef::typed("show", |inv: Invocation, input: ShowIn| async move {
-            inv.show_view(AppView::from_json(input.view.clone(), DATA).unwrap());
-            Ok::<_, ToolError>(ShowOut { shown: input.view })
-        }))
+        .tool(ToolDef::typed(
+            "show",
+            |inv: Invocation, input: ShowIn| async move {
+                inv.show_view(AppView::from_json(input.view.clone(), DATA).unwrap());
+                Ok::<_, ToolError>(ShowOut { shown: input.view })
+            },
+        ))
         // Dynamic, text only, no structured result: the text is the ordinary content.
         .tool(ToolDef::dynamic(
             "text_only",
@@ -112,7 +115,10 @@ async fn call_with(server: &Server, name: &str, arguments: Value, caps: Value) -
         "arguments": {"name": name, "arguments": arguments},
         "_meta": meta,
     });
-    serve_one(server, "alice", 1, "tools/call", params).await.1.line
+    serve_one(server, "alice", 1, "tools/call", params)
+        .await
+        .1
+        .line
 }
 
 async fn call(server: &Server, name: &str, arguments: Value) -> String {
@@ -173,7 +179,10 @@ async fn o69_an_unapproved_view_is_a_safe_invalid_result() {
             failure["message"],
             json!("The tool selected a view that is not configured.")
         );
-        assert!(!got.contains("12345678901234567890123"), "data leaked: {got}");
+        assert!(
+            !got.contains("12345678901234567890123"),
+            "data leaked: {got}"
+        );
         assert!(!got.contains(VIEW_META_KEY), "{got}");
         if !view.is_empty() {
             assert!(!got.contains(view), "view name leaked: {got}");
