@@ -400,7 +400,9 @@ impl Invocation {
     /// enabled ([`ServerOptions::apps`](crate::server::ServerOptions::apps)) and the call came
     /// through compact `call_tool`; a view that is not configured turns the result into the
     /// failure `invalid_result`. The result still needs its ordinary content for clients that
-    /// render no UI. Without Apps the selection is ignored.
+    /// render no UI. Without Apps the selection is ignored. The selection belongs to this
+    /// invocation: a round that asks for input and is continued later selects again in the
+    /// round that completes.
     pub fn show_view(&self, view: crate::core::AppView) {
         self.view.set(view);
     }

@@ -180,6 +180,19 @@ mod tests {
         ] {
             assert_eq!(check_origin(bad, WEB_SCHEMES), Err(why), "{bad}");
         }
+        // The host bound: 253 bytes pass, 254 do not (labels of 63, 63, 63 and 61/62).
+        let host = |last: usize| {
+            format!(
+                "https://{}.{}.{}.{}",
+                "a".repeat(63),
+                "b".repeat(63),
+                "c".repeat(63),
+                "d".repeat(last)
+            )
+        };
+        assert_eq!(host(61).len() - "https://".len(), MAX_HOST_BYTES);
+        assert_eq!(check_origin(&host(61), WEB_SCHEMES), Ok(()));
+        assert_eq!(check_origin(&host(62), WEB_SCHEMES), Err("an invalid host"));
         // The label bound: 63 bytes pass, 64 do not.
         let label = |n| format!("https://{}.com", "a".repeat(n));
         assert_eq!(check_origin(&label(MAX_LABEL_BYTES), WEB_SCHEMES), Ok(()));
