@@ -12,7 +12,7 @@ use super::context::Ctx;
 use super::PROTOCOL_VERSION;
 use crate::wire::{
     DiscoverResult, DiscoverResultCacheScope, DiscoverResultResultType, ServerCapabilities,
-    ServerCapabilitiesPrompts, ServerCapabilitiesResources, ServerCapabilitiesTools,
+    ServerCapabilitiesExtensions, ServerCapabilitiesPrompts, ServerCapabilitiesResources, ServerCapabilitiesTools,
 };
 
 /// `server/discover`: capabilities match what this registry serves.
@@ -43,24 +43,41 @@ fn capabilities(ctx: &Ctx) -> ServerCapabilities {
     ServerCapabilities {
         completions: served.then(Map::new),
         experimental: None,
-        extensions: None,
+        extensions: extensions(ctx),
         // Every handler may log for requests that ask (L1: declared because it can be emitted).
         logging: Some(Map::new()),
         prompts: registry.has_prompts().then(|| ServerCapabilitiesPrompts {
             list_changed: Some(true),
             extra: Map::new(),
         }),
-        resources: registry
-            .has_resources()
-            .then(|| ServerCapabilitiesResources {
+        resources: if registry.has_resources() {
+            Some(ServerCapabilitiesResources {
                 list_changed: Some(true),
                 subscribe: Some(true),
                 extra: Map::new(),
-            }),
+            })
+        } else {
+            // With only the Apps shell the capability is empty: the shell is readable, never
+            // listed or updated.
+            ctx.server.apps().map(|_| ServerCapabilitiesResources {
+                list_changed: None,
+                subscribe: None,
+                extra: Map::new(),
+            })
+        },
         tools: registry.has_tools().then(|| ServerCapabilitiesTools {
             list_changed: Some(true),
             extra: Map::new(),
         }),
         extra: Map::new(),
     }
+}
+
+/// The extensions this server has active, each advertised only while it is (B19, O119).
+fn extensions(ctx: &Ctx) -> Option<ServerCapabilitiesExtensions> {
+    let mut active = std::collections::BTreeMap::new();
+    if ctx.server.apps().is_some() {
+        active.insert(crate::core::UI_EXTENSION.to_owned(), Map::new());
+    }
+    (!active.is_empty()).then_some(ServerCapabilitiesExtensions(active))
 }

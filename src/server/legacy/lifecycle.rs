@@ -196,6 +196,15 @@ fn initialize_result(server: &Server, version: &str, notifications: bool) -> Val
     }
     if registry.has_resources() {
         caps.insert("resources".into(), family(&["subscribe"]));
+    } else if server.apps().is_some() {
+        caps.insert("resources".into(), json!({}));
+    }
+    if server.apps().is_some() {
+        // The Apps specification negotiates the extension in `initialize`.
+        caps.insert(
+            "extensions".into(),
+            json!({ crate::core::UI_EXTENSION: {} }),
+        );
     }
     if registry.has_prompts() {
         caps.insert("prompts".into(), family(&[]));
