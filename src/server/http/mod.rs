@@ -302,6 +302,10 @@ pub struct HttpConfig {
     /// headers and then stalls cannot hold a request open. Default 10 s
     /// ([`DEFAULT_BODY_READ_TIMEOUT`]).
     pub body_read_timeout: Duration,
+    /// Browser origins (`scheme://host[:port]`, compared case-insensitively) answered with CORS
+    /// headers and preflights, for browser-based MCP hosts on another origin. Empty (the
+    /// default) sends no CORS header. Each must also pass [`HttpConfig::origins`].
+    pub cors_origins: Vec<String>,
 }
 
 /// Default of [`HttpConfig::body_read_timeout`]: generous for a 2 MiB body on a slow link,
@@ -318,6 +322,7 @@ impl Default for HttpConfig {
             stream_after: Some(Duration::from_secs(15)),
             max_queued_notifications: 256,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            cors_origins: Vec::new(),
         }
     }
 }
