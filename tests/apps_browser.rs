@@ -109,22 +109,26 @@ fn server(html: String) -> Server {
             None,
             greet,
         ))
-        .resource(ResourceDef::new(SHELL_URI, "browser-test", move |_inv, uri| {
-            let html = html.clone();
-            async move {
-                let mut meta = serde_json::Map::new();
-                meta.insert(
-                    "ui".into(),
-                    json!({"csp": {"connectDomains": [], "resourceDomains": []}}),
-                );
-                Ok(ReadReply::new(vec![ResourceContents::Text {
-                    uri,
-                    mime_type: Some("text/html;profile=mcp-app".into()),
-                    text: (*html).clone(),
-                    meta: Some(meta),
-                }]))
-            }
-        }))
+        .resource(ResourceDef::new(
+            SHELL_URI,
+            "browser-test",
+            move |_inv, uri| {
+                let html = html.clone();
+                async move {
+                    let mut meta = serde_json::Map::new();
+                    meta.insert(
+                        "ui".into(),
+                        json!({"csp": {"connectDomains": [], "resourceDomains": []}}),
+                    );
+                    Ok(ReadReply::new(vec![ResourceContents::Text {
+                        uri,
+                        mime_type: Some("text/html;profile=mcp-app".into()),
+                        text: (*html).clone(),
+                        meta: Some(meta),
+                    }]))
+                }
+            },
+        ))
         .build()
         .expect("registry");
     Server::new(
@@ -151,7 +155,9 @@ async fn o60_o66_apps_shell_renders_in_chromium_with_cors_and_csp() {
     };
 
     // The second loopback origin the app's CSP forbids; any connection to it is a failure.
-    let forbidden = TcpListener::bind("127.0.0.2:0").await.expect("bind 127.0.0.2");
+    let forbidden = TcpListener::bind("127.0.0.2:0")
+        .await
+        .expect("bind 127.0.0.2");
     let forbidden_url = format!("http://{}/probe", forbidden.local_addr().unwrap());
     let dialled = Arc::new(AtomicUsize::new(0));
     let counter = dialled.clone();
@@ -188,7 +194,10 @@ async fn o60_o66_apps_shell_renders_in_chromium_with_cors_and_csp() {
     let ready = next_json(&mut lines, "ready line").await;
     assert_eq!(ready["ready"], true, "{ready}");
     let page_origin = ready["pageOrigin"].as_str().expect("pageOrigin").to_owned();
-    assert!(page_origin.starts_with("http://127.0.0.1:"), "{page_origin}");
+    assert!(
+        page_origin.starts_with("http://127.0.0.1:"),
+        "{page_origin}"
+    );
     let html = std::fs::read_to_string(&view).expect("the bundled view");
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
