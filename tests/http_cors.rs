@@ -236,7 +236,9 @@ async fn d34_cors_refused_origin_gets_no_cors_headers() {
         .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(cors_headers(&r), vec![]);
-    let r = http.handle(post(&[("origin", "https://app.example")])).await;
+    let r = http
+        .handle(post(&[("origin", "https://app.example")]))
+        .await;
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(cors_headers(&r), vec![]);
     assert_eq!(
@@ -322,4 +324,123 @@ async fn d34_cors_preflight_on_another_path_is_404() {
     let r = http.handle(request).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(r.headers()["access-control-allow-origin"], PAGE);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Behind the authentication layer (`AuthLayer::with_cors`)
+
+#[cfg(feature = "auth")]
+mod behind_auth {
+    use super::*;
+    use strict_mcp::server::auth::{
+        AuthConfig, AuthLayer, BearerToken, BoxFuture, Principal, TokenVerifier, VerifyError,
+    };
+    use tower::{Layer, ServiceExt};
+
+    /// Accepts the token `good` as subject `ada`.
+    struct OneToken;
+
+    impl TokenVerifier for OneToken {
+        fn verify<'a>(
+            &'a self,
+            token: &'a BearerToken,
+        ) -> BoxFuture<'a, Result<Principal, VerifyError>> {
+            let ok = token.expose() == "good";
+            Box::pin(async move {
+                if ok {
+                    Ok(Principal::new("ada").with_scopes(["mcp"]))
+                } else {
+                    Err(VerifyError::BadSignature)
+                }
+            })
+        }
+    }
+
+    fn layer() -> AuthLayer {
+        let config = AuthConfig::builder("http://127.0.0.1:3000/mcp")
+            .authorization_server("http://127.0.0.1:9000")
+            .build()
+            .unwrap();
+        AuthLayer::new(config, OneToken)
+    }
+
+    async fn call<S, B>(service: &S, request: Request<Full<Bytes>>) -> Response<B>
+    where
+        S: tower::Service<Request<Full<Bytes>>, Response = Response<B>> + Clone,
+        S::Error: std::fmt::Debug,
+    {
+        service.clone().oneshot(request).await.unwrap()
+    }
+
+    fn cors_of<B>(r: &Response<B>) -> Vec<(String, String)> {
+        r.headers()
+            .iter()
+            .filter(|(n, _)| n.as_str().starts_with("access-control-") || n.as_str() == "vary")
+            .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+            .collect()
+    }
+
+    const CHALLENGE: &str = "Bearer resource_metadata=\"http://127.0.0.1:3000/.well-known/oauth-protected-resource/mcp\"";
+
+    /// With the host's config, the preflight passes the layer without a token and gets the
+    /// host's 204; the 401 challenge is readable by the page; a token gets the answer.
+    #[tokio::test]
+    async fn d34_cors_with_auth_preflight_passes_and_challenge_is_readable() {
+        let http = cors(&[PAGE]);
+        let service = layer().with_cors(&http).layer(host(http));
+        let r = call(&service, preflight(PAGE, "authorization, content-type")).await;
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        assert_eq!(
+            r.headers()["access-control-allow-headers"],
+            "authorization, content-type"
+        );
+        assert_eq!(r.headers()["access-control-allow-origin"], PAGE);
+
+        let r = call(&service, post(&[("origin", PAGE)])).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(r.headers()["www-authenticate"], CHALLENGE);
+        assert_eq!(cors_of(&r), exposed(PAGE));
+
+        let r = call(
+            &service,
+            post(&[("origin", PAGE), ("authorization", "Bearer bad")]),
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(cors_of(&r), exposed(PAGE));
+
+        let r = call(
+            &service,
+            post(&[("origin", PAGE), ("authorization", "Bearer good")]),
+        )
+        .await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(cors_of(&r), exposed(PAGE));
+    }
+
+    /// The layer decides with the host's own rules: an unlisted or refused origin gets no CORS
+    /// header on the 401, and its preflight is refused like any tokenless request.
+    #[tokio::test]
+    async fn d34_cors_with_auth_refused_origins_get_no_cors_headers() {
+        let http = cors(&[PAGE, "https://app.example"]);
+        let service = layer().with_cors(&http).layer(host(http));
+        for origin in ["http://127.0.0.1:5174", "https://app.example"] {
+            let r = call(&service, preflight(origin, "content-type")).await;
+            assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{origin}");
+            assert_eq!(cors_of(&r), vec![], "{origin}");
+            let r = call(&service, post(&[("origin", origin)])).await;
+            assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{origin}");
+            assert_eq!(cors_of(&r), vec![], "{origin}");
+        }
+    }
+
+    /// Without `with_cors` the layer is as before: a preflight is a tokenless request (401, no
+    /// CORS header), even when the host behind lists the origin.
+    #[tokio::test]
+    async fn d34_cors_auth_without_with_cors_refuses_the_preflight() {
+        let service = layer().layer(host(cors(&[PAGE])));
+        let r = call(&service, preflight(PAGE, "content-type")).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(cors_of(&r), vec![]);
+    }
 }

@@ -84,6 +84,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::core::Caller;
+use crate::server::http::{cors, HttpConfig};
 use crate::wire::headers::{decode_header_value, METHOD_HEADER, NAME_HEADER};
 use metadata::Resource;
 
@@ -638,6 +639,8 @@ impl AuthConfig {
 pub struct AuthLayer {
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
+    /// The host's CORS settings ([`AuthLayer::with_cors`]); `None` answers no browser origin.
+    cors: Option<Arc<HttpConfig>>,
 }
 
 impl fmt::Debug for AuthLayer {
@@ -654,7 +657,21 @@ impl AuthLayer {
         AuthLayer {
             config,
             verifier: Arc::new(verifier),
+            cors: None,
         }
+    }
+
+    /// Serves browser hosts the way the HTTP host behind this layer does (pass that host's
+    /// own [`HttpConfig`], so one [`HttpConfig::cors_origins`] list and one Origin policy
+    /// decide): a CORS preflight from an origin the host serves reaches the host without a
+    /// token (browsers never send credentials on a preflight; the host answers it without
+    /// dispatching), and this layer's own refusals to such an origin carry
+    /// `Access-Control-Allow-Origin` and the exposed headers, so the page can read the
+    /// `WWW-Authenticate` challenge. Without it (or with an empty list) nothing changes.
+    #[must_use]
+    pub fn with_cors(mut self, http: &HttpConfig) -> Self {
+        self.cors = (!http.cors_origins.is_empty()).then(|| Arc::new(http.clone()));
+        self
     }
 
     /// The configuration.
@@ -672,6 +689,7 @@ impl<S> tower::Layer<S> for AuthLayer {
             inner,
             config: self.config.clone(),
             verifier: self.verifier.clone(),
+            cors: self.cors.clone(),
         }
     }
 }
@@ -682,6 +700,7 @@ pub struct AuthService<S> {
     inner: S,
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
+    cors: Option<Arc<HttpConfig>>,
 }
 
 impl<S> fmt::Debug for AuthService<S> {
@@ -807,6 +826,16 @@ impl<S> AuthService<S> {
         value.push_str(&params.join(", "));
         // Every part is checked printable ASCII (URL, scope tokens, fixed error codes).
         HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    }
+
+    /// [`AuthService::refusal`] with the CORS answer headers when `cors` is the request's
+    /// served origin ([`AuthLayer::with_cors`]).
+    fn refused<B>(&self, refusal: &Refusal, cors: Option<&HeaderValue>) -> Response<AuthBody<B>> {
+        let mut response = self.refusal(refusal);
+        if let Some(origin) = cors {
+            cors::expose_headers(response.headers_mut(), origin.clone());
+        }
+        response
     }
 
     fn refusal<B>(&self, refusal: &Refusal) -> Response<AuthBody<B>> {
@@ -995,6 +1024,18 @@ impl<S> AuthService<S> {
             drain(body).await;
             return Ok(response);
         }
+        let cors = self
+            .cors
+            .as_deref()
+            .and_then(|http| cors::served_origin(http, &head.headers));
+        if cors.is_some() && cors::is_preflight(&head.method, &head.headers) {
+            // No token on a preflight, ever: the host behind answers it without dispatch.
+            let response =
+                tower::ServiceExt::oneshot(self.inner, Request::from_parts(head, body)).await?;
+            return Ok(response.map(|b| AuthBody {
+                kind: BodyKind::Inner(Box::pin(b)),
+            }));
+        }
         let (method, name) = method_and_name(&head.headers);
         let mapped = self
             .config
@@ -1003,16 +1044,16 @@ impl<S> AuthService<S> {
             Presented::Token(token) => token,
             Presented::None => {
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::NoToken { scopes: mapped }));
+                return Ok(self.refused(&Refusal::NoToken { scopes: mapped }, cors.as_ref()));
             }
             Presented::Unusable => {
                 tracing::debug!("bearer token refused: malformed or oversized");
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidToken { scopes: mapped }));
+                return Ok(self.refused(&Refusal::InvalidToken { scopes: mapped }, cors.as_ref()));
             }
             Presented::Ambiguous => {
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidRequest));
+                return Ok(self.refused(&Refusal::InvalidRequest, cors.as_ref()));
             }
         };
         // Nothing after this point (the scope callback, the inner service) sees the token.
@@ -1022,7 +1063,7 @@ impl<S> AuthService<S> {
             Err(e) => {
                 tracing::debug!(reason = %e, "bearer token refused");
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidToken { scopes: mapped }));
+                return Ok(self.refused(&Refusal::InvalidToken { scopes: mapped }, cors.as_ref()));
             }
         };
         drop(token);
@@ -1049,7 +1090,10 @@ impl<S> AuthService<S> {
         if !needed.is_subset(&granted) {
             tracing::debug!(subject = %principal.subject, "bearer token lacks a required scope");
             drain(body).await;
-            return Ok(self.refusal(&Refusal::InsufficientScope { scopes: needed }));
+            return Ok(self.refused(
+                &Refusal::InsufficientScope { scopes: needed },
+                cors.as_ref(),
+            ));
         }
         head.extensions.insert(principal.caller());
         head.extensions.insert(principal);
