@@ -444,3 +444,29 @@ mod behind_auth {
         assert_eq!(cors_of(&r), vec![]);
     }
 }
+
+/// With the initialise era on (feature `legacy`), the preflight also allows the legacy
+/// transport's `GET` (its stream) and `DELETE` (session end).
+#[cfg(feature = "legacy")]
+#[tokio::test]
+async fn d34_cors_preflight_allows_the_legacy_methods_when_the_era_is_on() {
+    let registry = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "echo",
+            |_i: Invocation, i: EchoIn| async move { Ok(EchoOut { text: i.text }) },
+        ))
+        .build()
+        .expect("registry");
+    let server = Server::new(registry, ServerOptions::new().legacy_era(true)).expect("server");
+    let http = McpHttp::new(server, cors(&[PAGE]));
+    let r = http.handle(preflight(PAGE, "mcp-session-id")).await;
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        r.headers()["access-control-allow-methods"],
+        "GET, POST, DELETE"
+    );
+    assert_eq!(
+        r.headers()["access-control-allow-headers"],
+        "mcp-session-id"
+    );
+}
