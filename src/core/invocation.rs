@@ -304,6 +304,8 @@ pub struct Invocation {
     log: Option<Arc<dyn LogSink>>,
     recovery: bool,
     responses: Arc<BTreeMap<String, Box<RawValue>>>,
+    /// The Apps view this invocation's result selects ([`Invocation::show_view`]).
+    view: Arc<crate::core::view::ViewSlot>,
 }
 
 impl fmt::Debug for Invocation {
@@ -350,6 +352,7 @@ impl Invocation {
             log: None,
             recovery: false,
             responses: no_responses(),
+            view: Arc::default(),
         }
     }
 
@@ -390,6 +393,24 @@ impl Invocation {
             Arc::new(responses)
         };
         self
+    }
+
+    /// Selects the MCP Apps view that shows this call's successful result, with its data (a
+    /// later selection replaces an earlier one). The server sends it only when Apps is
+    /// enabled ([`ServerOptions::apps`](crate::server::ServerOptions::apps)) and the call came
+    /// through compact `call_tool`; a view that is not configured turns the result into the
+    /// failure `invalid_result`. The result still needs its ordinary content for clients that
+    /// render no UI. Without Apps the selection is ignored. The selection belongs to this
+    /// invocation: a round that asks for input and is continued later selects again in the
+    /// round that completes.
+    pub fn show_view(&self, view: crate::core::AppView) {
+        self.view.set(view);
+    }
+
+    /// The slot [`Invocation::show_view`] fills, for the server to read once the result is
+    /// complete.
+    pub(crate) fn view_slot(&self) -> Arc<crate::core::view::ViewSlot> {
+        Arc::clone(&self.view)
     }
 
     /// The caller.

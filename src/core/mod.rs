@@ -94,6 +94,7 @@ pub mod schema;
 pub mod seal;
 pub mod store;
 mod tool;
+mod view;
 
 pub use caller::{
     Caller, CancelToken, Clock, MonotonicClock, SystemClock, SystemMonotonic, WaitUntil,
@@ -119,3 +120,4 @@ pub use resource::{
 };
 pub use schema::failure_envelope_schema;
 pub use tool::{DynamicOutput, ToolDef, ToolReply};
+pub use view::AppView;

@@ -350,12 +350,12 @@ impl Outbox for Gated {
 }
 
 /// Whether the method exists and its capability is advertised.
-fn method_served(method: &str, registry: &Registry) -> bool {
+fn method_served(method: &str, registry: &Registry, apps: bool) -> bool {
     use crate::wire::methods::Needs;
     match methods::needs(method) {
         Some(Needs::Nothing) => true,
         Some(Needs::Tools) => registry.has_tools(),
-        Some(Needs::Resources) => registry.has_resources(),
+        Some(Needs::Resources) => registry.has_resources() || apps,
         Some(Needs::Prompts) => registry.has_prompts(),
         Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
         None => false,
@@ -382,7 +382,7 @@ async fn handle(
         tool_access,
     } = arrival;
     let method = request.method.as_str();
-    let checked = if !method_served(method, &registry) {
+    let checked = if !method_served(method, &registry, server.apps().is_some()) {
         Err(if methods::is_removed(method) {
             Answer::Error {
                 cause: Cause::MethodNotFound,

@@ -105,6 +105,7 @@ pub(crate) fn failure_result(
             content: "[]".to_owned(),
             structured: None,
             is_error: true,
+            meta_member: None,
         })
 }
 
@@ -153,7 +154,11 @@ fn object_raw(object: &Object<'_>) -> Box<RawValue> {
 /// The result text: `body` with `resultType` and `_meta.serverInfo` set. Members are
 /// written once, in key order, without copying or re-checking their texts; only a body that
 /// brings its own `_meta` has that member read to merge `serverInfo` into it.
-fn with_identity(body: ResultMembers, result_type: &str, info: &RawValue) -> Box<RawValue> {
+pub(crate) fn with_identity(
+    body: ResultMembers,
+    result_type: &str,
+    info: &RawValue,
+) -> Box<RawValue> {
     let result_type = serde_json::value::to_raw_value(result_type)
         .unwrap_or_else(|_| raw("\"complete\"".to_owned()));
     let meta_text = match body.get("_meta") {

@@ -19,12 +19,21 @@ pub(crate) fn discover(ctx: &Ctx) -> Answer {
             "resources".into(),
             json!({ "subscribe": true, "listChanged": true }),
         );
+    } else if ctx.server.apps().is_some() {
+        // The shell alone is readable, never listed or updated.
+        caps.insert("resources".into(), json!({}));
     }
     if registry.has_prompts() {
         caps.insert("prompts".into(), json!({ "listChanged": true }));
     }
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
+    }
+    if ctx.server.apps().is_some() {
+        caps.insert(
+            "extensions".into(),
+            json!({ crate::core::UI_EXTENSION: {} }),
+        );
     }
     // Every handler may log for requests that ask (L1: declared because it can be emitted).
     caps.insert("logging".into(), json!({}));

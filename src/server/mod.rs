@@ -26,6 +26,7 @@
 // each module only what it needs through accessors.
 mod admission;
 mod answer;
+pub mod apps;
 #[cfg(feature = "auth")]
 pub mod auth;
 mod completion;
@@ -74,6 +75,7 @@ use crate::machine::{Epoch, Tick};
 use crate::wire::jsonrpc::{Message, Notification};
 
 pub use crate::wire::errors::Cause;
+pub use apps::{AppCsp, AppPermissions, Apps, AppsError};
 pub use outbox::{Outbox, Reply};
 
 /// The only protocol revision this server speaks.
@@ -190,6 +192,13 @@ pub enum ConfigError {
         /// The largest accepted value.
         max: usize,
     },
+    /// The Apps shell configuration was refused.
+    #[error("apps: {0}")]
+    Apps(AppsError),
+    /// Apps was enabled together with direct publication (the shell hangs on compact
+    /// `call_tool`).
+    #[error("apps needs compact publication; it cannot be combined with direct mode")]
+    AppsWithDirect,
 }
 
 /// Builder of a [`Server`]'s fixed configuration. Every option may be given at most once.
@@ -213,6 +222,7 @@ pub struct ServerOptions {
     legacy_era: Option<bool>,
     #[cfg(feature = "legacy")]
     legacy_http: Option<legacy::LegacyHttpConfig>,
+    apps: Option<Apps>,
     repeated: Option<&'static str>,
 }
 
@@ -500,6 +510,18 @@ impl ServerOptions {
         self
     }
 
+    /// Enables the MCP Apps shell (default: off): compact `call_tool` links the shell
+    /// `apps.uri`, `resources/read` of that URI returns `apps.html`, and results may select one
+    /// of `apps.views` ([`Invocation::show_view`](crate::core::Invocation::show_view)). See
+    /// [`apps`](crate::server::apps) for the wire. [`Server::new`] refuses a configuration
+    /// the module does not accept ([`ConfigError::Apps`]) and Apps with direct mode, in
+    /// either option order ([`ConfigError::AppsWithDirect`]).
+    #[must_use]
+    pub fn apps(mut self, apps: Apps) -> Self {
+        set_once(&mut self.apps, apps, "apps", &mut self.repeated);
+        self
+    }
+
     /// Lifetime of one issued `requestState`, in milliseconds (default 10 minutes).
     #[must_use]
     pub fn state_ttl_ms(mut self, ttl: u64) -> Self {
@@ -639,6 +661,8 @@ struct Inner {
     /// The legacy Streamable HTTP sessions ([`ServerOptions::legacy_http`]).
     #[cfg(feature = "legacy")]
     legacy_sessions: legacy::Sessions,
+    /// The Apps shell, when enabled ([`ServerOptions::apps`]).
+    apps: Option<apps::Shell>,
 }
 
 /// Locks a mutex; every critical section here is a single map or machine step, so a poisoned
@@ -711,6 +735,11 @@ impl Server {
             )?,
             ..EgressLimits::SERVER
         };
+        let apps = match options.apps {
+            None => None,
+            Some(_) if mode == PublishMode::Direct => return Err(ConfigError::AppsWithDirect),
+            Some(apps) => Some(apps::Shell::new(apps, &info, &egress).map_err(ConfigError::Apps)?),
+        };
         let ledger = LedgerConfig::with_ttl(
             options
                 .state_ttl_ms
@@ -760,6 +789,7 @@ impl Server {
                 legacy_era: options.legacy_era.unwrap_or(false),
                 #[cfg(feature = "legacy")]
                 legacy_sessions: legacy::Sessions::new(options.legacy_http.unwrap_or_default()),
+                apps,
             }),
         })
     }
@@ -1091,6 +1121,11 @@ impl Server {
     /// How tools appear on the wire in this server's mode.
     pub(crate) fn publication(&self) -> &publication::Publication {
         &self.inner.publication
+    }
+
+    /// The Apps shell, when enabled.
+    pub(crate) fn apps(&self) -> Option<&apps::Shell> {
+        self.inner.apps.as_ref()
     }
 
     /// The open listen streams.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::answer::{encode_complete, Answer};
 use super::context::{string_param, Continuation, Ctx, Params};
 use super::mrtr::{self, timed_round};
-use crate::core::{CoreError, ReadReply};
+use crate::core::{CoreError, FailureCode, ReadReply};
 use crate::machine::ledger::InputMethod;
 use crate::wire::jsonrpc::RequestId;
 
@@ -18,6 +18,20 @@ use crate::wire::jsonrpc::RequestId;
 /// feeds the ledger like any other handler failure.
 pub(crate) async fn read(ctx: &Ctx, params: &Params<'_>, id: &RequestId) -> Result<Answer, Answer> {
     let uri = string_param(params, "uri")?;
+    // The Apps shell mount: exact bytes, before any application resource or policy. The
+    // shell never asks for input, so no `requestState` is valid for it.
+    if let Some(shell) = ctx.server.apps().filter(|shell| shell.mounts(&uri)) {
+        return Ok(match Continuation::read(params) {
+            Err(answer) => answer,
+            Ok(c) if c.state.is_some() => mrtr::refuse(
+                ctx,
+                InputMethod::ResourcesRead,
+                FailureCode::StateRejected,
+                "The requestState was rejected.",
+            ),
+            Ok(_) => shell.read(id, &ctx.server.egress_limits()),
+        });
+    }
     Ok(read_uri(ctx, params, &uri, id).await)
 }
 

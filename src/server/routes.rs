@@ -25,7 +25,8 @@ pub(crate) async fn route(
         "tools/call" => tools::call(ctx, params).await,
         "resources/list" => page(
             ctx.registry
-                .list_resources(caller, cursor(params)?.as_deref()),
+                .list_resources(caller, cursor(params)?.as_deref())
+                .map(|p| super::apps::omit(ctx.server.apps(), p)),
             "resources",
         ),
         "resources/templates/list" => page(

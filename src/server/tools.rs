@@ -20,6 +20,7 @@ pub(crate) fn list(ctx: &Ctx, cursor: Option<&str>) -> Answer {
         .server
         .publication()
         .list_tools_text(&ctx.registry, &ctx.caller, cursor)
+        .map(|text| super::apps::compact_tools(ctx.server.apps(), text))
     {
         Ok(text) => match members_text(&text) {
             Some(mut body) => {
@@ -83,10 +84,16 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
             async move {
                 let call = call?;
                 let token = inv.cancel_token().clone();
+                let view = inv.view_slot();
                 let work = publication.call_tool_parts(&ctx.registry, inv, call);
                 let clock = ctx.server.monotonic_clock();
                 match within(&*clock, limit, &token, work).await {
                     Ok(Ok(PartsOutcome::Complete(parts))) => {
+                        // Apps implies compact mode: this is `call_tool`'s result.
+                        let parts = match ctx.server.apps() {
+                            Some(shell) => shell.finish(publication, parts, view.take()),
+                            None => parts,
+                        };
                         Ok(HandlerOut::Complete(Answer::ToolResult(parts)))
                     }
                     Ok(Ok(PartsOutcome::InputRequired { requests })) => {

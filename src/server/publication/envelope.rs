@@ -185,6 +185,10 @@ pub(crate) struct ResultParts {
     pub(crate) structured: Option<String>,
     /// Whether the result is a tool failure (`isError: true`; absent otherwise).
     pub(crate) is_error: bool,
+    /// One more result `_meta` member, as its exact text `"key":value`, written after
+    /// `serverInfo` (its key must sort after it). The Apps shell puts a result's approved
+    /// view here.
+    pub(crate) meta_member: Option<String>,
 }
 
 impl ResultParts {
@@ -209,6 +213,7 @@ impl ResultParts {
             content,
             structured,
             is_error,
+            meta_member: None,
         })
     }
 
@@ -237,6 +242,10 @@ impl ResultParts {
         out.push_str(crate::wire::meta::SERVER_INFO);
         out.push_str("\":");
         out.push_str(server_info.get());
+        if let Some(member) = &self.meta_member {
+            out.push(',');
+            out.push_str(member);
+        }
         out.push_str("},\"content\":");
         out.push_str(&self.content);
         if self.is_error {
