@@ -8,7 +8,10 @@
 // 2. Serves the host page on 127.0.0.1 (an ephemeral port) and prints one JSON line
 //    {"ready": true, "pageOrigin": "http://127.0.0.1:PORT"} so the caller can allow that origin
 //    in CORS and start the MCP server with the view as its shell.
-// 3. Reads one JSON line on stdin: {"server": URL, "uri": "ui://…", "tool": NAME, "args": {…}}.
+// 3. Reads one JSON line on stdin: {"server": URL, "tool": NAME, "args": {…}}; the host finds
+//    the shell's URI on that tool's `_meta.ui.resourceUri` in tools/list. For another app
+//    (without --view-out / --forbidden, e.g. the demo's): "wait": {"id", "text"} (the element
+//    text that says it is done) and "read": [ids] (the elements whose text is reported).
 // 4. Launches Debian's Chromium (--chromium, default /usr/bin/chromium) headless through
 //    playwright-core 1.65.1 (which never downloads a browser), opens the host page, runs the
 //    host, waits for the view's DOM, writes a screenshot to --screenshot, and prints one JSON
@@ -43,8 +46,9 @@ for (let i = 0; i < argv.length; i++) {
         default: usage(`unknown argument ${argv[i]}`);
     }
 }
-for (const k of ['forbidden', 'viewOut', 'screenshot']) if (!opts[k]) usage(`--${k} is required`);
-if (!/^http:\/\/127\.0\.0\.\d+:\d+\/?/.test(opts.forbidden)) usage('--forbidden must be a loopback http URL');
+if (!opts.screenshot) usage('--screenshot is required');
+if (!opts.viewOut !== !opts.forbidden) usage('--view-out and --forbidden go together');
+if (opts.forbidden && !/^http:\/\/127\.0\.0\.\d+:\d+\/?/.test(opts.forbidden)) usage('--forbidden must be a loopback http URL');
 
 let browser;
 const deadline = setTimeout(async () => {
@@ -67,13 +71,13 @@ async function bundle(entry) {
 
 const escapeAttr = s => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-const [viewJs, hostJs] = await Promise.all([bundle('view.mjs'), bundle('host.mjs')]);
-writeFileSync(
+const [viewJs, hostJs] = await Promise.all([opts.viewOut ? bundle('view.mjs') : null, bundle('host.mjs')]);
+if (opts.viewOut) writeFileSync(
     opts.viewOut,
     '<!doctype html><html><head><meta charset="utf-8"><title>strict-mcp test app</title>' +
         '<style>body{font:16px system-ui,sans-serif;margin:12px}#result{font-size:20px;color:#063}</style>' +
         `</head><body data-forbidden="${escapeAttr(opts.forbidden)}"><h1>Tool result</h1>` +
-        '<pre id="result"></pre><p id="probe"></p><p id="violation"></p>' +
+        '<pre id="result"></pre><pre id="view"></pre><p id="probe"></p><p id="violation"></p>' +
         `<script>${viewJs}</script></body></html>`
 );
 const page = '<!doctype html><html><head><meta charset="utf-8"><title>strict-mcp test host</title><link rel="icon" href="data:,"></head>' +
@@ -116,17 +120,25 @@ try {
     await tab.goto(`${pageOrigin}/`);
     report.host = await tab.evaluate(c => window.runHost(c), cfg);
     const frame = await (await tab.$('#app')).contentFrame();
-    await frame.waitForFunction(
-        () => document.getElementById('result')?.dataset.done && document.getElementById('probe')?.dataset.done,
-        null,
-        { timeout: Math.max(1000, opts.timeout - 5000) }
+    const waitOpts = { timeout: Math.max(1000, opts.timeout - 5000) };
+    if (cfg.wait) {
+        // Another app (the demo's): wait until element `id` shows `text`.
+        await frame.waitForFunction(w => document.getElementById(w.id)?.textContent === w.text, cfg.wait, waitOpts);
+    } else {
+        await frame.waitForFunction(
+            () => document.getElementById('result')?.dataset.done && document.getElementById('probe')?.dataset.done,
+            null,
+            waitOpts
+        );
+    }
+    report.view = await frame.evaluate(
+        ids => {
+            const out = { origin: String(window.origin) };
+            for (const id of ids) out[id] = document.getElementById(id)?.textContent ?? null;
+            return out;
+        },
+        cfg.read ?? ['result', 'view', 'probe', 'violation']
     );
-    report.view = await frame.evaluate(() => ({
-        origin: String(window.origin),
-        result: document.getElementById('result').textContent,
-        probe: document.getElementById('probe').textContent,
-        violation: document.getElementById('violation').textContent
-    }));
     await tab.screenshot({ path: opts.screenshot });
     report.screenshot = opts.screenshot;
 } catch (e) {

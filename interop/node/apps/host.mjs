@@ -51,7 +51,14 @@ window.runHost = async cfg => {
     );
     await client.connect(new StreamableHTTPClientTransport(new URL(cfg.server)));
     report.protocolVersion = client.getNegotiatedProtocolVersion?.() ?? null;
-    const read = await client.readResource({ uri: cfg.uri });
+    // The shell's URI, as a host finds it: on the tool the call goes through
+    // (compact `call_tool`'s `_meta.ui.resourceUri`).
+    const { tools } = await client.listTools();
+    const tool = tools.find(t => t.name === cfg.tool);
+    report.toolUi = tool?._meta?.ui ?? null;
+    const uri = report.toolUi?.resourceUri;
+    if (!uri) throw new Error(`tool ${cfg.tool} names no _meta.ui.resourceUri`);
+    const read = await client.readResource({ uri });
     const contents = read.contents[0];
     report.mimeType = contents.mimeType ?? null;
     report.declaredCsp = contents._meta?.ui?.csp ?? null;
