@@ -387,7 +387,7 @@ mod behind_auth {
     #[tokio::test]
     async fn d34_cors_with_auth_preflight_passes_and_challenge_is_readable() {
         let http = cors(&[PAGE]);
-        let service = layer().with_cors(&http).layer(host(http));
+        let service = layer().with_cors(http.clone()).layer(host(http));
         let r = call(&service, preflight(PAGE, "authorization, content-type")).await;
         assert_eq!(r.status(), StatusCode::NO_CONTENT);
         assert_eq!(
@@ -423,7 +423,7 @@ mod behind_auth {
     #[tokio::test]
     async fn d34_cors_with_auth_refused_origins_get_no_cors_headers() {
         let http = cors(&[PAGE, "https://app.example"]);
-        let service = layer().with_cors(&http).layer(host(http));
+        let service = layer().with_cors(http.clone()).layer(host(http));
         for origin in ["http://127.0.0.1:5174", "https://app.example"] {
             let r = call(&service, preflight(origin, "content-type")).await;
             assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{origin}");

@@ -84,7 +84,6 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use crate::core::Caller;
-use crate::server::http::{cors, HttpConfig};
 use crate::wire::headers::{decode_header_value, METHOD_HEADER, NAME_HEADER};
 use metadata::Resource;
 
@@ -639,8 +638,19 @@ impl AuthConfig {
 pub struct AuthLayer {
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
-    /// The host's CORS settings ([`AuthLayer::with_cors`]); `None` answers no browser origin.
-    cors: Option<Arc<HttpConfig>>,
+    /// The host's CORS decision ([`AuthLayer::with_cors`]); `None` answers no browser origin.
+    cors: Option<Arc<dyn BrowserCors>>,
+}
+
+/// The HTTP host's CORS decision, for the answers [`AuthLayer`] gives itself
+/// ([`AuthLayer::with_cors`]). [`HttpConfig`](crate::server::http::HttpConfig) implements it
+/// with the host's own rules (its `cors_origins` list and its Origin check), so the layer and
+/// the host never disagree about an origin.
+pub trait BrowserCors: Send + Sync + 'static {
+    /// Whether the request (its headers) comes from a browser origin the host serves.
+    fn serves(&self, request: &HeaderMap) -> bool;
+    /// Adds the CORS answer headers to `response` when the host serves the request's origin.
+    fn expose(&self, request: &HeaderMap, response: &mut HeaderMap);
 }
 
 impl fmt::Debug for AuthLayer {
@@ -661,16 +671,16 @@ impl AuthLayer {
         }
     }
 
-    /// Serves browser hosts the way the HTTP host behind this layer does (pass that host's
-    /// own [`HttpConfig`], so one [`HttpConfig::cors_origins`] list and one Origin policy
-    /// decide): a CORS preflight from an origin the host serves reaches the host without a
-    /// token (browsers never send credentials on a preflight; the host answers it without
-    /// dispatching), and this layer's own refusals to such an origin carry
-    /// `Access-Control-Allow-Origin` and the exposed headers, so the page can read the
+    /// Serves browser hosts the way the HTTP host behind this layer does (pass a clone of
+    /// that host's own [`HttpConfig`](crate::server::http::HttpConfig), so one `cors_origins`
+    /// list and one Origin policy decide): a CORS preflight from an origin the host serves
+    /// reaches the host without a token (browsers never send credentials on a preflight; the
+    /// host answers it without dispatching), and this layer's own refusals to such an origin
+    /// carry `Access-Control-Allow-Origin` and the exposed headers, so the page can read the
     /// `WWW-Authenticate` challenge. Without it (or with an empty list) nothing changes.
     #[must_use]
-    pub fn with_cors(mut self, http: &HttpConfig) -> Self {
-        self.cors = (!http.cors_origins.is_empty()).then(|| Arc::new(http.clone()));
+    pub fn with_cors(mut self, host: impl BrowserCors) -> Self {
+        self.cors = Some(Arc::new(host));
         self
     }
 
@@ -700,7 +710,7 @@ pub struct AuthService<S> {
     inner: S,
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
-    cors: Option<Arc<HttpConfig>>,
+    cors: Option<Arc<dyn BrowserCors>>,
 }
 
 impl<S> fmt::Debug for AuthService<S> {
@@ -828,12 +838,12 @@ impl<S> AuthService<S> {
         HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
     }
 
-    /// [`AuthService::refusal`] with the CORS answer headers when `cors` is the request's
-    /// served origin ([`AuthLayer::with_cors`]).
-    fn refused<B>(&self, refusal: &Refusal, cors: Option<&HeaderValue>) -> Response<AuthBody<B>> {
+    /// [`AuthService::refusal`] with the CORS answer headers when `cors` holds the headers of
+    /// a request whose origin the host serves ([`AuthLayer::with_cors`]).
+    fn refused<B>(&self, refusal: &Refusal, cors: Option<&HeaderMap>) -> Response<AuthBody<B>> {
         let mut response = self.refusal(refusal);
-        if let Some(origin) = cors {
-            cors::expose_headers(response.headers_mut(), origin.clone());
+        if let (Some(host), Some(request)) = (&self.cors, cors) {
+            host.expose(request, response.headers_mut());
         }
         response
     }
@@ -1026,9 +1036,13 @@ impl<S> AuthService<S> {
         }
         let cors = self
             .cors
-            .as_deref()
-            .and_then(|http| cors::served_origin(http, &head.headers));
-        if cors.is_some() && cors::is_preflight(&head.method, &head.headers) {
+            .as_ref()
+            .is_some_and(|host| host.serves(&head.headers));
+        let preflight = head.method == Method::OPTIONS
+            && head
+                .headers
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        if cors && preflight {
             // No token on a preflight, ever: the host behind answers it without dispatch.
             let response =
                 tower::ServiceExt::oneshot(self.inner, Request::from_parts(head, body)).await?;
@@ -1044,16 +1058,22 @@ impl<S> AuthService<S> {
             Presented::Token(token) => token,
             Presented::None => {
                 drain(body).await;
-                return Ok(self.refused(&Refusal::NoToken { scopes: mapped }, cors.as_ref()));
+                return Ok(self.refused(
+                    &Refusal::NoToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
             Presented::Unusable => {
                 tracing::debug!("bearer token refused: malformed or oversized");
                 drain(body).await;
-                return Ok(self.refused(&Refusal::InvalidToken { scopes: mapped }, cors.as_ref()));
+                return Ok(self.refused(
+                    &Refusal::InvalidToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
             Presented::Ambiguous => {
                 drain(body).await;
-                return Ok(self.refused(&Refusal::InvalidRequest, cors.as_ref()));
+                return Ok(self.refused(&Refusal::InvalidRequest, cors.then_some(&head.headers)));
             }
         };
         // Nothing after this point (the scope callback, the inner service) sees the token.
@@ -1063,7 +1083,10 @@ impl<S> AuthService<S> {
             Err(e) => {
                 tracing::debug!(reason = %e, "bearer token refused");
                 drain(body).await;
-                return Ok(self.refused(&Refusal::InvalidToken { scopes: mapped }, cors.as_ref()));
+                return Ok(self.refused(
+                    &Refusal::InvalidToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
         };
         drop(token);
@@ -1092,7 +1115,7 @@ impl<S> AuthService<S> {
             drain(body).await;
             return Ok(self.refused(
                 &Refusal::InsufficientScope { scopes: needed },
-                cors.as_ref(),
+                cors.then_some(&head.headers),
             ));
         }
         head.extensions.insert(principal.caller());

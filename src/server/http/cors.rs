@@ -38,7 +38,7 @@
 //!
 //! [`AuthLayer`](crate::server::auth::AuthLayer) runs before this host and refuses a request
 //! without a token, and a preflight never carries one. Give the layer the same configuration
-//! with `AuthLayer::with_cors(&http_config)`: it then hands a preflight from a served origin to
+//! with `AuthLayer::with_cors(http_config.clone())`: it then hands a preflight from a served origin to
 //! the host unauthenticated (the host answers it without dispatching anything), and puts the
 //! answer headers above on its own 401 / 403 / 400 refusals, so the page can read the
 //! `WWW-Authenticate` challenge and start its OAuth flow.
@@ -89,7 +89,7 @@ impl HttpConfig {
 
 /// The request's `Origin` when CORS serves it: exactly one value, listed in `cors_origins` and
 /// admitted by the Origin check. `None` at once when CORS is off.
-pub(crate) fn served_origin(config: &HttpConfig, headers: &HeaderMap) -> Option<HeaderValue> {
+pub(super) fn served_origin(config: &HttpConfig, headers: &HeaderMap) -> Option<HeaderValue> {
     if config.cors_origins.is_empty() {
         return None;
     }
@@ -167,19 +167,13 @@ fn allowed_request_headers(headers: &HeaderMap) -> Vec<String> {
     allowed
 }
 
-/// Whether a request head is a CORS preflight (`OPTIONS` with
-/// `Access-Control-Request-Method`); browsers never attach credentials to one.
-pub(crate) fn is_preflight(method: &hyper::Method, headers: &HeaderMap) -> bool {
-    method == hyper::Method::OPTIONS && headers.contains_key(REQUEST_METHOD)
-}
-
 /// Adds the headers of an actual (non-preflight) response for a served origin.
 pub(super) fn expose(response: &mut Response<HttpBody>, origin: HeaderValue) {
     expose_headers(response.headers_mut(), origin);
 }
 
-/// [`expose`] on a header map (the authentication layer's own refusals use it).
-pub(crate) fn expose_headers(h: &mut HeaderMap, origin: HeaderValue) {
+/// [`expose`] on a header map.
+fn expose_headers(h: &mut HeaderMap, origin: HeaderValue) {
     if h.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
         return;
     }
@@ -189,4 +183,20 @@ pub(crate) fn expose_headers(h: &mut HeaderMap, origin: HeaderValue) {
         HeaderValue::from_static(CORS_EXPOSED_HEADERS),
     );
     h.append(header::VARY, HeaderValue::from_static("Origin"));
+}
+
+/// The authentication layer's view of the host's CORS rules
+/// ([`AuthLayer::with_cors`](crate::server::auth::AuthLayer::with_cors)): exactly the
+/// host's own decision and headers.
+#[cfg(feature = "auth")]
+impl crate::server::auth::BrowserCors for HttpConfig {
+    fn serves(&self, request: &HeaderMap) -> bool {
+        served_origin(self, request).is_some()
+    }
+
+    fn expose(&self, request: &HeaderMap, response: &mut HeaderMap) {
+        if let Some(origin) = served_origin(self, request) {
+            expose_headers(response, origin);
+        }
+    }
 }
