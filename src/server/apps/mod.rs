@@ -31,7 +31,7 @@ use serde_json::{json, Map, Value};
 
 use super::answer::{failure_result, with_identity, Answer, ResultMembers};
 use super::encode::encode_result_raw;
-use super::publication::{Publication, ResultParts};
+use super::publication::{compact_tools_text, Publication, ResultParts};
 use super::Reply;
 use crate::codec::EgressLimits;
 use crate::core::descriptor::{Resource, ResourceContents};
@@ -281,8 +281,8 @@ pub(crate) struct Shell {
     /// The whole `resources/read` result as sent (contents, cache hints, `resultType`,
     /// `_meta` with the identity), encoded once.
     read: Box<RawValue>,
-    /// `,"_meta":{"ui":{…}}` as spliced into compact `call_tool`'s definition.
-    tool_meta: String,
+    /// The compact `tools/list` body with `_meta.ui` on `call_tool`, built once.
+    tools: String,
 }
 
 impl fmt::Debug for Shell {
@@ -329,11 +329,16 @@ impl Shell {
             return Err(too_large(read.get().len()));
         }
         let hint = json!({ "ui": { "resourceUri": apps.uri, "visibility": VISIBILITY } });
+        let base = compact_tools_text();
+        let tools = hinted_tools(base, &format!(",\"_meta\":{hint}")).unwrap_or_else(|| {
+            tracing::error!("the compact tools body has no call_tool to link the Apps shell");
+            base.to_owned()
+        });
         Ok(Shell {
             uri: apps.uri,
             views: apps.views.into_iter().collect(),
             read,
-            tool_meta: format!(",\"_meta\":{hint}"),
+            tools,
         })
     }
 
@@ -388,18 +393,49 @@ impl Shell {
     }
 }
 
-/// The compact `tools/list` body with the Apps hints on `call_tool`, the last tool of
-/// the body (`…}]}`); without a shell, or for any other text, the body as it is.
+/// The compact `tools/list` body with the Apps hints on `call_tool`; without a shell, or for
+/// any other text, the body as it is.
 pub(crate) fn compact_tools(shell: Option<&Shell>, text: String) -> String {
-    let Some(shell) = shell else {
-        return text;
-    };
-    match text.strip_suffix("}]}") {
-        Some(head) if head.contains("\"name\":\"call_tool\"") => {
-            format!("{head}{}}}]}}", shell.tool_meta)
-        }
+    match shell {
+        Some(shell) if text == compact_tools_text() => shell.tools.clone(),
         _ => text,
     }
+}
+
+/// `base` (`{"tools":[…]}`) with `member` (`,"key":value`) appended to the members of the
+/// tool named `call_tool`; every other byte kept. `None` when `base` has another shape or no
+/// `call_tool`.
+fn hinted_tools(base: &str, member: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct List<'a> {
+        #[serde(borrow)]
+        tools: Vec<&'a RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    let list: List<'_> = serde_json::from_str(base).ok()?;
+    let mut out = String::with_capacity(base.len() + member.len());
+    out.push_str("{\"tools\":[");
+    let mut linked = false;
+    for (i, tool) in list.tools.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let text = tool.get();
+        if serde_json::from_str::<Named>(text).ok()?.name == "call_tool" {
+            out.push_str(text.strip_suffix('}')?);
+            out.push_str(member);
+            out.push('}');
+            linked = true;
+        } else {
+            out.push_str(text);
+        }
+    }
+    out.push_str("]}");
+    linked.then_some(out)
 }
 
 /// A resource page without the shell's URI (an application resource at that URI is
@@ -420,4 +456,32 @@ fn view_member(view: &AppView) -> String {
         "\"{VIEW_META_KEY}\":{{\"data\":{},\"view\":{id}}}",
         data.get()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn o62_the_hint_goes_on_call_tool_wherever_it_is_listed() {
+        let m = r#","_meta":{"ui":{}}"#;
+        assert_eq!(
+            hinted_tools(
+                r#"{"tools":[{"name":"call_tool","n":1.10},{"name":"x"}]}"#,
+                m
+            )
+            .as_deref(),
+            Some(r#"{"tools":[{"name":"call_tool","n":1.10,"_meta":{"ui":{}}},{"name":"x"}]}"#)
+        );
+        assert_eq!(hinted_tools(r#"{"tools":[{"name":"x"}]}"#, m), None);
+        assert_eq!(
+            hinted_tools(r#"{"tools":[{"name":"call_tool"}],"nextCursor":"c"}"#, m),
+            None
+        );
+        // Today's compact body: exactly one insertion, at the end of call_tool.
+        let base = compact_tools_text();
+        let hinted = hinted_tools(base, m).unwrap();
+        assert_eq!(hinted.len(), base.len() + m.len());
+        assert!(hinted.ends_with(r#""additionalProperties":false},"_meta":{"ui":{}}}]}"#));
+    }
 }

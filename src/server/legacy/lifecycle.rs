@@ -118,8 +118,15 @@ fn initialize_result(server: &Server, version: &str) -> Value {
     if registry.has_tools() {
         caps.insert("tools".into(), json!({}));
     }
-    if registry.has_resources() {
+    if registry.has_resources() || server.apps().is_some() {
         caps.insert("resources".into(), json!({}));
+    }
+    if server.apps().is_some() {
+        // The Apps specification negotiates the extension in `initialize`.
+        caps.insert(
+            "extensions".into(),
+            json!({ crate::core::UI_EXTENSION: {} }),
+        );
     }
     if registry.has_prompts() {
         caps.insert("prompts".into(), json!({}));
