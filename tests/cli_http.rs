@@ -21,8 +21,14 @@ struct DemoHttp {
 
 impl DemoHttp {
     fn start() -> DemoHttp {
+        DemoHttp::start_with(&[])
+    }
+
+    /// The demo over HTTP with extra `demo serve` flags.
+    fn start_with(extra: &[&str]) -> DemoHttp {
         let mut child = Command::new(EXE)
             .args(["demo", "serve", "--http", "127.0.0.1:0"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -363,4 +369,81 @@ fn bench_over_http_with_several_connections() {
     let r: Value = serde_json::from_str(stdout(&o).trim()).expect("one record");
     assert!(r["errors"].as_u64().unwrap_or_default() > 0, "{r}");
     assert_eq!(r["errors"], r["requests"]);
+}
+
+/// O60: `demo serve --app` serves the demo app's shell (compact mode), and `--cors-origin`
+/// answers that page origin's preflight; the shell is read back through the CLI.
+#[test]
+fn o60_demo_app_serves_its_shell_and_answers_cors() {
+    let page = "http://127.0.0.1:5173";
+    let demo = DemoHttp::start_with(&["--app", "--cors-origin", page]);
+    let o = run(&[
+        "resources",
+        "read",
+        "ui://strict-mcp-demo/app",
+        "--url",
+        &demo.url,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("<!doctype html>"), "{out}");
+    assert!(out.contains("<title>strict-mcp demo app</title>"), "{out}");
+
+    let authority = demo
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut tcp = std::net::TcpStream::connect(authority).expect("connect");
+    tcp.set_read_timeout(Some(RUN_BOUND)).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        tcp,
+        "OPTIONS /mcp HTTP/1.1\r\nHost: {authority}\r\nOrigin: {page}\r\n\
+         Access-Control-Request-Method: POST\r\n\
+         Access-Control-Request-Headers: content-type, mcp-method\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    let answer = answer.to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 204"), "{answer}");
+    assert!(
+        answer.contains(&format!("access-control-allow-origin: {page}\r\n")),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("access-control-allow-headers: content-type, mcp-method\r\n"),
+        "{answer}"
+    );
+}
+
+/// `--app` with an explicit direct mode, a non-loopback `--cors-origin` and `--cors-origin`
+/// without `--http` are usage errors (exit 2), each saying why.
+#[test]
+fn o60_demo_app_flags_refuse_direct_mode_and_foreign_origins() {
+    for (args, says) in [
+        (
+            &["demo", "serve", "--app", "--mode", "direct"][..],
+            "--mode compact",
+        ),
+        (
+            &[
+                "demo",
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--cors-origin",
+                "https://app.example",
+            ][..],
+            "loopback browser origins only",
+        ),
+        (
+            &["demo", "serve", "--cors-origin", "http://127.0.0.1:5173"][..],
+            "--cors-origin needs --http",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
 }

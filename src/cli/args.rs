@@ -311,11 +311,17 @@ pub enum DemoCommand {
         /// printed as {"listening": URL}).
         #[arg(long, value_name = "127.0.0.1:PORT")]
         http: Option<SocketAddr>,
-        /// How tools are published.
-        #[arg(long, value_enum, default_value_t = DemoMode::Direct)]
-        mode: DemoMode,
+        /// How tools are published (default direct; compact with --app).
+        #[arg(long, value_enum)]
+        mode: Option<DemoMode>,
         /// Entries per list page (to see pagination with a small value).
         #[arg(long, value_name = "N", default_value_t = crate::cli::demo::DEFAULT_PAGE_SIZE)]
         page_size: usize,
+        /// Serve the demo MCP Apps shell (compact mode): a small app that shows tool results.
+        #[arg(long)]
+        app: bool,
+        /// Answer this browser origin with CORS over --http (repeatable; loopback origins only).
+        #[arg(long = "cors-origin", value_name = "ORIGIN")]
+        cors_origins: Vec<String>,
     },
 }

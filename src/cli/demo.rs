@@ -17,11 +17,12 @@ use crate::core::descriptor::{
 };
 use crate::core::LogLevel;
 use crate::core::{
-    Caller, ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply, ReadReply,
-    Registry, RegistryBuilder, ResourceDef, TemplateDef, ToolDef, ToolError, ToolFailure,
+    AppView, Caller, ElicitAction, FailureCode, Invocation, Outcome, PromptDef, PromptReply,
+    ReadReply, Registry, RegistryBuilder, ResourceDef, TemplateDef, ToolDef, ToolError,
+    ToolFailure,
 };
 use crate::server::http::{self, HttpConfig, McpHttp};
-use crate::server::{Server, ServerOptions, ShutdownReport};
+use crate::server::{Apps, Server, ServerOptions, ShutdownReport};
 
 /// The most decimal digits `add` accepts per operand.
 ///
@@ -338,6 +339,55 @@ fn complete_names(prefix: &str) -> Vec<String> {
 /// so the demo paginates only when asked to.
 pub const DEFAULT_PAGE_SIZE: usize = 20;
 
+/// The demo app's URI (`demo serve --app`).
+pub const DEMO_APP_URI: &str = "ui://strict-mcp-demo/app";
+
+/// The demo app: one HTML document with its script inline (no external access, so its CSP
+/// lists stay empty), showing each tool result the host passes in.
+pub const DEMO_APP_HTML: &str = include_str!("demo_app.html");
+
+/// The view `add` selects for its result, shown by the demo app as an equation.
+pub const SUM_VIEW: &str = "sum";
+
+/// Most digits of an integer sent to the demo app as a JSON number: every integer of at most 15
+/// digits is exact in a JavaScript number (below 2^53); a longer one travels as a string so
+/// the app shows it exactly.
+pub const MAX_VIEW_NUMBER_DIGITS: usize = 15;
+
+/// The demo app's shell configuration.
+#[must_use]
+pub fn demo_app() -> Apps {
+    Apps {
+        uri: DEMO_APP_URI.to_owned(),
+        html: DEMO_APP_HTML.to_owned(),
+        views: vec![SUM_VIEW.to_owned()],
+        ..Apps::default()
+    }
+}
+
+/// One integer of the `sum` view's data: its exact text as a JSON number up to
+/// [`MAX_VIEW_NUMBER_DIGITS`] digits, as a JSON string past it.
+fn view_number(n: &ExactInt) -> String {
+    if digits(n) <= MAX_VIEW_NUMBER_DIGITS {
+        n.as_str().to_owned()
+    } else {
+        format!("\"{}\"", n.as_str())
+    }
+}
+
+/// The `sum` view with the operands and the sum, exact JSON text.
+fn sum_view(a: &ExactInt, b: &ExactInt, sum: &ExactInt) -> Result<AppView, serde_json::Error> {
+    AppView::from_json(
+        SUM_VIEW,
+        &format!(
+            "{{\"a\":{},\"b\":{},\"sum\":{}}}",
+            view_number(a),
+            view_number(b),
+            view_number(sum)
+        ),
+    )
+}
+
 /// The demo registry, `page_size` entries per list page.
 ///
 /// # Errors
@@ -347,15 +397,18 @@ pub fn registry(page_size: usize) -> Result<Registry, crate::core::BuildError> {
     RegistryBuilder::new()
         .page_size(page_size)
         .tool(
-            ToolDef::typed("add", |_inv: Invocation, i: AddIn| async move {
+            ToolDef::typed("add", |inv: Invocation, i: AddIn| async move {
                 if digits(&i.a) > MAX_ADD_DIGITS || digits(&i.b) > MAX_ADD_DIGITS {
                     return Err(invalid(format!(
                         "operands are limited to {MAX_ADD_DIGITS} digits"
                     )));
                 }
-                Ok(AddOut {
-                    sum: ExactInt(exact_sum(i.a.as_str(), i.b.as_str())),
-                })
+                let sum = ExactInt(exact_sum(i.a.as_str(), i.b.as_str()));
+                // Shown by the demo app (`--app`); ignored by the server without Apps.
+                if let Ok(view) = sum_view(&i.a, &i.b, &sum) {
+                    inv.show_view(view);
+                }
+                Ok(AddOut { sum })
             })
             .title("Add")
             .description("Adds two integers exactly, whatever their size."),
@@ -455,28 +508,65 @@ pub enum DemoError {
     Shutdown(String),
 }
 
+/// How `demo serve` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DemoOptions {
+    /// Serve Streamable HTTP on this loopback address instead of stdio.
+    pub http: Option<SocketAddr>,
+    /// How tools are published; `None` is direct, or compact with [`DemoOptions::app`].
+    pub mode: Option<DemoMode>,
+    /// Entries per list page.
+    pub page_size: usize,
+    /// Serve the demo app ([`demo_app`]); needs compact publication.
+    pub app: bool,
+    /// Browser origins answered with CORS over HTTP ([`HttpConfig::cors_origins`]).
+    pub cors_origins: Vec<String>,
+}
+
+/// The demo server as `options` configure it (the transport aside).
+///
+/// # Errors
+/// [`DemoError::Config`]: the app with direct publication, or a refused configuration.
+pub fn server(options: &DemoOptions) -> Result<Server, DemoError> {
+    let registry = registry(options.page_size).map_err(|e| DemoError::Config(e.to_string()))?;
+    let mode = match (options.mode, options.app) {
+        (Some(DemoMode::Direct), true) => {
+            return Err(DemoError::Config(
+                "--app needs --mode compact: the Apps shell rides on compact call_tool".into(),
+            ))
+        }
+        (Some(DemoMode::Compact), _) | (None, true) => "compact",
+        (Some(DemoMode::Direct), false) | (None, false) => "direct",
+    };
+    let mut server_options = ServerOptions::new()
+        .server_info("strict-mcp-demo", env!("CARGO_PKG_VERSION"))
+        .instructions("A demo server: try `tools call add --args '{\"a\":2,\"b\":3}'`.")
+        .mode(mode);
+    if options.app {
+        server_options = server_options.apps(demo_app());
+    }
+    Server::new(registry, server_options).map_err(|e| DemoError::Config(e.to_string()))
+}
+
 /// Runs the demo server until stdin ends (stdio) or Ctrl-C (HTTP).
 ///
 /// # Errors
 /// [`DemoError`].
-pub async fn serve(
-    http_addr: Option<SocketAddr>,
-    mode: DemoMode,
-    page_size: usize,
-) -> Result<(), DemoError> {
-    let registry = registry(page_size).map_err(|e| DemoError::Config(e.to_string()))?;
-    let mode = match mode {
-        DemoMode::Direct => "direct",
-        DemoMode::Compact => "compact",
+pub async fn serve(options: DemoOptions) -> Result<(), DemoError> {
+    let server = server(&options)?;
+    let http_addr = options.http;
+    if http_addr.is_none() && !options.cors_origins.is_empty() {
+        return Err(DemoError::Config("--cors-origin needs --http".into()));
+    }
+    let cors = HttpConfig {
+        cors_origins: options.cors_origins.clone(),
+        ..HttpConfig::default()
     };
-    let server = Server::new(
-        registry,
-        ServerOptions::new()
-            .server_info("strict-mcp-demo", env!("CARGO_PKG_VERSION"))
-            .instructions("A demo server: try `tools call add --args '{\"a\":2,\"b\":3}'`.")
-            .mode(mode),
-    )
-    .map_err(|e| DemoError::Config(e.to_string()))?;
+    if let Some(origin) = cors.cors_conflicts().first() {
+        return Err(DemoError::Config(format!(
+            "--cors-origin {origin}: the demo admits loopback browser origins only"
+        )));
+    }
     match http_addr {
         None => {
             let report = server
@@ -495,7 +585,7 @@ pub async fn serve(
             let url = format!("http://{}/mcp", listener.local_addr()?);
             let config = HttpConfig {
                 path: Some("/mcp".to_owned()),
-                ..HttpConfig::default()
+                ..cors
             };
             let service = McpHttp::new(server.clone(), config);
             println!("{}", json!({ "listening": url }));
@@ -534,5 +624,48 @@ mod tests {
     #[test]
     fn demo_registry_builds() {
         assert!(registry(DEFAULT_PAGE_SIZE).is_ok());
+    }
+
+    fn options(mode: Option<DemoMode>, app: bool) -> DemoOptions {
+        DemoOptions {
+            http: None,
+            mode,
+            page_size: DEFAULT_PAGE_SIZE,
+            app,
+            cors_origins: Vec::new(),
+        }
+    }
+
+    /// O60: the app rides on compact `call_tool`, so `--app` picks compact mode and refuses an
+    /// explicit direct mode; without the app nothing changes.
+    #[test]
+    fn o60_demo_app_needs_compact_mode() {
+        assert!(server(&options(None, true)).is_ok());
+        assert!(server(&options(Some(DemoMode::Compact), true)).is_ok());
+        assert!(server(&options(None, false)).is_ok());
+        match server(&options(Some(DemoMode::Direct), true)) {
+            Err(DemoError::Config(m)) => assert!(m.contains("--mode compact"), "{m}"),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+        assert_eq!(demo_app().uri, "ui://strict-mcp-demo/app");
+        assert_eq!(demo_app().views, ["sum"]);
+        assert!(DEMO_APP_HTML.starts_with("<!doctype html>"));
+    }
+
+    /// O70: the `sum` view keeps exact JSON numbers up to 15 digits and sends longer integers
+    /// as strings, so the app (JavaScript numbers) never shows a rounded value.
+    #[test]
+    fn o70_sum_view_is_exact_numbers_then_strings_past_fifteen_digits() {
+        let n = |s: &str| ExactInt(s.to_owned());
+        let at = "9".repeat(MAX_VIEW_NUMBER_DIGITS);
+        let past = format!("1{}", "0".repeat(MAX_VIEW_NUMBER_DIGITS));
+        let view = sum_view(&n(&at), &n("1"), &n(&past)).unwrap();
+        assert_eq!(view.view(), "sum");
+        assert_eq!(
+            view.data().get(),
+            format!("{{\"a\":{at},\"b\":1,\"sum\":\"{past}\"}}")
+        );
+        let view = sum_view(&n("-2"), &n("-0"), &n("-2")).unwrap();
+        assert_eq!(view.data().get(), r#"{"a":-2,"b":-0,"sum":-2}"#);
     }
 }

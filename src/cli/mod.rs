@@ -89,7 +89,17 @@ async fn run(cli: Cli) -> Exit {
             http,
             mode,
             page_size,
-        }) => match demo::serve(http, mode, page_size).await {
+            app,
+            cors_origins,
+        }) => match demo::serve(demo::DemoOptions {
+            http,
+            mode,
+            page_size,
+            app,
+            cors_origins,
+        })
+        .await
+        {
             Ok(()) => Exit::Success,
             Err(e) => {
                 eprintln!("error: {e}");

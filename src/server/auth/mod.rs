@@ -638,6 +638,19 @@ impl AuthConfig {
 pub struct AuthLayer {
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
+    /// The host's CORS decision ([`AuthLayer::with_cors`]); `None` answers no browser origin.
+    cors: Option<Arc<dyn BrowserCors>>,
+}
+
+/// The HTTP host's CORS decision, for the answers [`AuthLayer`] gives itself
+/// ([`AuthLayer::with_cors`]). [`HttpConfig`](crate::server::http::HttpConfig) implements it
+/// with the host's own rules (its `cors_origins` list and its Origin check), so the layer and
+/// the host never disagree about an origin.
+pub trait BrowserCors: Send + Sync + 'static {
+    /// Whether the request (its headers) comes from a browser origin the host serves.
+    fn serves(&self, request: &HeaderMap) -> bool;
+    /// Adds the CORS answer headers to `response` when the host serves the request's origin.
+    fn expose(&self, request: &HeaderMap, response: &mut HeaderMap);
 }
 
 impl fmt::Debug for AuthLayer {
@@ -654,7 +667,21 @@ impl AuthLayer {
         AuthLayer {
             config,
             verifier: Arc::new(verifier),
+            cors: None,
         }
+    }
+
+    /// Serves browser hosts the way the HTTP host behind this layer does (pass a clone of
+    /// that host's own [`HttpConfig`](crate::server::http::HttpConfig), so one `cors_origins`
+    /// list and one Origin policy decide): a CORS preflight from an origin the host serves
+    /// reaches the host without a token (browsers never send credentials on a preflight; the
+    /// host answers it without dispatching), and this layer's own refusals to such an origin
+    /// carry `Access-Control-Allow-Origin` and the exposed headers, so the page can read the
+    /// `WWW-Authenticate` challenge. Without it (or with an empty list) nothing changes.
+    #[must_use]
+    pub fn with_cors(mut self, host: impl BrowserCors) -> Self {
+        self.cors = Some(Arc::new(host));
+        self
     }
 
     /// The configuration.
@@ -672,6 +699,7 @@ impl<S> tower::Layer<S> for AuthLayer {
             inner,
             config: self.config.clone(),
             verifier: self.verifier.clone(),
+            cors: self.cors.clone(),
         }
     }
 }
@@ -682,6 +710,7 @@ pub struct AuthService<S> {
     inner: S,
     config: AuthConfig,
     verifier: Arc<dyn TokenVerifier>,
+    cors: Option<Arc<dyn BrowserCors>>,
 }
 
 impl<S> fmt::Debug for AuthService<S> {
@@ -807,6 +836,16 @@ impl<S> AuthService<S> {
         value.push_str(&params.join(", "));
         // Every part is checked printable ASCII (URL, scope tokens, fixed error codes).
         HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    }
+
+    /// [`AuthService::refusal`] with the CORS answer headers when `cors` holds the headers of
+    /// a request whose origin the host serves ([`AuthLayer::with_cors`]).
+    fn refused<B>(&self, refusal: &Refusal, cors: Option<&HeaderMap>) -> Response<AuthBody<B>> {
+        let mut response = self.refusal(refusal);
+        if let (Some(host), Some(request)) = (&self.cors, cors) {
+            host.expose(request, response.headers_mut());
+        }
+        response
     }
 
     fn refusal<B>(&self, refusal: &Refusal) -> Response<AuthBody<B>> {
@@ -995,6 +1034,22 @@ impl<S> AuthService<S> {
             drain(body).await;
             return Ok(response);
         }
+        let cors = self
+            .cors
+            .as_ref()
+            .is_some_and(|host| host.serves(&head.headers));
+        let preflight = head.method == Method::OPTIONS
+            && head
+                .headers
+                .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+        if cors && preflight {
+            // No token on a preflight, ever: the host behind answers it without dispatch.
+            let response =
+                tower::ServiceExt::oneshot(self.inner, Request::from_parts(head, body)).await?;
+            return Ok(response.map(|b| AuthBody {
+                kind: BodyKind::Inner(Box::pin(b)),
+            }));
+        }
         let (method, name) = method_and_name(&head.headers);
         let mapped = self
             .config
@@ -1003,16 +1058,22 @@ impl<S> AuthService<S> {
             Presented::Token(token) => token,
             Presented::None => {
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::NoToken { scopes: mapped }));
+                return Ok(self.refused(
+                    &Refusal::NoToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
             Presented::Unusable => {
                 tracing::debug!("bearer token refused: malformed or oversized");
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidToken { scopes: mapped }));
+                return Ok(self.refused(
+                    &Refusal::InvalidToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
             Presented::Ambiguous => {
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidRequest));
+                return Ok(self.refused(&Refusal::InvalidRequest, cors.then_some(&head.headers)));
             }
         };
         // Nothing after this point (the scope callback, the inner service) sees the token.
@@ -1022,7 +1083,10 @@ impl<S> AuthService<S> {
             Err(e) => {
                 tracing::debug!(reason = %e, "bearer token refused");
                 drain(body).await;
-                return Ok(self.refusal(&Refusal::InvalidToken { scopes: mapped }));
+                return Ok(self.refused(
+                    &Refusal::InvalidToken { scopes: mapped },
+                    cors.then_some(&head.headers),
+                ));
             }
         };
         drop(token);
@@ -1049,7 +1113,10 @@ impl<S> AuthService<S> {
         if !needed.is_subset(&granted) {
             tracing::debug!(subject = %principal.subject, "bearer token lacks a required scope");
             drain(body).await;
-            return Ok(self.refusal(&Refusal::InsufficientScope { scopes: needed }));
+            return Ok(self.refused(
+                &Refusal::InsufficientScope { scopes: needed },
+                cors.then_some(&head.headers),
+            ));
         }
         head.extensions.insert(principal.caller());
         head.extensions.insert(principal);

@@ -82,7 +82,7 @@ pub fn check_origin(policy: &OriginPolicy, headers: &HeaderMap) -> Result<(), Ca
     }
 }
 
-fn origin_allowed(policy: &OriginPolicy, origin: &str) -> bool {
+pub(super) fn origin_allowed(policy: &OriginPolicy, origin: &str) -> bool {
     match policy {
         OriginPolicy::None => false,
         OriginPolicy::Allow(list) => list.iter().any(|o| o.eq_ignore_ascii_case(origin)),

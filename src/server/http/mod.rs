@@ -14,6 +14,9 @@
 //!    one-line body and an `info` event (`reason="origin_not_allowed"`). A request **without**
 //!    `Origin` is allowed: browsers always send it on cross-origin POSTs, so its absence means a
 //!    non-browser client, which the application's authentication must cover.
+//!    With [`HttpConfig::cors_origins`] set, an `OPTIONS` preflight from a listed origin the
+//!    Origin check admits is answered here (204, [`cors`]), and every later answer to such an
+//!    origin carries `Access-Control-Allow-Origin`.
 //! 3. Method: anything but POST → 405 with `Allow: POST`. `Mcp-Session-Id` and
 //!    `Last-Event-ID` are ignored; no session id is ever minted and SSE events carry no ids.
 //! 4. `Accept` must list both `application/json` and `text/event-stream` by name (wildcards
@@ -99,6 +102,7 @@
 
 mod accept;
 mod body;
+pub mod cors;
 mod guards;
 #[cfg(feature = "legacy")]
 mod legacy;
@@ -126,6 +130,7 @@ pub use accept::{
     MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
 };
 pub use body::{MAX_DRAIN_BYTES, MAX_DRAIN_TIME};
+pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS};
 pub use guards::{
     accepts_json_and_sse, check_origin, check_protocol_header_size, host_allowed,
     is_json_content_type, protocol_header_bytes,
@@ -308,6 +313,11 @@ pub struct HttpConfig {
     /// busy: too many listen streams") before it reaches the dispatcher, so the open streams
     /// and every other request are unaffected. Default [`DEFAULT_MAX_LISTEN_STREAMS`].
     pub max_listen_streams: usize,
+    /// Browser origins (`scheme://host[:port]`, compared case-insensitively) answered with CORS
+    /// headers and preflights, for browser-based MCP hosts on another origin. Empty (the
+    /// default) sends no CORS header. Each must also pass [`HttpConfig::origins`]; see the
+    /// `cors` module docs and [`HttpConfig::cors_conflicts`].
+    pub cors_origins: Vec<String>,
 }
 
 /// Default of [`HttpConfig::max_listen_streams`]: one stream per client is the usual shape,
@@ -333,6 +343,7 @@ impl Default for HttpConfig {
             max_queued_notifications: 256,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_listen_streams: DEFAULT_MAX_LISTEN_STREAMS,
+            cors_origins: Vec::new(),
         }
     }
 }

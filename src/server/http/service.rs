@@ -24,6 +24,7 @@ use crate::wire::headers::{self, Mirrored, ParamHeader};
 use crate::wire::jsonrpc::{Message, Request as RpcRequest};
 
 use super::body::{drain, read_capped};
+use super::cors;
 use super::guards::{forbidden, Forbidden, HyperHeaders, PROTOCOL_VERSION_NAME};
 use super::response::{
     internal_error_line, json_response, plain, refusal, rejected, BodyKind, CancelGuard, EndGuard,
@@ -64,6 +65,14 @@ impl<D> fmt::Debug for McpHttp<D> {
 impl<D: Dispatch> McpHttp<D> {
     /// A service over `dispatch` with the given settings.
     pub fn new(dispatch: D, config: HttpConfig) -> Self {
+        for origin in config.cors_conflicts() {
+            tracing::warn!(
+                target: "strict_mcp::http",
+                origin = %origin.escape_debug(),
+                "HttpConfig::cors_origins lists an origin HttpConfig::origins refuses: browsers \
+                 there get 403; allow it in HttpConfig::origins too"
+            );
+        }
         McpHttp {
             inner: Arc::new(Inner {
                 listen_slots: Arc::new(tokio::sync::Semaphore::new(
@@ -141,6 +150,21 @@ impl<D: Dispatch> Inner<D> {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        let cors = cors::served_origin(&self.config, request.headers());
+        let mut response = self.handle_guarded(request).await;
+        if let Some(origin) = cors {
+            cors::expose(&mut response, origin);
+        }
+        response
+    }
+
+    /// [`Inner::handle`] without the CORS headers.
+    async fn handle_guarded<B>(self: Arc<Self>, request: Request<B>) -> Response<HttpBody>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         match AssertUnwindSafe(self.handle_unguarded(request))
             .catch_unwind()
             .await
@@ -190,6 +214,15 @@ impl<D: Dispatch> Inner<D> {
                 .get(header::ORIGIN)
                 .and_then(|o| o.to_str().ok());
             return Some(forbidden(Forbidden::Origin, origin));
+        }
+        if head.method == Method::OPTIONS {
+            #[cfg(feature = "legacy")]
+            let legacy_methods = self.dispatch.legacy_server().is_some();
+            #[cfg(not(feature = "legacy"))]
+            let legacy_methods = false;
+            if let Some(answer) = cors::preflight(config, &head.headers, legacy_methods) {
+                return Some(answer);
+            }
         }
         #[cfg(feature = "legacy")]
         if head.method != Method::POST {
