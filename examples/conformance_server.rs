@@ -19,6 +19,8 @@ mod fixtures;
 #[cfg(feature = "legacy")]
 #[path = "conformance/legacy.rs"]
 mod legacy;
+#[path = "conformance/tasks.rs"]
+mod tasks;
 #[path = "conformance/triggers.rs"]
 mod triggers;
 
@@ -70,13 +72,13 @@ fn options() -> ServerOptions {
     ServerOptions::new()
 }
 
-/// Every fixture the suite drives; a `--features legacy` build adds the ones only the
+/// Every fixture the suite drives (the core ones and the Tasks extension's); a `--features legacy` build adds the ones only the
 /// 2025-11-25 scenarios call (`examples/conformance/legacy.rs`).
 fn base() -> strict_mcp::core::RegistryBuilder {
     #[cfg(feature = "legacy")]
-    return legacy::with_legacy_fixtures(fixtures::builder());
+    return legacy::with_legacy_fixtures(builder());
     #[cfg(not(feature = "legacy"))]
-    fixtures::builder()
+    builder()
 }
 
 #[tokio::main]
@@ -127,6 +129,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// The core fixtures plus the Tasks extension's (`examples/conformance/tasks.rs`).
+fn builder() -> strict_mcp::core::RegistryBuilder {
+    let mut builder = fixtures::builder();
+    for tool in tasks::tools() {
+        builder = builder.tool(tool);
+    }
+    builder
 }
 
 /// O5: a shutdown that left calls running is reported on stderr and in the exit status (3),

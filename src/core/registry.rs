@@ -651,6 +651,26 @@ impl Registry {
         !self.inner.tools.is_empty()
     }
 
+    /// Whether any tool may run as a task (the Tasks extension is then served and advertised).
+    #[must_use]
+    pub fn has_task_tools(&self) -> bool {
+        self.inner
+            .tools
+            .values()
+            .any(|t| t.def.task != crate::core::tasks::TaskMode::Never)
+    }
+
+    /// The task mode of the tool with this name as `caller` sees it (`Never` for an unknown or
+    /// hidden one, so a refusal never tells a caller that a hidden tool exists).
+    #[must_use]
+    pub fn tool_task_mode(&self, caller: &Caller, name: &str) -> crate::core::tasks::TaskMode {
+        self.inner
+            .tools
+            .get(name)
+            .filter(|_| self.inner.policy.tool(caller, name).is_visible())
+            .map_or(crate::core::tasks::TaskMode::Never, |t| t.def.task)
+    }
+
     /// Whether any resource or template is registered.
     #[must_use]
     pub fn has_resources(&self) -> bool {

@@ -79,5 +79,10 @@ fn extensions(ctx: &Ctx) -> Option<ServerCapabilitiesExtensions> {
     if ctx.server.apps().is_some() {
         active.insert(crate::core::UI_EXTENSION.to_owned(), Map::new());
     }
+    // Tasks while a task tool is served (N35: under `extensions`, never a `capabilities.tasks`
+    // slot).
+    if ctx.registry.has_task_tools() {
+        active.insert(crate::wire::tasks::TASKS_EXTENSION.to_owned(), Map::new());
+    }
     (!active.is_empty()).then_some(ServerCapabilitiesExtensions(active))
 }

@@ -382,6 +382,8 @@ pub struct Mirrored<'a> {
     name: Text<'a>,
     #[serde(default, borrow)]
     uri: Text<'a>,
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Text<'a>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "_meta")]
@@ -526,6 +528,7 @@ impl<'a> Mirrored<'a> {
         Mirrored {
             name: lenient(member("name")),
             uri: lenient(member("uri")),
+            task_id: lenient(member("taskId")),
             arguments: member("arguments"),
             meta: lenient(member("_meta")),
         }
@@ -539,6 +542,11 @@ impl<'a> Mirrored<'a> {
     /// `params.uri`, when a string.
     pub fn uri(&self) -> Option<&str> {
         self.uri.get()
+    }
+
+    /// `params.taskId`, when a string (the Tasks extension's `tasks/*` requests).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.get()
     }
 
     /// `params.arguments`, as its exact text.
@@ -567,6 +575,8 @@ impl<'a> Mirrored<'a> {
         match method {
             "tools/call" | "prompts/get" => Some(self.name()),
             "resources/read" => Some(self.uri()),
+            // The Tasks extension mirrors `params.taskId` (SEP-2663 routing headers).
+            m if crate::wire::tasks::is_task_method(m) => Some(self.task_id()),
             _ => None,
         }
     }
