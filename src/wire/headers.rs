@@ -382,6 +382,8 @@ pub struct Mirrored<'a> {
     name: Text<'a>,
     #[serde(default, borrow)]
     uri: Text<'a>,
+    #[serde(default, borrow, rename = "taskId")]
+    task_id: Text<'a>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
     #[serde(default, borrow, rename = "_meta")]
@@ -526,6 +528,7 @@ impl<'a> Mirrored<'a> {
         Mirrored {
             name: lenient(member("name")),
             uri: lenient(member("uri")),
+            task_id: lenient(member("taskId")),
             arguments: member("arguments"),
             meta: lenient(member("_meta")),
         }
@@ -539,6 +542,11 @@ impl<'a> Mirrored<'a> {
     /// `params.uri`, when a string.
     pub fn uri(&self) -> Option<&str> {
         self.uri.get()
+    }
+
+    /// `params.taskId`, when a string (the Tasks extension's requests).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.get()
     }
 
     /// `params.arguments`, as its exact text.
@@ -567,6 +575,8 @@ impl<'a> Mirrored<'a> {
         match method {
             "tools/call" | "prompts/get" => Some(self.name()),
             "resources/read" => Some(self.uri()),
+            // The Tasks extension: `Mcp-Name` routes every request of a task to its holder.
+            "tasks/get" | "tasks/update" | "tasks/cancel" => Some(self.task_id()),
             _ => None,
         }
     }
@@ -948,6 +958,47 @@ mod tests {
             (None, Some("file:///a".into()), None, None)
         );
         assert_eq!(mirrored_of("{}"), (None, None, None, None));
+    }
+
+    #[test]
+    fn n12_n46_tasks_requests_mirror_their_task_id_into_mcp_name() {
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"{"taskId":"t-1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        )
+        .unwrap();
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            assert_eq!(
+                required_headers(method, Some(&raw), &[]).unwrap(),
+                [
+                    ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+                    ("Mcp-Method".to_owned(), method.to_owned()),
+                    ("Mcp-Name".to_owned(), "t-1".to_owned()),
+                ]
+            );
+            let mirrored = Mirrored::of(Some(&raw));
+            let sent = |name: &'static [u8]| {
+                vec![
+                    ("mcp-protocol-version", &b"2026-07-28"[..]),
+                    ("mcp-method", method.as_bytes()),
+                    ("mcp-name", name),
+                ]
+            };
+            assert_eq!(
+                check_request_headers(&sent(b"t-1")[..], method, &mirrored, None),
+                Ok(())
+            );
+            assert_eq!(
+                check_request_headers(&sent(b"t-2")[..], method, &mirrored, None),
+                Err(HeaderError::Mismatch("Mcp-Name".to_owned()))
+            );
+            let without = &sent(b"t-1")[..2];
+            assert_eq!(
+                check_request_headers(without, method, &mirrored, None),
+                Err(HeaderError::Missing("Mcp-Name".to_owned()))
+            );
+        }
+        // Other methods never read taskId.
+        assert_eq!(required_headers("tools/list", Some(&raw), &[]).unwrap().len(), 2);
     }
 
     #[test]
