@@ -998,7 +998,12 @@ mod tests {
             );
         }
         // Other methods never read taskId.
-        assert_eq!(required_headers("tools/list", Some(&raw), &[]).unwrap().len(), 2);
+        assert_eq!(
+            required_headers("tools/list", Some(&raw), &[])
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]
