@@ -30,6 +30,7 @@ pub struct ClientCapabilities {
     sampling_context: bool,
     roots: bool,
     presentation: Presentation,
+    tasks: bool,
 }
 
 /// The extension identifier of MCP Apps (`ClientCapabilities.extensions` key).
@@ -137,8 +138,17 @@ impl ClientCapabilities {
             sampling_tools: sampling_has("tools"),
             sampling_context: sampling_has("context"),
             roots: value.get("roots").is_some_and(Value::is_object),
+            tasks: crate::wire::tasks::declares_tasks(&value),
             presentation: Presentation::from_capabilities(&value),
         }
+    }
+
+    /// Whether this request declared the Tasks extension
+    /// (`extensions["io.modelcontextprotocol/tasks"]`, an object): only then may a
+    /// `tools/call` answer `resultType: "task"` and `tasks/*` be used.
+    #[must_use]
+    pub fn declares_tasks(&self) -> bool {
+        self.tasks
     }
 
     /// What the client declared for presenting user interfaces (MCP Apps).

@@ -93,6 +93,7 @@ mod resource;
 pub mod schema;
 pub mod seal;
 pub mod store;
+pub mod tasks;
 mod tool;
 
 pub use caller::{

@@ -651,6 +651,24 @@ impl Registry {
         !self.inner.tools.is_empty()
     }
 
+    /// Whether any tool may run as a task (the Tasks extension is then served and advertised).
+    #[must_use]
+    pub fn has_task_tools(&self) -> bool {
+        self.inner
+            .tools
+            .values()
+            .any(|t| t.def.task != crate::core::tasks::TaskMode::Never)
+    }
+
+    /// The task mode of the tool with this name (`Never` for an unknown one).
+    #[must_use]
+    pub fn tool_task_mode(&self, name: &str) -> crate::core::tasks::TaskMode {
+        self.inner
+            .tools
+            .get(name)
+            .map_or(crate::core::tasks::TaskMode::Never, |t| t.def.task)
+    }
+
     /// Whether any resource or template is registered.
     #[must_use]
     pub fn has_resources(&self) -> bool {

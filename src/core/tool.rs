@@ -76,6 +76,8 @@ pub struct ToolDef {
     pub(crate) derive: Option<(Derive, Derive)>,
     /// This tool's own `tools/call` time-out, overriding the server's.
     pub(crate) timeout: Option<Duration>,
+    /// Whether a `tools/call` of this tool may run as a task (Tasks extension).
+    pub(crate) task: crate::core::tasks::TaskMode,
     pub(crate) handler: ErasedHandler,
 }
 
@@ -206,6 +208,23 @@ impl ToolDef {
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Lets a `tools/call` of this tool run as a task of the Tasks extension
+    /// (`io.modelcontextprotocol/tasks`): [`TaskMode::Optional`](crate::core::tasks::TaskMode)
+    /// makes it a task for a request that declared the extension when the work does not finish
+    /// at once, [`TaskMode::Required`](crate::core::tasks::TaskMode) always (a request that did
+    /// not declare the extension gets -32021). The server decides; the client sends no hint.
+    #[must_use]
+    pub fn task(mut self, mode: crate::core::tasks::TaskMode) -> Self {
+        self.task = mode;
+        self
+    }
+
+    /// The tool's task mode.
+    #[must_use]
+    pub fn task_mode(&self) -> crate::core::tasks::TaskMode {
+        self.task
     }
 
     /// The time-out override, if any.
@@ -395,6 +414,7 @@ impl ToolDef {
             output_type: Some(std::any::type_name::<Out>()),
             recovery_safe: false,
             timeout: None,
+            task: crate::core::tasks::TaskMode::Never,
             handler,
         }
     }
@@ -499,6 +519,7 @@ impl ToolDef {
             recovery_safe: true,
             derive: None,
             timeout: None,
+            task: crate::core::tasks::TaskMode::Never,
             handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
         }
     }

@@ -358,7 +358,8 @@ fn method_served(method: &str, registry: &Registry) -> bool {
         Some(Needs::Resources) => registry.has_resources(),
         Some(Needs::Prompts) => registry.has_prompts(),
         Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
-        None => false,
+        // The Tasks extension's methods exist only while a task tool is served (O119).
+        None => crate::wire::tasks::is_task_method(method) && registry.has_task_tools(),
     }
 }
 

@@ -26,6 +26,17 @@ pub(crate) fn discover(ctx: &Ctx) -> Answer {
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
     }
+    // Extensions are advertised only while active (B19, O119): Tasks while a task tool is
+    // served (N35: under `extensions`, never a `capabilities.tasks` slot).
+    if registry.has_task_tools() {
+        if let Some(extensions) = caps
+            .entry("extensions")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+        {
+            extensions.insert(crate::wire::tasks::TASKS_EXTENSION.into(), json!({}));
+        }
+    }
     // Every handler may log for requests that ask (L1: declared because it can be emitted).
     caps.insert("logging".into(), json!({}));
     let mut body = Map::new();

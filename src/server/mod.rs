@@ -51,6 +51,7 @@ mod resources;
 mod routes;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+mod tasks;
 mod tools;
 
 use std::collections::HashMap;
@@ -153,6 +154,10 @@ impl From<PublishMode> for String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// The task limits are out of range (a TTL outside `MIN_TASK_TTL_MS..=MAX_TASK_TTL_MS`,
+    /// or no room for one task).
+    #[error("task limits out of range: {0:?}")]
+    InvalidTaskLimits(crate::core::tasks::TaskLimits),
     /// The mode string is neither `compact`, `direct` nor empty.
     #[error("unknown publication mode `{0}` (expected `compact` or `direct`)")]
     UnknownMode(String),
@@ -209,6 +214,8 @@ pub struct ServerOptions {
     max_response_bytes: Option<usize>,
     clock: Option<Arc<dyn Clock>>,
     monotonic: Option<Arc<dyn MonotonicClock>>,
+    task_store: Option<Arc<dyn crate::core::tasks::TaskStore>>,
+    task_limits: Option<crate::core::tasks::TaskLimits>,
     #[cfg(feature = "legacy")]
     legacy_era: Option<bool>,
     #[cfg(feature = "legacy")]
@@ -325,6 +332,25 @@ impl ServerOptions {
     #[must_use]
     pub fn ledger_store(mut self, store: Arc<dyn LedgerStore>) -> Self {
         set_once(&mut self.store, store, "ledger_store", &mut self.repeated);
+        self
+    }
+
+    /// Where task state of the Tasks extension lives (default: the bounded in-memory
+    /// [`MemoryTaskStore`](crate::core::tasks::MemoryTaskStore), sized by the task limits'
+    /// `max_tasks`). Tasks are served only while a tool is registered with
+    /// [`ToolDef::task`](crate::core::ToolDef::task).
+    #[must_use]
+    pub fn task_store(mut self, store: Arc<dyn crate::core::tasks::TaskStore>) -> Self {
+        set_once(&mut self.task_store, store, "task_store", &mut self.repeated);
+        self
+    }
+
+    /// The bounds of the Tasks extension: tasks kept at once, `ttlMs`, result retention
+    /// (defaults: [`TaskLimits::default`](crate::core::tasks::TaskLimits)). Out-of-range limits
+    /// are [`ConfigError::InvalidTaskLimits`].
+    #[must_use]
+    pub fn task_limits(mut self, limits: crate::core::tasks::TaskLimits) -> Self {
+        set_once(&mut self.task_limits, limits, "task_limits", &mut self.repeated);
         self
     }
 
@@ -585,6 +611,8 @@ pub struct ServerStatus {
     pub active_calls: usize,
     /// Open `subscriptions/listen` streams.
     pub listen_streams: usize,
+    /// Tasks (Tasks extension) whose work is still running or parked for input here.
+    pub running_tasks: usize,
 }
 
 /// The MCP server: cheap to clone, shared by every transport that serves it.
@@ -610,6 +638,8 @@ struct Inner {
     mode: PublishMode,
     publication: publication::Publication,
     continuations: mrtr::Continuations,
+    /// The Tasks extension's state and live work.
+    tasks: tasks::Tasks,
     /// Wall-clock milliseconds: `requestState` and ledger expiry.
     clock: Arc<dyn Clock>,
     /// Monotonic milliseconds: the machines' timers.
@@ -716,6 +746,13 @@ impl Server {
                 .state_ttl_ms
                 .unwrap_or(crate::machine::ledger::DEFAULT_STATE_TTL_MS),
         );
+        let task_limits = options.task_limits.unwrap_or_default();
+        if !task_limits.is_valid() {
+            return Err(ConfigError::InvalidTaskLimits(task_limits));
+        }
+        let task_store = options.task_store.unwrap_or_else(|| {
+            Arc::new(crate::core::tasks::MemoryTaskStore::new(task_limits.max_tasks))
+        });
         let instance = InstanceId::random().map_err(|_| ConfigError::Entropy)?;
         let (bus, shared_bus) = match options.bus {
             Some(bus) => (bus, true),
@@ -738,6 +775,7 @@ impl Server {
                         .unwrap_or_else(|| Arc::new(MemoryLedgerStore::default())),
                     ledger,
                 ),
+                tasks: tasks::Tasks::new(task_store, task_limits),
                 clock: options
                     .clock
                     .unwrap_or_else(|| Arc::new(SystemClock::new())),
@@ -894,6 +932,9 @@ impl Server {
     /// `budget`.
     pub async fn shutdown(&self, budget: Duration) -> ShutdownReport {
         let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+        // Running tasks end `cancelled` (their work is told to stop; Status counts them until
+        // it has).
+        self.inner.tasks.cancel_all(self.wall_now().0).await;
         let effects = lock(&self.inner.lifecycle)
             .handle(self.now(), EpochEvent::Shutdown { budget_ms })
             .0;
@@ -1007,6 +1048,7 @@ impl Server {
             epoch: s.epoch.0,
             active_calls: s.active_calls,
             listen_streams: self.inner.listens.len(),
+            running_tasks: self.inner.tasks.running(),
         }
     }
 
@@ -1111,6 +1153,10 @@ impl Server {
     }
 
     /// Sealing keys, ledger store and limits of continuation chains.
+    pub(crate) fn tasks(&self) -> &tasks::Tasks {
+        &self.inner.tasks
+    }
+
     pub(crate) fn continuations(&self) -> &mrtr::Continuations {
         &self.inner.continuations
     }

@@ -41,6 +41,11 @@ pub(crate) async fn route(
         "resources/read" => resources::read(ctx, params, &request.id).await?,
         "prompts/get" => prompts::get(ctx, params).await?,
         "completion/complete" => completion::complete(ctx, params)?,
+        crate::wire::tasks::TASKS_GET
+        | crate::wire::tasks::TASKS_UPDATE
+        | crate::wire::tasks::TASKS_CANCEL => {
+            super::tasks::route(ctx, request.method.as_str(), params).await
+        }
         "subscriptions/listen" => {
             listen::listen(ctx, request, params, outbox, client_cancel).await?
         }

@@ -11,7 +11,8 @@ use super::deadline::{within, Expired};
 use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
-use crate::core::CoreError;
+use crate::core::tasks::TaskMode;
+use crate::core::{CancelToken, CoreError, Invocation};
 use crate::machine::ledger::InputMethod;
 
 /// `tools/list` with cache hints (every page `private`, `ttlMs: 0`).
@@ -71,6 +72,14 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         .registry
         .tool_timeout(&tool)
         .unwrap_or(ctx.server.tool_timeout());
+    // The Tasks extension: the server alone decides (no client hint; a legacy `task` param
+    // is ignored). Without the per-request declaration a task tool runs synchronously, or
+    // -32021 when it always needs a task, before the handler runs.
+    let task_mode = ctx.registry.tool_task_mode(&tool);
+    let as_task = task_mode != TaskMode::Never && ctx.caps.declares_tasks();
+    if task_mode == TaskMode::Required && !ctx.caps.declares_tasks() {
+        return super::tasks::missing_extension();
+    }
     let tool = &tool;
     mrtr::run(
         ctx,
@@ -78,10 +87,16 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         target,
         args.as_bytes(),
         continuation,
-        |inv, _answers| {
+        |inv, answers| {
             let call = call.as_ref().map_err(Answer::from_core);
+            let answers = answers.clone();
             async move {
                 let call = call?;
+                if as_task {
+                    let remake = remake(ctx, call, tool, limit);
+                    return super::tasks::start(&ctx.server, &ctx.caller, task_mode, remake, answers)
+                        .await;
+                }
                 let token = inv.cancel_token().clone();
                 let work = publication.call_tool_parts(&ctx.registry, inv, call);
                 let clock = ctx.server.monotonic_clock();
@@ -101,6 +116,50 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
         },
     )
     .await
+}
+
+/// The work of a task tool's call as an owned, restartable future: each run gets the answers
+/// gathered so far and the task's own cancel token (never the request's: the work outlives
+/// the request, and `notifications/cancelled` never cancels a task).
+fn remake(
+    ctx: &Ctx,
+    call: &CallParams<'_>,
+    tool: &str,
+    limit: std::time::Duration,
+) -> super::tasks::Remake {
+    let server = ctx.server.clone();
+    let registry = std::sync::Arc::clone(&ctx.registry);
+    let caller = ctx.caller.clone();
+    let caps = ctx.caps.clone();
+    let name = call.name.clone();
+    let arguments: Option<Box<RawValue>> = call.arguments.map(ToOwned::to_owned);
+    let continuation = call.continuation;
+    let decided = call.decided;
+    let tool = tool.to_owned();
+    std::sync::Arc::new(move |answers, token: CancelToken| {
+        let server = server.clone();
+        let registry = std::sync::Arc::clone(&registry);
+        let inv = Invocation::for_request(caller.clone(), caps.clone(), token.clone())
+            .with_input_responses(answers);
+        let name = name.clone();
+        let arguments = arguments.clone();
+        let tool = tool.clone();
+        Box::pin(async move {
+            let call = CallParams {
+                name,
+                arguments: arguments.as_deref(),
+                input_responses: None,
+                continuation,
+                decided,
+            };
+            let clock = server.monotonic_clock();
+            let work = server.publication().call_tool_parts(&registry, inv, &call);
+            match within(&*clock, limit, &token, work).await {
+                Ok(out) => out,
+                Err(Expired) => Err(CoreError::ToolTimedOut { name: tool }),
+            }
+        })
+    })
 }
 
 /// The tool a `tools/call` runs, whose time-out bounds it: the target itself in direct mode,

@@ -544,7 +544,7 @@ impl<'a> Mirrored<'a> {
         self.uri.get()
     }
 
-    /// `params.taskId`, when a string (the Tasks extension's requests).
+    /// `params.taskId`, when a string (the Tasks extension's `tasks/*` requests).
     pub fn task_id(&self) -> Option<&str> {
         self.task_id.get()
     }
@@ -575,8 +575,8 @@ impl<'a> Mirrored<'a> {
         match method {
             "tools/call" | "prompts/get" => Some(self.name()),
             "resources/read" => Some(self.uri()),
-            // The Tasks extension: `Mcp-Name` routes every request of a task to its holder.
-            "tasks/get" | "tasks/update" | "tasks/cancel" => Some(self.task_id()),
+            // The Tasks extension mirrors `params.taskId` (SEP-2663 routing headers).
+            m if crate::wire::tasks::is_task_method(m) => Some(self.task_id()),
             _ => None,
         }
     }
