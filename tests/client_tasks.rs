@@ -298,6 +298,28 @@ async fn n11_a_call_that_did_not_declare_the_extension_never_accepts_a_task() {
 }
 
 #[tokio::test]
+async fn n38_a_call_that_cannot_take_a_task_refuses_to_declare_the_extension() {
+    let fake = Fake::new(|r| match r.method.as_str() {
+        "tools/call" => created("t-1"),
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let declaring = CallOptions::default()
+        .capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let e = client
+        .call_tool("slow", None, RoundInput::first(), &declaring)
+        .await
+        .expect_err("a ToolOutcome cannot hold a task");
+    assert!(matches!(e, ClientError::Request(_)), "{e:?}");
+    let e = client
+        .call_tool_exact("slow", None, RoundInput::first(), &declaring)
+        .await
+        .expect_err("nor can the exact variant");
+    assert!(matches!(e, ClientError::Request(_)), "{e:?}");
+    assert!(fake.requests().is_empty(), "{:?}", fake.requests());
+}
+
+#[tokio::test]
 async fn n39_a_task_result_missing_its_task_fields_is_invalid() {
     let fake = Fake::new(|r| match r.method.as_str() {
         "tools/call" => result(json!({"resultType": "task", "status": "working"})),
@@ -334,11 +356,26 @@ async fn n41_n44_wait_polls_until_completed_at_the_servers_interval() {
     });
     let client = connect(&fake).await;
     let tracked = TrackedTask::new("t-1");
+    let mut seen = Vec::new();
     let task = client
-        .wait_task(&tracked, Duration::from_secs(30), &CallOptions::default())
+        .wait_task_with(
+            &tracked,
+            Duration::from_secs(30),
+            &CallOptions::default(),
+            |t| seen.push(t.task.status),
+        )
         .await
         .expect("wait");
     assert_eq!(task.task.status, TaskStatus::Completed);
+    // Every poll's state is shown to the host, the last one included.
+    assert_eq!(
+        seen,
+        [
+            TaskStatus::Working,
+            TaskStatus::Working,
+            TaskStatus::Completed
+        ]
+    );
     let times = fake.times("tasks/get");
     assert_eq!(times.len(), 3);
     assert_eq!(times[1] - times[0], Duration::from_millis(700));

@@ -3,6 +3,7 @@
 //! call needs before it becomes a task, by `--responses` / `--interactive` as for
 //! `tools call`). A wait always has its `--for` bound.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -151,14 +152,36 @@ impl Session {
 
     async fn task_wait(&mut self, tracked: &TrackedTask, wait: Duration) -> Exit {
         self.flush();
-        let task = self.client.wait_task(tracked, wait, &self.options).await;
-        let records = self.flush();
+        // Each poll's answer is printed (and dropped from the tap) as it arrives: a long wait
+        // must not run past the tap's record bound and lose the last state.
+        let client = self.client.clone();
+        let tap = Arc::clone(&self.tap);
+        let json = self.json;
+        let mut printer = std::mem::take(&mut self.records);
+        let mut last: Option<Box<RawValue>> = None;
+        let task = client
+            .wait_task_with(tracked, wait, &self.options, |_| {
+                let (records, dropped) = tap.drain();
+                if dropped > 0 {
+                    eprintln!("warning: {dropped} answers were not kept (record bound)");
+                }
+                if json {
+                    printer.emit(&records);
+                }
+                if let Some(raw) = last_reply(&records, "tasks/get") {
+                    last = Some(raw);
+                }
+            })
+            .await;
+        self.records = printer;
         let task = match task {
             Ok(task) => task,
             Err(e) => return self.fail_task(&e),
         };
-        let raw = last_reply(&records, "tasks/get");
-        self.settled(tracked, &task, raw.as_deref())
+        if let Some(raw) = last_reply(&self.flush(), "tasks/get") {
+            last = Some(raw);
+        }
+        self.settled(tracked, &task, last.as_deref())
     }
 
     /// Prints a settled task and returns the exit of its state.

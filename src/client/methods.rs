@@ -384,6 +384,7 @@ impl Client {
         round: RoundInput,
         options: &CallOptions,
     ) -> Result<ToolOutcome, ClientError> {
+        refuse_tasks_declaration(options)?;
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_owned()));
         if let Some(arguments) = arguments {
@@ -409,6 +410,7 @@ impl Client {
         round: RoundInput,
         options: &CallOptions,
     ) -> Result<(ToolOutcome, Box<RawValue>), ClientError> {
+        refuse_tasks_declaration(options)?;
         if let Some(arguments) = arguments {
             check_exact_arguments(arguments)?;
         }
@@ -743,6 +745,23 @@ impl Client {
             _ => Err(unexpected(Method::CompletionComplete)),
         }
     }
+}
+
+/// A call that declares the Tasks extension must be ready for a task answer, which
+/// [`ToolOutcome`] cannot hold: such calls go through [`Client::call_tool_task`].
+fn refuse_tasks_declaration(options: &CallOptions) -> Result<(), ClientError> {
+    if options
+        .capabilities
+        .as_ref()
+        .is_some_and(crate::wire::tasks::declares_tasks)
+    {
+        return Err(ClientError::Request(
+            "this call declares the Tasks extension, so the server may answer with a task: \
+             use call_tool_task (or call_tool_task_exact)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// Exact tool arguments must be one JSON object without a repeated member.

@@ -81,12 +81,12 @@ pub enum TaskError {
     UnknownTask {
         /// The task id asked for.
         task_id: String,
-        /// The server's error.
-        error: RpcError,
+        /// The server's error (boxed: it is the largest variant).
+        error: Box<RpcError>,
     },
     /// The server requires the extension and the request did not declare it (-32021).
     #[error("the tasks extension was not negotiated: {0}")]
-    NotNegotiated(RpcError),
+    NotNegotiated(Box<RpcError>),
     /// The wait's deadline passed before the task ended or asked for new input.
     #[error("task {task_id:?} was still {} after waiting {waited:?}", status.as_str())]
     WaitDeadline {
@@ -283,11 +283,11 @@ fn task_error(task_id: &str, e: ClientError) -> TaskError {
         ClientError::Rpc(rpc) if rpc.kind == RpcErrorKind::Standard(ErrorCode::InvalidParams) => {
             TaskError::UnknownTask {
                 task_id: task_id.to_owned(),
-                error: rpc,
+                error: Box::new(rpc),
             }
         }
         ClientError::Rpc(rpc) if rpc.kind == RpcErrorKind::MissingRequiredClientCapability => {
-            TaskError::NotNegotiated(rpc)
+            TaskError::NotNegotiated(Box::new(rpc))
         }
         other => TaskError::Client(other),
     }
@@ -342,7 +342,8 @@ impl Drop for ListenGuard<'_> {
 fn stream_params(n: &Notification, subscription: &str) -> Option<Value> {
     let params: Value = serde_json::from_str(n.params.as_deref()?.get()).ok()?;
     let id = params.get("_meta")?.get(SUBSCRIPTION_ID)?;
-    (id.to_string() == subscription).then_some(params)
+    let ours: Value = serde_json::from_str(subscription).ok()?;
+    (*id == ours).then_some(params)
 }
 
 /// The task ids an acknowledgement lists under `notifications.taskIds`.
@@ -562,6 +563,21 @@ impl Client {
         wait: Duration,
         options: &CallOptions,
     ) -> Result<DetailedTask, TaskError> {
+        self.wait_task_with(tracked, wait, options, |_| {}).await
+    }
+
+    /// [`Client::wait_task`], showing `on_poll` every state a poll read, the last one
+    /// included (a host that prints each poll as it comes).
+    ///
+    /// # Errors
+    /// As [`Client::wait_task`].
+    pub async fn wait_task_with(
+        &self,
+        tracked: &TrackedTask,
+        wait: Duration,
+        options: &CallOptions,
+        mut on_poll: impl FnMut(&DetailedTask),
+    ) -> Result<DetailedTask, TaskError> {
         check_wait(wait)?;
         let start = tokio::time::Instant::now();
         let until = start + wait;
@@ -582,6 +598,7 @@ impl Client {
                 }
                 other => other?,
             };
+            on_poll(&task);
             if tracked.settles(&task) {
                 return Ok(task);
             }
@@ -656,10 +673,10 @@ impl Client {
                 task = tracked.id(),
                 "no task notifications; polling instead"
             );
-            return match left.is_zero() {
-                true => Err(deadline(TaskStatus::Working)),
-                false => self.wait_task(tracked, left, options).await,
-            };
+            if left.is_zero() {
+                return Err(deadline(TaskStatus::Working));
+            }
+            return self.wait_task(tracked, left, options).await;
         }
         let per_request = self.shared.deadline_of(options)?;
         loop {
