@@ -16,6 +16,8 @@
 
 #[path = "conformance/fixtures.rs"]
 mod fixtures;
+#[path = "conformance/tasks.rs"]
+mod tasks;
 #[path = "conformance/triggers.rs"]
 mod triggers;
 
@@ -78,7 +80,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let transport = transport();
 
     let catalogue = Arc::new(triggers::Catalogue::default());
-    let registry = triggers::registry(&catalogue, fixtures::builder);
+    let registry = triggers::registry(&catalogue, builder);
     let server = Server::new(
         registry,
         options()
@@ -115,6 +117,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// The core fixtures plus the Tasks extension's (`examples/conformance/tasks.rs`).
+fn builder() -> strict_mcp::core::RegistryBuilder {
+    let mut builder = fixtures::builder();
+    for tool in tasks::tools() {
+        builder = builder.tool(tool);
+    }
+    builder
 }
 
 /// O5: a shutdown that left calls running is reported on stderr and in the exit status (3),

@@ -660,12 +660,14 @@ impl Registry {
             .any(|t| t.def.task != crate::core::tasks::TaskMode::Never)
     }
 
-    /// The task mode of the tool with this name (`Never` for an unknown one).
+    /// The task mode of the tool with this name as `caller` sees it (`Never` for an unknown or
+    /// hidden one, so a refusal never tells a caller that a hidden tool exists).
     #[must_use]
-    pub fn tool_task_mode(&self, name: &str) -> crate::core::tasks::TaskMode {
+    pub fn tool_task_mode(&self, caller: &Caller, name: &str) -> crate::core::tasks::TaskMode {
         self.inner
             .tools
             .get(name)
+            .filter(|_| self.inner.policy.tool(caller, name).is_visible())
             .map_or(crate::core::tasks::TaskMode::Never, |t| t.def.task)
     }
 

@@ -154,6 +154,63 @@ impl TaskRecord {
     }
 }
 
+/// A record as a shared store keeps it (JSON text; see [`TaskRecord::to_json`]).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Stored {
+    id: String,
+    owner: String,
+    created_ms: u64,
+    updated_ms: u64,
+    ttl_ms: u64,
+    purge_at_ms: u64,
+    task: serde_json::Value,
+    responses: BTreeMap<String, String>,
+    round: u64,
+}
+
+impl TaskRecord {
+    /// The record as canonical JSON text (what a shared store such as Redis keeps and compares
+    /// byte for byte in its compare-and-swap).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let task = serde_json::from_str(&self.detailed().to_json()).unwrap_or_default();
+        serde_json::to_string(&Stored {
+            id: self.id.clone(),
+            owner: self.owner.clone(),
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+            ttl_ms: self.ttl_ms,
+            purge_at_ms: self.purge_at_ms,
+            task,
+            responses: self.responses.clone(),
+            round: self.round,
+        })
+        .unwrap_or_default()
+    }
+
+    /// Reads [`TaskRecord::to_json`]'s text back.
+    ///
+    /// # Errors
+    /// A message when the text is not a stored record.
+    pub fn from_json(text: &str) -> Result<TaskRecord, String> {
+        let stored: Stored = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let detailed = DetailedTask::read(&stored.task).map_err(|e| e.to_string())?;
+        Ok(TaskRecord {
+            id: stored.id,
+            owner: stored.owner,
+            created_ms: stored.created_ms,
+            updated_ms: stored.updated_ms,
+            ttl_ms: stored.ttl_ms,
+            purge_at_ms: stored.purge_at_ms,
+            detail: detailed.detail,
+            status_message: detailed.task.status_message,
+            responses: stored.responses,
+            round: stored.round,
+        })
+    }
+}
+
 /// `ms` since the Unix epoch as ISO 8601 UTC with milliseconds (`2026-07-28T00:00:00.000Z`).
 #[must_use]
 pub fn iso8601(ms: u64) -> String {
@@ -300,6 +357,26 @@ mod tests {
             responses: BTreeMap::new(),
             round: 0,
         }
+    }
+
+    #[test]
+    fn a_record_survives_its_stored_form() {
+        let mut r = record("a", 7);
+        r.detail = TaskDetail::InputRequired {
+            input_requests: [(
+                "1.k".to_owned(),
+                serde_json::json!({"method": "roots/list"}),
+            )]
+            .into_iter()
+            .collect(),
+        };
+        r.status_message = Some("waiting".into());
+        r.responses.insert("1.j".into(), r#"{"roots":[]}"#.into());
+        let text = r.to_json();
+        let back = TaskRecord::from_json(&text).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.to_json(), text, "canonical: the same bytes again");
+        assert!(TaskRecord::from_json("{}").is_err());
     }
 
     #[test]

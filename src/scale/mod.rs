@@ -15,6 +15,7 @@ pub mod ledger;
 #[cfg(all(feature = "server", feature = "http"))]
 pub mod ready;
 pub mod record;
+pub mod tasks;
 
 pub use bus::{
     decode_event, encode_event, BusSettings, EventDecodeError, RedisEventBus, DEFAULT_HEARTBEAT,
@@ -24,3 +25,4 @@ pub use ledger::{EpochScope, RedisLedgerStore, RedisStoreConfig, RedisStoreError
 #[cfg(all(feature = "server", feature = "http"))]
 pub use ready::{NotReady, Readiness, DEFAULT_PROBE_TIMEOUT};
 pub use record::{decode_chain, encode_chain, RecordCodecError, MAX_RECORD_BYTES};
+pub use tasks::{RedisTaskStore, MAX_TASK_RECORD_BYTES};

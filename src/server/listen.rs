@@ -28,6 +28,8 @@ struct Stream {
     machine: Listen,
     outbox: Arc<dyn Outbox>,
     closed: CancelToken,
+    /// The tasks this stream follows (Tasks extension), as its acknowledgement granted them.
+    tasks: Option<std::collections::BTreeSet<String>>,
 }
 
 /// Every open listen stream of one server.
@@ -54,6 +56,7 @@ impl Hub {
         support: ServerSupport,
         outbox: Arc<dyn Outbox>,
         info: &RawValue,
+        tasks: Option<std::collections::BTreeSet<String>>,
     ) -> Opened {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let closed = CancelToken::new();
@@ -64,6 +67,7 @@ impl Hub {
             machine,
             outbox,
             closed: closed.clone(),
+            tasks,
         };
         if apply(&mut stream, effects, info) {
             streams.insert(key, stream);
@@ -80,6 +84,27 @@ impl Hub {
                 .handle(now, ListenEvent::Change(change.clone()));
             apply(stream, effects, info)
         });
+    }
+
+    /// `notifications/tasks` with the task's new state to every stream that follows it (only
+    /// acknowledged streams are in the hub, so nothing precedes an acknowledgement).
+    pub(crate) fn task_status(&self, task: &crate::wire::tasks::DetailedTask) {
+        let streams = lock(&self.streams);
+        for stream in streams.values() {
+            if stream
+                .tasks
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&task.task.task_id))
+            {
+                let params =
+                    crate::wire::tasks::status_notification_params(task, &stream.machine.id().0);
+                let _ = send(
+                    stream,
+                    crate::wire::tasks::TASK_STATUS_NOTIFICATION,
+                    &params,
+                );
+            }
+        }
     }
 
     /// The client ended the stream (stdio `notifications/cancelled`, HTTP close).
@@ -139,7 +164,12 @@ fn apply(stream: &mut Stream, effects: ListenEffects, info: &RawValue) -> bool {
     for effect in effects.0 {
         match effect {
             ListenEffect::SendAcknowledged { id, filter } => {
-                let params = listen::acknowledged_params(&id, &filter);
+                let params = match &stream.tasks {
+                    Some(ids) => {
+                        crate::wire::tasks::acknowledged_params_with_tasks(&id, &filter, ids)
+                    }
+                    None => listen::acknowledged_params(&id, &filter),
+                };
                 open &= send(stream, listen::ACKNOWLEDGED, &params);
             }
             ListenEffect::SendNotification { id, change } => {
@@ -234,6 +264,22 @@ pub(crate) async fn listen(
         .and_then(|raw| Filter::read(raw.get()))
         .map_err(|e| Answer::error(Cause::InvalidParams, e.to_string()))?;
     let registry = &ctx.registry;
+    // The Tasks extension's `taskIds`: only for a declaring request (N36), and only the
+    // caller's own tasks are granted (another principal's id is as unknown as a wrong one).
+    let tasks = match params.get("notifications") {
+        Some(raw) if registry.has_task_tools() => {
+            match crate::wire::tasks::listen_task_ids(raw.get())
+                .map_err(|e| Answer::error(Cause::InvalidParams, e.to_string()))?
+            {
+                Some(_) if !ctx.caps.declares_tasks() => {
+                    return Err(super::tasks::missing_extension())
+                }
+                Some(ids) => Some(super::tasks::owned_ids(ctx, ids).await),
+                None => None,
+            }
+        }
+        _ => None,
+    };
     let support = ServerSupport {
         tools_list_changed: registry.has_tools(),
         prompts_list_changed: registry.has_prompts(),
@@ -256,6 +302,7 @@ pub(crate) async fn listen(
         support,
         Arc::clone(outbox),
         ctx.server.info(),
+        tasks,
     );
     // However this future ends (client cancellation may drop it), the stream leaves the hub.
     let _guard = StreamGuard { ctx, key };

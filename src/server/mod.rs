@@ -341,7 +341,12 @@ impl ServerOptions {
     /// [`ToolDef::task`](crate::core::ToolDef::task).
     #[must_use]
     pub fn task_store(mut self, store: Arc<dyn crate::core::tasks::TaskStore>) -> Self {
-        set_once(&mut self.task_store, store, "task_store", &mut self.repeated);
+        set_once(
+            &mut self.task_store,
+            store,
+            "task_store",
+            &mut self.repeated,
+        );
         self
     }
 
@@ -350,7 +355,12 @@ impl ServerOptions {
     /// are [`ConfigError::InvalidTaskLimits`].
     #[must_use]
     pub fn task_limits(mut self, limits: crate::core::tasks::TaskLimits) -> Self {
-        set_once(&mut self.task_limits, limits, "task_limits", &mut self.repeated);
+        set_once(
+            &mut self.task_limits,
+            limits,
+            "task_limits",
+            &mut self.repeated,
+        );
         self
     }
 
@@ -751,7 +761,9 @@ impl Server {
             return Err(ConfigError::InvalidTaskLimits(task_limits));
         }
         let task_store = options.task_store.unwrap_or_else(|| {
-            Arc::new(crate::core::tasks::MemoryTaskStore::new(task_limits.max_tasks))
+            Arc::new(crate::core::tasks::MemoryTaskStore::new(
+                task_limits.max_tasks,
+            ))
         });
         let instance = InstanceId::random().map_err(|_| ConfigError::Entropy)?;
         let (bus, shared_bus) = match options.bus {
@@ -934,7 +946,7 @@ impl Server {
         let budget_ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
         // Running tasks end `cancelled` (their work is told to stop; Status counts them until
         // it has).
-        self.inner.tasks.cancel_all(self.wall_now().0).await;
+        self.inner.tasks.cancel_all(self, self.wall_now().0).await;
         let effects = lock(&self.inner.lifecycle)
             .handle(self.now(), EpochEvent::Shutdown { budget_ms })
             .0;

@@ -33,7 +33,7 @@ use super::publication::{PartsOutcome, ResultParts};
 use super::{lock, Cause, Server};
 use crate::core::store::StoreError;
 use crate::core::tasks::{TaskLimits, TaskMode, TaskRecord, TaskStore};
-use crate::core::{CancelToken, Caller, CoreError};
+use crate::core::{Caller, CancelToken, CoreError};
 use crate::wire::tasks::{missing_capability_data, TaskDetail, TaskError, TaskStatus};
 
 /// One run of a task's work (the tool invocation with the answers gathered so far).
@@ -85,10 +85,27 @@ impl Tasks {
                 }
             }
         }
+        // A shared store drops records at their deadline itself: live work whose record is
+        // gone is cancelled too.
+        let live: Vec<(String, Live)> = lock(&self.live)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (id, l) in live {
+            if matches!(self.store.load(&id).await, Ok(None)) {
+                l.cancel.cancel();
+                l.wake.notify(usize::MAX);
+            }
+        }
     }
 
     /// The caller's task, after a sweep: `None` for an unknown, purged or foreign one.
-    async fn owned(&self, now_ms: u64, owner: &str, id: &str) -> Result<Option<TaskRecord>, Answer> {
+    async fn owned(
+        &self,
+        now_ms: u64,
+        owner: &str,
+        id: &str,
+    ) -> Result<Option<TaskRecord>, Answer> {
         self.sweep(now_ms).await;
         match self.store.load(id).await {
             Ok(Some(r)) if r.owner == owner => Ok(Some(r)),
@@ -131,7 +148,14 @@ impl Tasks {
 
     /// The terminal state `detail` for a task, unless it is already terminal (cancel racing
     /// completion: the first write wins).
-    async fn finish(&self, id: &str, now_ms: u64, detail: TaskDetail, message: Option<String>) {
+    async fn finish(
+        &self,
+        server: &Server,
+        id: &str,
+        now_ms: u64,
+        detail: TaskDetail,
+        message: Option<String>,
+    ) {
         let done = self
             .rewrite(id, |r| {
                 if r.status().is_terminal() {
@@ -145,24 +169,54 @@ impl Tasks {
                 Some(next)
             })
             .await;
-        if let Err(e) = done {
-            tracing::error!(task = id, error = %e, "task result could not be stored");
+        match done {
+            Ok(Some(record)) => announce(server, &record),
+            Ok(None) => {}
+            Err(e) => tracing::error!(task = id, error = %e, "task result could not be stored"),
         }
     }
 
     /// Cancels every live task (shutdown): marks it `cancelled` and fires its token.
-    pub(crate) async fn cancel_all(&self, now_ms: u64) {
+    pub(crate) async fn cancel_all(&self, server: &Server, now_ms: u64) {
         let live: Vec<(String, Live)> = lock(&self.live)
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (id, l) in live {
-            self.finish(&id, now_ms, TaskDetail::Cancelled, Some("server shutting down".into()))
-                .await;
+            self.finish(
+                server,
+                &id,
+                now_ms,
+                TaskDetail::Cancelled,
+                Some("server shutting down".into()),
+            )
+            .await;
             l.cancel.cancel();
             l.wake.notify(usize::MAX);
         }
     }
+}
+
+/// `notifications/tasks` for a task's new state, to the listen streams that follow it.
+fn announce(server: &Server, record: &TaskRecord) {
+    server.listens().task_status(&record.detailed());
+}
+
+/// The ids among `ids` that are the caller's tasks now (a listen's granted `taskIds`).
+pub(crate) async fn owned_ids(
+    ctx: &Ctx,
+    ids: std::collections::BTreeSet<String>,
+) -> std::collections::BTreeSet<String> {
+    let tasks = ctx.server.tasks();
+    let owner = owner_of(&ctx.caller);
+    let now = ctx.server.wall_now().0;
+    let mut granted = std::collections::BTreeSet::new();
+    for id in ids {
+        if matches!(tasks.owned(now, &owner, &id).await, Ok(Some(_))) {
+            granted.insert(id);
+        }
+    }
+    granted
 }
 
 /// The owner key of a caller: its principal, or the anonymous caller.
@@ -197,6 +251,25 @@ fn result_map(parts: &ResultParts) -> Map<String, Value> {
         map.insert("isError".into(), json!(true));
     }
     map
+}
+
+/// The terminal state of a finished run: a tool result is `completed` (`isError: true`
+/// included), except the `internal` failure (a handler that panicked or failed internally),
+/// which is the server's own failure and leaves the task `failed` with -32603.
+fn finished(parts: &ResultParts) -> TaskDetail {
+    let internal = parts.is_error
+        && parts
+            .structured
+            .as_deref()
+            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+            .is_some_and(|v| v.pointer("/failure/code") == Some(&json!("internal")));
+    if internal {
+        TaskDetail::Failed { error: panicked() }
+    } else {
+        TaskDetail::Completed {
+            result: result_map(parts),
+        }
+    }
 }
 
 fn task_error(e: &CoreError) -> TaskError {
@@ -260,18 +333,11 @@ pub(crate) async fn start(
             if mode != TaskMode::Required {
                 return Ok(HandlerOut::Complete(Answer::ToolResult(parts)));
             }
-            TaskDetail::Completed {
-                result: result_map(&parts),
-            }
+            finished(&parts)
         }
-        Some(Ok(Err(e))) => {
-            if mode != TaskMode::Required {
-                return Err(Answer::from_core(&e));
-            }
-            TaskDetail::Failed {
-                error: task_error(&e),
-            }
-        }
+        // A protocol error before the work suspends (unknown tool, bad params) is the
+        // request's own error, whatever the mode: no task for it.
+        Some(Ok(Err(e))) => return Err(Answer::from_core(&e)),
     };
     let now = server.wall_now().0;
     tasks.sweep(now).await;
@@ -360,14 +426,28 @@ async fn run(
             Err(Panicked) => {
                 tracing::error!(task = %id, "task worker panicked");
                 tasks
-                    .finish(&id, now, TaskDetail::Failed { error: panicked() }, None)
+                    .finish(
+                        &server,
+                        &id,
+                        now,
+                        TaskDetail::Failed { error: panicked() },
+                        None,
+                    )
                     .await;
                 break;
             }
             Ok(Err(e)) => {
                 let message = Some(e.to_string());
                 tasks
-                    .finish(&id, now, TaskDetail::Failed { error: task_error(&e) }, message)
+                    .finish(
+                        &server,
+                        &id,
+                        now,
+                        TaskDetail::Failed {
+                            error: task_error(&e),
+                        },
+                        message,
+                    )
                     .await;
                 break;
             }
@@ -375,11 +455,9 @@ async fn run(
                 let detail = if cancel.is_cancelled() {
                     TaskDetail::Cancelled
                 } else {
-                    TaskDetail::Completed {
-                        result: result_map(&parts),
-                    }
+                    finished(&parts)
                 };
-                tasks.finish(&id, now, detail, None).await;
+                tasks.finish(&server, &id, now, detail, None).await;
                 break;
             }
             Ok(Ok(PartsOutcome::InputRequired { requests })) => {
@@ -425,8 +503,9 @@ async fn park(
             Some(next)
         })
         .await;
-    if !matches!(parked, Ok(Some(_))) {
-        return None;
+    match parked {
+        Ok(Some(record)) => announce(server, &record),
+        _ => return None,
     }
     loop {
         let listener = wake.listen();
@@ -466,7 +545,7 @@ pub(crate) async fn route(ctx: &Ctx, method: &str, params: &Params<'_>) -> Answe
     match method {
         crate::wire::tasks::TASKS_GET => body(&record.detailed().to_json(), "complete"),
         crate::wire::tasks::TASKS_UPDATE => update(ctx, tasks, &id, params, now).await,
-        _ => cancel(tasks, &id, now).await,
+        _ => cancel(server, tasks, &id, now).await,
     }
 }
 
@@ -480,7 +559,6 @@ async fn update(ctx: &Ctx, tasks: &Tasks, id: &str, params: &Params<'_>, now: u6
             return Answer::error(Cause::InvalidParams, "inputResponses must be an object");
         }
     };
-    let _ = ctx;
     let written = tasks
         .rewrite(id, |r| {
             let TaskDetail::InputRequired { input_requests } = &r.detail else {
@@ -511,7 +589,8 @@ async fn update(ctx: &Ctx, tasks: &Tasks, id: &str, params: &Params<'_>, now: u6
         })
         .await;
     match written {
-        Ok(Some(_)) => {
+        Ok(Some(record)) => {
+            announce(&ctx.server, &record);
             if let Some(l) = lock(&tasks.live).get(id) {
                 l.wake.notify(usize::MAX);
             }
@@ -522,10 +601,16 @@ async fn update(ctx: &Ctx, tasks: &Tasks, id: &str, params: &Params<'_>, now: u6
     }
 }
 
-async fn cancel(tasks: &Tasks, id: &str, now: u64) -> Answer {
+async fn cancel(server: &Server, tasks: &Tasks, id: &str, now: u64) -> Answer {
     // Terminal tasks get the same empty ack (idempotent).
     tasks
-        .finish(id, now, TaskDetail::Cancelled, Some("cancelled by the client".into()))
+        .finish(
+            server,
+            id,
+            now,
+            TaskDetail::Cancelled,
+            Some("cancelled by the client".into()),
+        )
         .await;
     if let Some(l) = lock(&tasks.live).get(id) {
         l.cancel.cancel();

@@ -75,7 +75,7 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     // The Tasks extension: the server alone decides (no client hint; a legacy `task` param
     // is ignored). Without the per-request declaration a task tool runs synchronously, or
     // -32021 when it always needs a task, before the handler runs.
-    let task_mode = ctx.registry.tool_task_mode(&tool);
+    let task_mode = ctx.registry.tool_task_mode(&ctx.caller, &tool);
     let as_task = task_mode != TaskMode::Never && ctx.caps.declares_tasks();
     if task_mode == TaskMode::Required && !ctx.caps.declares_tasks() {
         return super::tasks::missing_extension();
@@ -94,8 +94,14 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
                 let call = call?;
                 if as_task {
                     let remake = remake(ctx, call, tool, limit);
-                    return super::tasks::start(&ctx.server, &ctx.caller, task_mode, remake, answers)
-                        .await;
+                    return super::tasks::start(
+                        &ctx.server,
+                        &ctx.caller,
+                        task_mode,
+                        remake,
+                        answers,
+                    )
+                    .await;
                 }
                 let token = inv.cancel_token().clone();
                 let work = publication.call_tool_parts(&ctx.registry, inv, call);

@@ -441,6 +441,64 @@ pub fn status_notification_params(task: &DetailedTask, subscription_id: &str) ->
     )
 }
 
+/// The most task ids one `subscriptions/listen` may follow (a bound on the per-stream set and on
+/// the store look-ups its acknowledgement costs).
+pub const MAX_LISTEN_TASK_IDS: usize = 256;
+
+/// Why a listen filter's `taskIds` is refused (-32602).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ListenTaskIdsError {
+    /// `notifications.taskIds` is not an array of strings.
+    #[error("notifications.taskIds must be an array of strings")]
+    NotStrings,
+    /// More ids than [`MAX_LISTEN_TASK_IDS`].
+    #[error("notifications.taskIds lists more than 256 tasks")]
+    TooMany,
+}
+
+/// The `taskIds` a listen request's `notifications` filter (its exact JSON text) asks to
+/// follow: `None` when absent.
+///
+/// # Errors
+/// [`ListenTaskIdsError`] for a member of the wrong type or past the bound.
+pub fn listen_task_ids(
+    notifications: &str,
+) -> Result<Option<std::collections::BTreeSet<String>>, ListenTaskIdsError> {
+    let filter: Value = serde_json::from_str(notifications).unwrap_or(Value::Null);
+    let Some(ids) = filter.get(LISTEN_TASK_IDS) else {
+        return Ok(None);
+    };
+    let ids: Vec<String> =
+        serde_json::from_value(ids.clone()).map_err(|_| ListenTaskIdsError::NotStrings)?;
+    if ids.len() > MAX_LISTEN_TASK_IDS {
+        return Err(ListenTaskIdsError::TooMany);
+    }
+    Ok(Some(ids.into_iter().collect()))
+}
+
+/// The acknowledgement params of a listen stream that follows tasks: as
+/// [`crate::wire::listen::acknowledged_params`], with the granted `taskIds` in the filter.
+#[must_use]
+pub fn acknowledged_params_with_tasks(
+    id: &crate::wire::listen::SubscriptionId,
+    filter: &crate::wire::listen::Filter,
+    task_ids: &std::collections::BTreeSet<String>,
+) -> String {
+    let mut notifications: Map<String, Value> =
+        serde_json::from_str(&filter.to_json()).unwrap_or_default();
+    notifications.insert(
+        LISTEN_TASK_IDS.into(),
+        Value::Array(task_ids.iter().cloned().map(Value::String).collect()),
+    );
+    format!(
+        r#"{{"notifications":{},"_meta":{{"{}":{}}}}}"#,
+        Value::Object(notifications),
+        super::meta::SUBSCRIPTION_ID,
+        id.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,7 +526,9 @@ mod tests {
         assert_eq!(back, handle(TaskStatus::Working));
         // ttlMs is required (integer or null), never absent.
         assert!(matches!(
-            read_create_result(&json!({"resultType":"task","taskId":"t","status":"working","createdAt":"c","lastUpdatedAt":"u"})),
+            read_create_result(
+                &json!({"resultType":"task","taskId":"t","status":"working","createdAt":"c","lastUpdatedAt":"u"})
+            ),
             Err(TaskShapeError::Malformed(_))
         ));
         for extra in ["result", "requestState", "inputRequests", "task", "ttl"] {
@@ -538,6 +598,43 @@ mod tests {
         assert_eq!(
             missing_capability_data().to_string(),
             r#"{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}"#
+        );
+    }
+
+    #[test]
+    fn n47_listen_task_ids_are_bounded_at_and_past_the_limit() {
+        assert_eq!(listen_task_ids(r#"{"toolsListChanged":true}"#), Ok(None));
+        assert_eq!(
+            listen_task_ids(r#"{"taskIds":[1]}"#),
+            Err(ListenTaskIdsError::NotStrings)
+        );
+        let ids = |n: usize| {
+            let list: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+            json!({ "taskIds": list }).to_string()
+        };
+        assert_eq!(
+            listen_task_ids(&ids(MAX_LISTEN_TASK_IDS))
+                .unwrap()
+                .unwrap()
+                .len(),
+            MAX_LISTEN_TASK_IDS
+        );
+        assert_eq!(
+            listen_task_ids(&ids(MAX_LISTEN_TASK_IDS + 1)),
+            Err(ListenTaskIdsError::TooMany)
+        );
+        let filter = crate::wire::listen::Filter {
+            tools_list_changed: true,
+            ..Default::default()
+        };
+        let granted = ["b".to_owned(), "a".to_owned()].into_iter().collect();
+        assert_eq!(
+            acknowledged_params_with_tasks(
+                &crate::wire::listen::SubscriptionId("7".into()),
+                &filter,
+                &granted
+            ),
+            r#"{"notifications":{"taskIds":["a","b"],"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}"#
         );
     }
 
