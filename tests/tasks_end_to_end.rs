@@ -3,11 +3,12 @@
 //! every `tasks/*` request, so each poll that succeeds proves the client's header): task
 //! creation, completion with the result read against the tool's output schema, an input
 //! round inside a task answered explicitly, cancel, -32021 without the declaration, unknown
-//! and foreign task ids, and a follow that falls back to polling.
-//! Requirement ids: N11, N12, N36, N38, N41–N44, N46, I15.
+//! and foreign task ids, and a follow that takes `notifications/tasks` from a listen stream.
+//! Requirement ids: N11, N12, N36, N38, N41–N44, N46, N47, I15.
 #![forbid(unsafe_code)]
 #![cfg(all(feature = "server", feature = "http"))]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,15 +17,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::tasks::{TaskCall, TaskError, TrackedTask};
+use strict_mcp::client::transport::InboundSink;
 use strict_mcp::client::{
-    CallOptions, Client, ClientError, ClientOptions, RoundInput, RpcErrorKind, ToolOutcome,
-    Transport,
+    BoxFuture, CallOptions, Client, ClientError, ClientOptions, Inbound, RoundInput, RpcErrorKind,
+    ToolOutcome, Transport, TransportError, MAX_POLL_INTERVAL,
 };
 use strict_mcp::core::tasks::TaskMode;
 use strict_mcp::core::{Caller, Invocation, Outcome, RegistryBuilder, ToolDef};
 use strict_mcp::server::http::{serve, HttpConfig, McpHttp};
 use strict_mcp::server::{Server, ServerOptions};
 use strict_mcp::testing::InMemoryTransport;
+use strict_mcp::wire::jsonrpc::Message;
 use strict_mcp::wire::tasks::TaskStatus;
 
 /// The longest wait for one task (they finish within a fraction of a second).
@@ -94,6 +97,58 @@ fn server() -> Server {
     Server::new(registry, ServerOptions::new().mode("direct")).expect("server")
 }
 
+/// A transport that counts the `tasks/get` requests it passes on.
+struct Counting {
+    inner: Arc<dyn Transport>,
+    gets: AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn Transport>) -> Arc<Counting> {
+        Arc::new(Counting {
+            inner,
+            gets: AtomicUsize::new(0),
+        })
+    }
+
+    fn count(&self, message: &Message) {
+        if matches!(message, Message::Request(r) if r.method == "tasks/get") {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Transport for Counting {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.count(message);
+        self.inner.send(message)
+    }
+
+    fn send_request<'a>(
+        &'a self,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<Option<Inbound>, TransportError>> {
+        self.count(message);
+        self.inner.send_request(message)
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Result<Inbound, TransportError>> {
+        self.inner.recv()
+    }
+
+    fn attach(&self, sink: InboundSink) -> bool {
+        self.inner.attach(sink)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+
+    fn announces_cancellation(&self) -> bool {
+        self.inner.announces_cancellation()
+    }
+}
+
 fn object(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()
 }
@@ -124,8 +179,8 @@ async fn task_of(client: &Client, name: &str, args: Value, options: &CallOptions
     }
 }
 
-/// The whole walk on one connection.
-async fn walk(client: &Client) {
+/// The whole walk on one connection; `gets` counts the `tasks/get` requests sent.
+async fn walk(client: &Client, gets: &AtomicUsize) {
     assert!(client.tasks_advertised());
     let options = CallOptions::default();
     client.list_tools(&options).await.expect("tools/list");
@@ -221,13 +276,23 @@ async fn walk(client: &Client) {
         .await
         .expect("cancel again");
 
-    // Our server acknowledges a listen without task notifications: the follow polls.
-    let tracked = task_of(client, "slow", json!({"ms": 100}), &options).await;
+    // Followed on subscriptions/listen: our server grants the task id and pushes
+    // notifications/tasks, so one tasks/get (right after the acknowledgement) is all the
+    // follow sends; the poll backstop would come only after MAX_POLL_INTERVAL (N47).
+    let tracked = task_of(client, "slow", json!({"ms": 300}), &options).await;
+    let before = gets.load(Ordering::SeqCst);
+    let started = std::time::Instant::now();
     let done = client
         .follow_task(&tracked, WAIT, &options)
         .await
         .expect("follow");
     assert_eq!(done.task.status, TaskStatus::Completed);
+    assert_eq!(gets.load(Ordering::SeqCst) - before, 1);
+    assert!(
+        started.elapsed() < MAX_POLL_INTERVAL,
+        "{:?}",
+        started.elapsed()
+    );
 
     // An unknown id is -32602, typed (N12).
     let e = client.get_task("no-such-task", &options).await.unwrap_err();
@@ -237,9 +302,12 @@ async fn walk(client: &Client) {
 #[tokio::test]
 async fn n12_our_client_against_our_server_in_memory() {
     let server = server();
-    let transport = Arc::new(InMemoryTransport::new(server.clone(), Caller::new("alice")));
-    let client = connect(transport).await;
-    walk(&client).await;
+    let transport = Counting::new(Arc::new(InMemoryTransport::new(
+        server.clone(),
+        Caller::new("alice"),
+    )));
+    let client = connect(transport.clone()).await;
+    walk(&client, &transport.gets).await;
     // Tasks are bound to their caller: another principal sees an unknown task.
     let options = CallOptions::default();
     let tracked = task_of(&client, "slow", json!({"ms": 5000}), &options).await;
@@ -274,8 +342,8 @@ async fn n46_our_client_against_our_server_over_http() {
         McpHttp::new(server(), HttpConfig::default()),
         std::future::pending(),
     ));
-    let transport = Arc::new(HttpTransport::new(&url, None).expect("transport"));
-    let client = connect(transport).await;
-    walk(&client).await;
+    let transport = Counting::new(Arc::new(HttpTransport::new(&url, None).expect("transport")));
+    let client = connect(transport.clone()).await;
+    walk(&client, &transport.gets).await;
     host.abort();
 }
