@@ -202,6 +202,25 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
         .await
         .expect("cancel again");
 
+    // The SDK grants no task notifications on subscriptions/listen: a follow polls instead.
+    let TaskCall::Task(created) = client
+        .call_tool_task(
+            "slow",
+            object(json!({"ms": 200})),
+            RoundInput::first(),
+            &options,
+        )
+        .await
+        .expect("slow")
+    else {
+        panic!("expected a task");
+    };
+    let done = client
+        .follow_task(&TrackedTask::new(created.task_id.clone()), WAIT, &options)
+        .await
+        .expect("follow");
+    assert_eq!(done.task.status, TaskStatus::Completed);
+
     // An unknown task id is -32602, typed.
     let e = client.get_task("no-such-task", &options).await.unwrap_err();
     assert!(
