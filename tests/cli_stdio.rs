@@ -16,10 +16,29 @@ const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
 const RUN_BOUND: Duration = Duration::from_secs(60);
 
 fn wait_bounded(mut child: Child) -> Output {
+    // Both pipes are read while the child runs: output past the pipe buffer (the bash
+    // completion script is over 64 KiB) would otherwise block the child until the bound.
+    fn drain(
+        pipe: Option<impl std::io::Read + Send + 'static>,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let start = Instant::now();
     loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Output {
+                status,
+                stdout: stdout.join().expect("stdout reader"),
+                stderr: stderr.join().expect("stderr reader"),
+            };
         }
         if start.elapsed() > RUN_BOUND {
             let _ = child.kill();

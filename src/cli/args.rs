@@ -19,7 +19,7 @@ Server selection (one of):
   --demo               spawn this binary's demo server (strict-mcp demo serve)
 
 --json prints one JSON record per line, in arrival order, with every answer byte-exact:
-  {\"kind\":\"result\"|\"page\"|\"error\"|\"input_required\"|\"tool_error\",\"method\":M,
+  {\"kind\":\"result\"|\"page\"|\"error\"|\"input_required\"|\"tool_error\"|\"task\",\"method\":M,
    \"page\":N (list pages),\"result\":{...} | \"error\":{...}}
 
 --responses FILE answers input requests (MRTR) without prompting:
@@ -39,6 +39,8 @@ Exit codes:
   5    invalid or unrecognised result
   6    input required (no --responses round left, or a terminal question unanswered)
   7    check found a rule that does not hold
+  8    tasks: the task ended cancelled
+  9    tasks: the task was still running when --for ran out
   130  interrupted (Ctrl-C): the call was cancelled and the server shut down";
 
 /// `strict-mcp`: a strict, bounded MCP client for revision 2026-07-28, and a demo server.
@@ -159,6 +161,11 @@ pub enum Command {
     /// The built-in demo server.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// The Tasks extension (io.modelcontextprotocol/tasks): call a tool the server may run
+    /// as a task, then get, wait for, answer or cancel the task by its id. Every request of
+    /// these declares the extension; nothing answers a task's input on its own.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
 }
 
 /// `tools …`.
@@ -323,5 +330,59 @@ pub enum DemoCommand {
         /// Answer this browser origin with CORS over --http (repeatable; loopback origins only).
         #[arg(long = "cors-origin", value_name = "ORIGIN")]
         cors_origins: Vec<String>,
+    },
+}
+
+/// `tasks …`: every request declares the Tasks extension. Exit codes as for `tools call`,
+/// and for a wait: 0 completed, 1 completed with isError, 4 failed (the task's JSON-RPC
+/// error), 6 input required (answer with `tasks update`), 8 cancelled, 9 still running when
+/// --for ran out (wait again by its id).
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Call a tool declaring the extension: prints the task when the server makes the call
+    /// one (resultType "task"), else the result as `tools call` does.
+    Call {
+        /// The tool's name (case-sensitive, never rewritten).
+        name: String,
+        /// The arguments.
+        #[command(flatten)]
+        arguments: ArgumentFlags,
+        /// Then wait for the task as `tasks wait` does.
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: the longest wait, in seconds (1 to 3600).
+        #[arg(long = "for", value_name = "SECS", default_value_t = 60)]
+        duration: u64,
+    },
+    /// tasks/get once: the task's current state, its result inlined once completed (exit 0
+    /// whatever the state).
+    Get {
+        /// The task id.
+        task_id: String,
+    },
+    /// Poll tasks/get until the task ends or asks for input: every pollIntervalMs the server
+    /// gives (kept within 50 ms to 10 s), else backing off from 250 ms to 10 s.
+    Wait {
+        /// The task id.
+        task_id: String,
+        /// The longest wait, in seconds (1 to 3600).
+        #[arg(long = "for", value_name = "SECS", default_value_t = 60)]
+        duration: u64,
+    },
+    /// tasks/update: answer outstanding input requests of the task (read first with
+    /// tasks/get): a JSON object keyed like its inputRequests, a subset allowed.
+    Update {
+        /// The task id.
+        task_id: String,
+        /// The answers, e.g. '{"confirm":{"action":"accept","content":{"ok":true}}}'; `-`
+        /// reads them from stdin.
+        #[arg(long, value_name = "JSON|-")]
+        input: String,
+    },
+    /// tasks/cancel: ask the server to cancel the task (cooperative: `tasks get` shows how
+    /// it ended).
+    Cancel {
+        /// The task id.
+        task_id: String,
     },
 }

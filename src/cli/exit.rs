@@ -1,7 +1,7 @@
 //! The exit-code table: one code per outcome class, so scripts can branch on the class
 //! without parsing output.
 
-use crate::client::{ClientError, ConnectError};
+use crate::client::{ClientError, ConnectError, TaskError};
 
 /// How a run ended; `as i32` is the process exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +22,10 @@ pub enum Exit {
     InputRequired = 6,
     /// `check` found a rule that does not hold.
     CheckFailed = 7,
+    /// A waited-for task ended cancelled.
+    TaskCancelled = 8,
+    /// A waited-for task was still running when the wait ran out.
+    TaskPending = 9,
     /// Interrupted (Ctrl-C); the call was cancelled and the server shut down.
     Interrupted = 130,
 }
@@ -45,6 +49,17 @@ impl Exit {
             | ClientError::Declined(_) => Exit::InputRequired,
             ClientError::ToolFailed(_) => Exit::ToolError,
             ClientError::Request(_) => Exit::Usage,
+        }
+    }
+
+    /// The class of a failed task request or wait.
+    #[must_use]
+    pub fn of_task(error: &TaskError) -> Exit {
+        match error {
+            TaskError::UnknownTask { .. } | TaskError::NotNegotiated(_) => Exit::Protocol,
+            TaskError::WaitDeadline { .. } => Exit::TaskPending,
+            TaskError::Invalid { .. } => Exit::InvalidResult,
+            TaskError::Client(e) => Exit::of(e),
         }
     }
 

@@ -106,6 +106,11 @@ fn kind_of(record: &Record) -> &'static str {
                     result_type: Some("input_required"),
                     ..
                 }) => "input_required",
+                // A tools/call the server runs as a task (the Tasks extension).
+                Ok(Probe {
+                    result_type: Some("task"),
+                    ..
+                }) => "task",
                 Ok(Probe {
                     is_error: Some(true),
                     ..

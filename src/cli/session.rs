@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cli::args::{
     ArgumentFlags, CheckArgs, Command, CompleteArgs, Global, ListenArgs, PromptsCommand,
-    ResourcesCommand, ToolsCommand,
+    ResourcesCommand, TasksCommand, ToolsCommand,
 };
 use crate::cli::exit::Exit;
 use crate::cli::input::{self, ArgumentSource, Arguments, InputError, Responses};
@@ -33,6 +33,10 @@ use crate::wire::listen::{Change, Filter};
 use crate::wire::logging::LogLevel;
 use crate::wire::result::Method;
 use crate::wire::InputRequiredResult;
+
+// `strict-mcp tasks …`: a child of this module, so it drives the same `Session`.
+#[path = "tasks.rs"]
+mod tasks;
 
 /// How long an interrupted run waits for its `notifications/cancelled` to reach the wire
 /// before shutting the transport down.
@@ -316,7 +320,8 @@ pub async fn run(global: &Global, command: Command) -> Exit {
         }
         let arguments = match &command {
             Command::Tools(ToolsCommand::Call { arguments, .. })
-            | Command::Prompts(PromptsCommand::Get { arguments, .. }) => read_flags(arguments)?,
+            | Command::Prompts(PromptsCommand::Get { arguments, .. })
+            | Command::Tasks(TasksCommand::Call { arguments, .. }) => read_flags(arguments)?,
             _ => None,
         };
         if global.interactive && !std::io::stdin().is_terminal() {
@@ -550,6 +555,7 @@ impl Session {
             }
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
+            Command::Tasks(command) => self.tasks(command, arguments, responses).await,
             Command::Completions { .. }
             | Command::Demo(_)
             | Command::Check(_)

@@ -486,6 +486,20 @@ impl Client {
     pub fn options(&self) -> &ClientOptions {
         &self.shared.options
     }
+
+    /// An extension method's result came without `resultType`: read as `complete` and
+    /// recorded, or refused in strict mode (as core results are).
+    pub(crate) fn lenient_result_type(&self, method: &str) -> Result<(), ClientError> {
+        let leniency = Leniency::MissingResultType {
+            method: method.to_owned(),
+        };
+        if self.shared.options.strict {
+            return Err(ClientError::Invalid(InvalidResult::Lenient(leniency)));
+        }
+        tracing::debug!(%leniency, "read leniently");
+        lock(&self.shared.diagnostics).record(leniency);
+        Ok(())
+    }
 }
 
 /// `data.supported` of a -32022, when it is a list of strings.

@@ -72,7 +72,7 @@ impl RoundInput {
         Ok(Self::answer(previous, responses))
     }
 
-    fn write(self, params: &mut Map<String, Value>) {
+    pub(crate) fn write(self, params: &mut Map<String, Value>) {
         if let Some(responses) = self.input_responses {
             params.insert("inputResponses".into(), Value::Object(responses));
         }
@@ -111,7 +111,7 @@ pub fn check_answers(
     Ok(())
 }
 
-fn check_elicit_result(answer: &Value, url: bool) -> Result<(), String> {
+pub(crate) fn check_elicit_result(answer: &Value, url: bool) -> Result<(), String> {
     let Some(object) = answer.as_object() else {
         return Err("an elicitation answer is an object".to_owned());
     };
@@ -384,6 +384,7 @@ impl Client {
         round: RoundInput,
         options: &CallOptions,
     ) -> Result<ToolOutcome, ClientError> {
+        refuse_tasks_declaration(options)?;
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_owned()));
         if let Some(arguments) = arguments {
@@ -409,14 +410,9 @@ impl Client {
         round: RoundInput,
         options: &CallOptions,
     ) -> Result<(ToolOutcome, Box<RawValue>), ClientError> {
+        refuse_tasks_declaration(options)?;
         if let Some(arguments) = arguments {
-            if !arguments.get().trim_start().starts_with('{') {
-                return Err(ClientError::Request(
-                    "tool arguments must be a JSON object".to_owned(),
-                ));
-            }
-            crate::client::digest::canonical_json(arguments.get())
-                .map_err(|e| ClientError::Request(format!("tool arguments: {e}")))?;
+            check_exact_arguments(arguments)?;
         }
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_owned()));
@@ -481,7 +477,11 @@ impl Client {
 
     /// The typed outcome of a `tools/call` result: input required, the tool's own
     /// failure, or a success whose `structuredContent` matches the output schema.
-    fn tool_outcome(&self, name: &str, decoded: Decoded) -> Result<ToolOutcome, ClientError> {
+    pub(crate) fn tool_outcome(
+        &self,
+        name: &str,
+        decoded: Decoded,
+    ) -> Result<ToolOutcome, ClientError> {
         match decoded {
             Decoded::InputRequired(result) => Ok(ToolOutcome::InputRequired(InputRequired {
                 method: Method::ToolsCall.name().to_owned(),
@@ -531,7 +531,7 @@ impl Client {
 
     /// After a -32020: refreshes `tools/list`; `Ok` when `name` is still listed, so the call
     /// may be sent once more.
-    async fn refresh_after_mismatch(
+    pub(crate) async fn refresh_after_mismatch(
         &self,
         name: &str,
         mismatch: crate::client::RpcError,
@@ -745,6 +745,35 @@ impl Client {
             _ => Err(unexpected(Method::CompletionComplete)),
         }
     }
+}
+
+/// A call that declares the Tasks extension must be ready for a task answer, which
+/// [`ToolOutcome`] cannot hold: such calls go through [`Client::call_tool_task`].
+fn refuse_tasks_declaration(options: &CallOptions) -> Result<(), ClientError> {
+    if options
+        .capabilities
+        .as_ref()
+        .is_some_and(crate::wire::tasks::declares_tasks)
+    {
+        return Err(ClientError::Request(
+            "this call declares the Tasks extension, so the server may answer with a task: \
+             use call_tool_task (or call_tool_task_exact)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Exact tool arguments must be one JSON object without a repeated member.
+pub(crate) fn check_exact_arguments(arguments: &RawValue) -> Result<(), ClientError> {
+    if !arguments.get().trim_start().starts_with('{') {
+        return Err(ClientError::Request(
+            "tool arguments must be a JSON object".to_owned(),
+        ));
+    }
+    crate::client::digest::canonical_json(arguments.get())
+        .map_err(|e| ClientError::Request(format!("tool arguments: {e}")))?;
+    Ok(())
 }
 
 fn into_complete<T>(round: Round<T>) -> Result<T, ClientError> {

@@ -7,6 +7,7 @@
 //!   published (runtime-free).
 //! - `http`: the Streamable HTTP transport, one POST per message (feature `http`).
 //! - [`stdio`]: the child-process transport, line-framed through [`crate::codec`] (Unix).
+//! - [`tasks`]: the Tasks extension: task calls, polls with backoff, explicit updates, cancel.
 //! - [`transport`]: the message-level seam every transport implements.
 //! - [`Client`] ([`connection`], [`methods`], [`listen`]): discovery, requests with fresh
 //!   ids and deadlines, typed outcomes ([`error`]), list walks, MRTR rounds, listen streams.
@@ -27,6 +28,7 @@ pub mod listen;
 pub mod methods;
 #[cfg(all(unix, feature = "stdio"))]
 pub mod stdio;
+pub mod tasks;
 pub mod transport;
 
 pub use connection::{
@@ -44,5 +46,9 @@ pub use listen::{ListenError, ListenStream};
 pub use methods::{
     check_answers, ListPage, Round, RoundInput, ToolOutcome, MAX_DRIVEN_ROUNDS, MAX_LIST_ITEMS,
     MAX_LIST_PAGES,
+};
+pub use tasks::{
+    TaskCall, TaskError, TrackedTask, INITIAL_POLL_INTERVAL, MAX_ANSWERED_KEYS, MAX_POLL_INTERVAL,
+    MAX_TASK_WAIT, MIN_POLL_INTERVAL,
 };
 pub use transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};

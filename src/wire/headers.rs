@@ -961,6 +961,52 @@ mod tests {
     }
 
     #[test]
+    fn n12_n46_tasks_requests_mirror_their_task_id_into_mcp_name() {
+        let raw: Box<RawValue> = serde_json::from_str(
+            r#"{"taskId":"t-1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        )
+        .unwrap();
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            assert_eq!(
+                required_headers(method, Some(&raw), &[]).unwrap(),
+                [
+                    ("MCP-Protocol-Version".to_owned(), "2026-07-28".to_owned()),
+                    ("Mcp-Method".to_owned(), method.to_owned()),
+                    ("Mcp-Name".to_owned(), "t-1".to_owned()),
+                ]
+            );
+            let mirrored = Mirrored::of(Some(&raw));
+            let sent = |name: &'static [u8]| {
+                vec![
+                    ("mcp-protocol-version", &b"2026-07-28"[..]),
+                    ("mcp-method", method.as_bytes()),
+                    ("mcp-name", name),
+                ]
+            };
+            assert_eq!(
+                check_request_headers(&sent(b"t-1")[..], method, &mirrored, None),
+                Ok(())
+            );
+            assert_eq!(
+                check_request_headers(&sent(b"t-2")[..], method, &mirrored, None),
+                Err(HeaderError::Mismatch("Mcp-Name".to_owned()))
+            );
+            let without = &sent(b"t-1")[..2];
+            assert_eq!(
+                check_request_headers(without, method, &mirrored, None),
+                Err(HeaderError::Missing("Mcp-Name".to_owned()))
+            );
+        }
+        // Other methods never read taskId.
+        assert_eq!(
+            required_headers("tools/list", Some(&raw), &[])
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+
+    #[test]
     fn property_paths_follow_properties_chains() {
         assert_eq!(property_path("/properties/a"), ["a"]);
         assert_eq!(

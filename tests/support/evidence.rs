@@ -278,6 +278,18 @@ pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("bench", &["server/discover", "tools/list", "tools/call"]),
     ("completions", &[]),
     ("demo serve", &[]),
+    // The Tasks extension (issue #21): its methods sit outside the core method table.
+    (
+        "tasks call",
+        &["server/discover", "tools/list", "tools/call", "tasks/get"],
+    ),
+    ("tasks get", &["server/discover", "tasks/get"]),
+    ("tasks wait", &["server/discover", "tasks/get"]),
+    (
+        "tasks update",
+        &["server/discover", "tasks/get", "tasks/update"],
+    ),
+    ("tasks cancel", &["server/discover", "tasks/cancel"]),
 ];
 
 // ---------------------------------------------------------------------------------------------
