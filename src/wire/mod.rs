@@ -16,6 +16,7 @@ pub mod methods;
 pub mod pin;
 pub mod progress;
 pub mod result;
+pub mod skills;
 
 pub use crate::generated::*;
 
