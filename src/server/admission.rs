@@ -358,7 +358,7 @@ fn method_served(method: &str, registry: &Registry) -> bool {
         Some(Needs::Resources) => registry.has_resources(),
         Some(Needs::Prompts) => registry.has_prompts(),
         Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
-        None => false,
+        None => super::skills::served(method, registry),
     }
 }
 

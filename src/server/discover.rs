@@ -26,6 +26,14 @@ pub(crate) fn discover(ctx: &Ctx) -> Answer {
     if registry.has_prompts() || registry.has_resources() {
         caps.insert("completions".into(), json!({}));
     }
+    // Extensions, each while its contract is active (O119).
+    let mut extensions = Map::new();
+    if let Some((id, value)) = super::skills::declaration(ctx) {
+        extensions.insert(id.into(), value);
+    }
+    if !extensions.is_empty() {
+        caps.insert("extensions".into(), Value::Object(extensions));
+    }
     // Every handler may log for requests that ask (L1: declared because it can be emitted).
     caps.insert("logging".into(), json!({}));
     let mut body = Map::new();
