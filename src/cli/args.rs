@@ -159,6 +159,10 @@ pub enum Command {
     /// The built-in demo server.
     #[command(subcommand)]
     Demo(DemoCommand),
+    /// Skills extension (io.modelcontextprotocol/skills): list skills, get one entry, or load
+    /// one with its files verified.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
 }
 
 /// `tools …`.
@@ -317,5 +321,25 @@ pub enum DemoCommand {
         /// Entries per list page (to see pagination with a small value).
         #[arg(long, value_name = "N", default_value_t = crate::cli::demo::DEFAULT_PAGE_SIZE)]
         page_size: usize,
+    },
+}
+
+/// `skills …` (only against a server that declares the Skills extension; exit 5 otherwise).
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every listed skill, across pages (no file is read).
+    List,
+    /// One skill's entry by its SKILL.md URI (`skills/get`), listed or not.
+    Get {
+        /// The skill's SKILL.md URI.
+        uri: String,
+    },
+    /// Get the entry, read and verify SKILL.md (size, digest, frontmatter) and print it;
+    /// with FILE, also read and verify that file of the skill and print it instead.
+    Load {
+        /// The skill's SKILL.md URI.
+        uri: String,
+        /// A file of the skill: a URI from its entry, or a path relative to its directory.
+        file: Option<String>,
     },
 }
