@@ -101,14 +101,16 @@ impl Session {
             }
             return Exit::Success;
         };
-        let target = if entry.file(file).is_some() {
+        // A URI goes to the library as given (it refuses one the entry does not list); a
+        // relative path is resolved against the skill's directory.
+        let target = if file.contains("://") {
             file.to_owned()
         } else {
             match loaded.resolve(file) {
                 Some(uri) => uri,
                 None => {
                     self.flush();
-                    eprintln!("error: {file:?} is neither a URI of the skill nor a relative path inside it");
+                    eprintln!("error: {file:?} is not a relative path inside the skill");
                     return Exit::Usage;
                 }
             }
