@@ -3,7 +3,7 @@
 //!
 //! Shared by `examples/conformance_server.rs` (which serves them) and
 //! `tests/conformance_fixtures.rs` (which checks each one through the registry directly), so
-//! the only public items are [`registry`] and [`builder`].
+//! the only public items are [`registry`], [`builder`] and the skill texts.
 //!
 //! Every no-argument fixture is a *dynamic* tool with an explicit, closed, empty input schema:
 //! the suite prescribes exact content blocks (text, image, audio, embedded resources), which a
@@ -721,10 +721,13 @@ fn prompts() -> Vec<PromptDef> {
 // segments deep.
 
 /// The `pdf-processing` skill's manifest.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
 pub const PDF_SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\nmetadata:\n  version: \"1.0\"\n---\n\n# PDF processing\n\nFill forms as described in [the forms guide](references/FORMS.md).\n";
 /// Its supporting file.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
 pub const PDF_FORMS_MD: &str = "# Forms\n\nFields are filled in document order.\n";
 /// The nested-path skill's manifest.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
 pub const REVIEW_SKILL_MD: &str =
     "---\nname: code-review\ndescription: Review a change for correctness and style\n---\n\nRead the diff twice.\n";
 
