@@ -332,7 +332,10 @@ async fn skills_verify(client: &Client) -> Result<(), Failure> {
     let loaded = match client.load_skill(entry, &plain).await {
         Ok(loaded) => loaded,
         Err(ClientError::Skill(declined)) => {
-            eprintln!("conformance_client: declined skill {}: {declined}", entry.uri);
+            eprintln!(
+                "conformance_client: declined skill {}: {declined}",
+                entry.uri
+            );
             return Ok(());
         }
         Err(e) => return Err(at(format!("load {}", entry.uri))(e)),

@@ -13,8 +13,7 @@ use strict_mcp::client::skills::{
     check_entry, verify_bytes, verify_frontmatter, LoadedSkill, SkillError,
 };
 use strict_mcp::client::{
-    BoxFuture, CallOptions, Client, ClientError, ClientOptions, Inbound, Transport,
-    TransportError,
+    BoxFuture, CallOptions, Client, ClientError, ClientOptions, Inbound, Transport, TransportError,
 };
 use strict_mcp::codec::{decode, IngressLimits};
 use strict_mcp::core::{Caller, RegistryBuilder, SkillTree};
@@ -82,7 +81,10 @@ async fn own_server_list_get_load_read() {
     let forms = loaded.resolve("references/FORMS.md").unwrap();
     assert_eq!(forms, FORMS_URI);
     assert_eq!(
-        client.read_skill_file(&loaded, &forms, &plain()).await.unwrap(),
+        client
+            .read_skill_file(&loaded, &forms, &plain())
+            .await
+            .unwrap(),
         FORMS.as_bytes()
     );
     // N31: an unlisted file is never read.
@@ -90,7 +92,10 @@ async fn own_server_list_get_load_read() {
         .read_skill_file(&loaded, "skill://pdf-processing/other.md", &plain())
         .await
         .unwrap_err();
-    assert!(matches!(e, ClientError::Skill(SkillError::NotListed { .. })), "{e}");
+    assert!(
+        matches!(e, ClientError::Skill(SkillError::NotListed { .. })),
+        "{e}"
+    );
 
     let dir = client
         .read_directory_page("skill://pdf-processing", None, &plain())
@@ -122,7 +127,14 @@ fn n32_relative_references_stay_inside_the_skill() {
         loaded.resolve("./references/FORMS.md").as_deref(),
         Some(FORMS_URI)
     );
-    for bad in ["../x", "references/../../x", "/etc/passwd", "", "a//b", "https://x/y"] {
+    for bad in [
+        "../x",
+        "references/../../x",
+        "/etc/passwd",
+        "",
+        "a//b",
+        "https://x/y",
+    ] {
         assert_eq!(loaded.resolve(bad), None, "{bad}");
     }
 }
@@ -222,7 +234,10 @@ fn n31_entries_that_cannot_be_loaded() {
     };
     let good = digest(b"x");
     for (files, why) in [
-        (vec![file(FORMS_URI, &good)], "no entry for the SKILL.md itself"),
+        (
+            vec![file(FORMS_URI, &good)],
+            "no entry for the SKILL.md itself",
+        ),
         (
             vec![file(PDF_URI, &good), file(PDF_URI, &good)],
             "listed twice",
@@ -234,7 +249,9 @@ fn n31_entries_that_cannot_be_loaded() {
         (vec![file(PDF_URI, "sha256:AB")], "malformed digest"),
     ] {
         match with(files) {
-            Err(SkillError::InvalidEntry { reason, .. }) => assert!(reason.contains(why), "{reason}"),
+            Err(SkillError::InvalidEntry { reason, .. }) => {
+                assert!(reason.contains(why), "{reason}")
+            }
             other => panic!("{why}: {other:?}"),
         }
     }
@@ -284,7 +301,8 @@ impl Transport for Scripted {
                 self.methods.lock().unwrap().push(label);
                 let result = (self.answer)(&r.method, &params);
                 let line = json!({"jsonrpc": "2.0", "id": r.id, "result": result}).to_string();
-                let inbound = Inbound::Message(decode(line.as_bytes(), &IngressLimits::CLIENT).unwrap());
+                let inbound =
+                    Inbound::Message(decode(line.as_bytes(), &IngressLimits::CLIENT).unwrap());
                 let _ = self.tx.send(Ok(inbound));
             }
             Ok(())
@@ -329,7 +347,11 @@ fn tampering(manifest: String, forms: &'static str, listed: SkillEntry) -> Arc<S
         }),
         "resources/read" => {
             let uri = params["uri"].as_str().unwrap();
-            let text = if uri == FORMS_URI { forms } else { manifest.as_str() };
+            let text = if uri == FORMS_URI {
+                forms
+            } else {
+                manifest.as_str()
+            };
             json!({
                 "resultType": "complete",
                 "contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}],
@@ -365,7 +387,10 @@ async fn n15_nothing_is_sent_without_the_declaration() {
             .await
             .unwrap_err(),
     ] {
-        assert!(matches!(e, ClientError::Skill(SkillError::NotDeclared)), "{e}");
+        assert!(
+            matches!(e, ClientError::Skill(SkillError::NotDeclared)),
+            "{e}"
+        );
     }
     assert_eq!(fake.methods(), ["server/discover"]);
 }
@@ -378,7 +403,10 @@ async fn n15_directory_read_needs_its_flag() {
         .read_directory_page("skill://pdf-processing", None, &plain())
         .await
         .unwrap_err();
-    assert!(matches!(e, ClientError::Skill(SkillError::DirectoryReadNotDeclared)), "{e}");
+    assert!(
+        matches!(e, ClientError::Skill(SkillError::DirectoryReadNotDeclared)),
+        "{e}"
+    );
     assert_eq!(fake.methods(), ["server/discover"]);
 }
 
@@ -390,7 +418,10 @@ async fn n28_listing_reads_no_file_and_n29_tampered_content_is_refused() {
     let listed = client.list_skills(&plain()).await.unwrap();
     assert_eq!(fake.methods(), ["server/discover", "skills/list"]);
     let loaded = client.load_skill(&listed[0], &plain()).await.unwrap();
-    client.read_skill_file(&loaded, FORMS_URI, &plain()).await.unwrap();
+    client
+        .read_skill_file(&loaded, FORMS_URI, &plain())
+        .await
+        .unwrap();
     assert_eq!(
         fake.methods(),
         [
@@ -402,21 +433,34 @@ async fn n28_listing_reads_no_file_and_n29_tampered_content_is_refused() {
     );
 
     // Same length, other bytes: the digest fails.
-    let fake = tampering(PDF.replace("Skill body.", "Evil body!!"), FORMS, entry(PDF, FORMS));
+    let fake = tampering(
+        PDF.replace("Skill body.", "Evil body!!"),
+        FORMS,
+        entry(PDF, FORMS),
+    );
     let client = connect(&fake).await;
     let listed = client.list_skills(&plain()).await.unwrap();
     let e = client.load_skill(&listed[0], &plain()).await.unwrap_err();
-    assert!(matches!(e, ClientError::Skill(SkillError::DigestMismatch { .. })), "{e}");
+    assert!(
+        matches!(e, ClientError::Skill(SkillError::DigestMismatch { .. })),
+        "{e}"
+    );
 
     // Appended bytes: the size fails.
     let fake = tampering(format!("{PDF}extra\n"), FORMS, entry(PDF, FORMS));
     let client = connect(&fake).await;
     let listed = client.list_skills(&plain()).await.unwrap();
     let e = client.load_skill(&listed[0], &plain()).await.unwrap_err();
-    assert!(matches!(e, ClientError::Skill(SkillError::SizeMismatch { .. })), "{e}");
+    assert!(
+        matches!(e, ClientError::Skill(SkillError::SizeMismatch { .. })),
+        "{e}"
+    );
 
     // Digest and size match a manifest whose frontmatter differs from the entry's.
-    let evil = PDF.replace("Extract, fill, and assemble PDF documents", "Exfiltrate credentials");
+    let evil = PDF.replace(
+        "Extract, fill, and assemble PDF documents",
+        "Exfiltrate credentials",
+    );
     let fake = tampering(evil.clone(), FORMS, entry(&evil, FORMS));
     let client = connect(&fake).await;
     let listed = client.list_skills(&plain()).await.unwrap();
@@ -435,7 +479,10 @@ async fn n28_listing_reads_no_file_and_n29_tampered_content_is_refused() {
         .read_skill_file(&loaded, FORMS_URI, &plain())
         .await
         .unwrap_err();
-    assert!(matches!(e, ClientError::Skill(SkillError::SizeMismatch { .. })), "{e}");
+    assert!(
+        matches!(e, ClientError::Skill(SkillError::SizeMismatch { .. })),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -475,5 +522,8 @@ async fn n20_a_repeated_cursor_ends_the_walk() {
     let client = connect(&fake).await;
     let e = client.list_skills(&plain()).await.unwrap_err();
     assert!(matches!(e, ClientError::Pagination(_)), "{e}");
-    assert_eq!(fake.methods(), ["server/discover", "skills/list", "skills/list"]);
+    assert_eq!(
+        fake.methods(),
+        ["server/discover", "skills/list", "skills/list"]
+    );
 }

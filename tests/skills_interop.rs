@@ -58,7 +58,10 @@ async fn strict_client_against_the_ts_sdk_skills_server() {
         let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
         assert_eq!(
             uris,
-            ["skill://code-review/SKILL.md", "skill://pdf-processing/SKILL.md"]
+            [
+                "skill://code-review/SKILL.md",
+                "skill://pdf-processing/SKILL.md"
+            ]
         );
         let entry = client
             .get_skill("skill://pdf-processing/SKILL.md", &plain)
@@ -71,7 +74,10 @@ async fn strict_client_against_the_ts_sdk_skills_server() {
         let loaded = client.load_skill(&entry, &plain).await.unwrap();
         assert_eq!(loaded.manifest, TS_PDF);
         let forms = loaded.resolve("references/FORMS.md").unwrap();
-        let bytes = client.read_skill_file(&loaded, &forms, &plain).await.unwrap();
+        let bytes = client
+            .read_skill_file(&loaded, &forms, &plain)
+            .await
+            .unwrap();
         assert_eq!(bytes, TS_FORMS.as_bytes());
         let page = client
             .read_directory_page("skill://pdf-processing", None, &plain)
@@ -172,8 +178,5 @@ fn cli_skills_against_our_conformance_server() {
 fn cli_skills_without_the_extension_sends_nothing() {
     let (code, _, err) = cli(&["--demo", "skills", "list"]);
     assert_eq!(code, 5, "{err}");
-    assert!(
-        err.contains(&SkillError::NotDeclared.to_string()),
-        "{err}"
-    );
+    assert!(err.contains(&SkillError::NotDeclared.to_string()), "{err}");
 }

@@ -32,7 +32,9 @@ fn server_with(builder: RegistryBuilder) -> InMemory {
 }
 
 fn skills_server(directory_read: bool) -> InMemory {
-    server_with(RegistryBuilder::new().skills(tree().directory_read(directory_read).build().unwrap()))
+    server_with(
+        RegistryBuilder::new().skills(tree().directory_read(directory_read).build().unwrap()),
+    )
 }
 
 fn pdf_entry() -> Value {
@@ -57,7 +59,9 @@ fn review_entry() -> Value {
 }
 
 fn result(reply: &Value) -> &Value {
-    reply.get("result").unwrap_or_else(|| panic!("no result: {reply}"))
+    reply
+        .get("result")
+        .unwrap_or_else(|| panic!("no result: {reply}"))
 }
 
 fn error_code(reply: &Value) -> i64 {
@@ -78,7 +82,10 @@ async fn n13_n14_o119_declared_only_while_a_catalogue_is_served() {
     let served = skills_server(false);
     let (reply, _) = served.request("a", "server/discover", json!({})).await;
     let caps = &result(&reply)["capabilities"];
-    assert_eq!(caps["extensions"], json!({"io.modelcontextprotocol/skills": {}}));
+    assert_eq!(
+        caps["extensions"],
+        json!({"io.modelcontextprotocol/skills": {}})
+    );
     assert!(caps["resources"].is_object(), "N14: resources declared too");
 
     let with_dirs = skills_server(true);
@@ -102,13 +109,21 @@ async fn n13_n14_o119_declared_only_while_a_catalogue_is_served() {
     // N15: a server that did not declare it answers its methods as unknown.
     for method in ["skills/list", "skills/get", "resources/directory/read"] {
         let (reply, _) = plain
-            .request("a", method, json!({"uri": "skill://pdf-processing/SKILL.md"}))
+            .request(
+                "a",
+                method,
+                json!({"uri": "skill://pdf-processing/SKILL.md"}),
+            )
             .await;
         assert_eq!(error_code(&reply), -32601, "{method}");
     }
     // directoryRead off: the directory method does not exist, the others do.
     let (reply, _) = served
-        .request("a", "resources/directory/read", json!({"uri": "skill://pdf-processing"}))
+        .request(
+            "a",
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing"}),
+        )
         .await;
     assert_eq!(error_code(&reply), -32601);
 }
@@ -137,7 +152,11 @@ async fn n20_pages_keep_entries_whole_and_cursors_are_bound() {
             format!("---\nname: {n}\ndescription: d\n---\n").as_bytes(),
         );
     }
-    let server = server_with(RegistryBuilder::new().page_size(2).skills(tree.build().unwrap()));
+    let server = server_with(
+        RegistryBuilder::new()
+            .page_size(2)
+            .skills(tree.build().unwrap()),
+    );
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
     for page in 0.. {
@@ -164,11 +183,17 @@ async fn n20_pages_keep_entries_whole_and_cursors_are_bound() {
     // A cursor from another caller, or tampered with, is -32602.
     let (first, _) = server.request("a", "skills/list", json!({})).await;
     let c = result(&first)["nextCursor"].as_str().unwrap().to_owned();
-    let (reply, _) = server.request("b", "skills/list", json!({"cursor": c})).await;
+    let (reply, _) = server
+        .request("b", "skills/list", json!({"cursor": c}))
+        .await;
     assert_eq!(error_code(&reply), -32602);
-    let (reply, _) = server.request("a", "skills/list", json!({"cursor": "x"})).await;
+    let (reply, _) = server
+        .request("a", "skills/list", json!({"cursor": "x"}))
+        .await;
     assert_eq!(error_code(&reply), -32602);
-    let (reply, _) = server.request("a", "skills/list", json!({"cursor": 7})).await;
+    let (reply, _) = server
+        .request("a", "skills/list", json!({"cursor": 7}))
+        .await;
     assert_eq!(error_code(&reply), -32602);
 }
 
@@ -176,7 +201,11 @@ async fn n20_pages_keep_entries_whole_and_cursors_are_bound() {
 async fn n25_get_echoes_the_uri_with_cache_hints_and_no_cursor() {
     let server = skills_server(false);
     let (reply, _) = server
-        .request("a", "skills/get", json!({"uri": "skill://pdf-processing/SKILL.md"}))
+        .request(
+            "a",
+            "skills/get",
+            json!({"uri": "skill://pdf-processing/SKILL.md"}),
+        )
         .await;
     assert_eq!(
         without_meta(result(&reply).clone()),
@@ -208,14 +237,22 @@ async fn n19_n26_files_are_plain_resources() {
         ])
     );
     let (reply, _) = server
-        .request("a", "resources/read", json!({"uri": "skill://pdf-processing/SKILL.md"}))
+        .request(
+            "a",
+            "resources/read",
+            json!({"uri": "skill://pdf-processing/SKILL.md"}),
+        )
         .await;
     assert_eq!(
         result(&reply)["contents"],
         json!([{"uri": "skill://pdf-processing/SKILL.md", "mimeType": "text/markdown", "text": PDF}])
     );
     let (reply, _) = server
-        .request("a", "resources/read", json!({"uri": "skill://pdf-processing/nope.md"}))
+        .request(
+            "a",
+            "resources/read",
+            json!({"uri": "skill://pdf-processing/nope.md"}),
+        )
         .await;
     assert_eq!(error_code(&reply), -32602);
 }
@@ -224,7 +261,11 @@ async fn n19_n26_files_are_plain_resources() {
 async fn n27_directory_read_lists_direct_children() {
     let server = skills_server(true);
     let (reply, _) = server
-        .request("a", "resources/directory/read", json!({"uri": "skill://pdf-processing"}))
+        .request(
+            "a",
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing"}),
+        )
         .await;
     assert_eq!(
         without_meta(result(&reply).clone()),
@@ -239,7 +280,11 @@ async fn n27_directory_read_lists_direct_children() {
         })
     );
     let (reply, _) = server
-        .request("a", "resources/directory/read", json!({"uri": "skill://pdf-processing/references"}))
+        .request(
+            "a",
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing/references"}),
+        )
         .await;
     assert_eq!(
         result(&reply)["resources"],
@@ -261,8 +306,14 @@ async fn n27_directory_read_lists_direct_children() {
 #[tokio::test]
 async fn n27_directory_pages_bind_their_cursor_to_the_directory() {
     let mut tree = SkillTree::new()
-        .file("big/SKILL.md", &b"---\nname: big\ndescription: d\n---\n"[..])
-        .file("other/SKILL.md", &b"---\nname: other\ndescription: d\n---\n"[..])
+        .file(
+            "big/SKILL.md",
+            &b"---\nname: big\ndescription: d\n---\n"[..],
+        )
+        .file(
+            "other/SKILL.md",
+            &b"---\nname: other\ndescription: d\n---\n"[..],
+        )
         .file("other/a", &b"a"[..])
         .file("other/b", &b"b"[..]);
     for i in 0..4 {
@@ -280,7 +331,9 @@ async fn n27_directory_pages_bind_their_cursor_to_the_directory() {
         if let Some(c) = &cursor {
             params["cursor"] = json!(c);
         }
-        let (reply, _) = server.request("a", "resources/directory/read", params).await;
+        let (reply, _) = server
+            .request("a", "resources/directory/read", params)
+            .await;
         for r in result(&reply)["resources"].as_array().unwrap() {
             names.push(r["name"].as_str().unwrap().to_owned());
         }
@@ -291,11 +344,19 @@ async fn n27_directory_pages_bind_their_cursor_to_the_directory() {
     }
     assert_eq!(names, ["SKILL.md", "f0", "f1", "f2", "f3"]);
     let (first, _) = server
-        .request("a", "resources/directory/read", json!({"uri": "skill://big"}))
+        .request(
+            "a",
+            "resources/directory/read",
+            json!({"uri": "skill://big"}),
+        )
         .await;
     let c = result(&first)["nextCursor"].clone();
     let (reply, _) = server
-        .request("a", "resources/directory/read", json!({"uri": "skill://other", "cursor": c}))
+        .request(
+            "a",
+            "resources/directory/read",
+            json!({"uri": "skill://other", "cursor": c}),
+        )
         .await;
     assert_eq!(error_code(&reply), -32602, "a cursor of another directory");
 }
@@ -322,11 +383,19 @@ async fn skills_policy_is_per_caller() {
     let (reply, _) = server.request("guest", "skills/list", json!({})).await;
     assert_eq!(result(&reply)["skills"], json!([review_entry()]));
     let (reply, _) = server
-        .request("guest", "skills/get", json!({"uri": "skill://pdf-processing/SKILL.md"}))
+        .request(
+            "guest",
+            "skills/get",
+            json!({"uri": "skill://pdf-processing/SKILL.md"}),
+        )
         .await;
     assert_eq!(error_code(&reply), -32602);
     let (reply, _) = server
-        .request("guest", "resources/directory/read", json!({"uri": "skill://pdf-processing"}))
+        .request(
+            "guest",
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing"}),
+        )
         .await;
     assert_eq!(error_code(&reply), -32602);
     let (reply, _) = server.request("admin", "skills/list", json!({})).await;
@@ -336,11 +405,15 @@ async fn skills_policy_is_per_caller() {
 #[test]
 fn skill_files_clash_with_other_resources_at_build() {
     let skills: Skills = tree().build().unwrap();
-    let clash = ResourceDef::new("skill://pdf-processing/SKILL.md", "x", |_inv, uri| async move {
-        Ok(strict_mcp::core::ReadReply::new(vec![
-            strict_mcp::core::descriptor::ResourceContents::text(uri, "x"),
-        ]))
-    });
+    let clash = ResourceDef::new(
+        "skill://pdf-processing/SKILL.md",
+        "x",
+        |_inv, uri| async move {
+            Ok(strict_mcp::core::ReadReply::new(vec![
+                strict_mcp::core::descriptor::ResourceContents::text(uri, "x"),
+            ]))
+        },
+    );
     let e = RegistryBuilder::new()
         .resource(clash)
         .skills(skills)

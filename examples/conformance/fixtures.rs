@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
     CoreError, DynamicOutput, FailureCode, InputRequest, Invocation, LogLevel, Outcome, PromptDef,
-    PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, SkillTree,
-    Skills, TemplateDef, ToolDef, ToolError, ToolFailure,
+    PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, SkillTree, Skills,
+    TemplateDef, ToolDef, ToolError, ToolFailure,
 };
 
 /// A 1×1 red PNG.
@@ -734,7 +734,10 @@ pub const REVIEW_SKILL_MD: &str =
 fn skills() -> Skills {
     SkillTree::new()
         .file("pdf-processing/SKILL.md", PDF_SKILL_MD.as_bytes())
-        .file("pdf-processing/references/FORMS.md", PDF_FORMS_MD.as_bytes())
+        .file(
+            "pdf-processing/references/FORMS.md",
+            PDF_FORMS_MD.as_bytes(),
+        )
         .file("team/code-review/SKILL.md", REVIEW_SKILL_MD.as_bytes())
         .directory_read(true)
         .build()

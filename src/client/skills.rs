@@ -339,7 +339,10 @@ impl Client {
         params.insert("uri".into(), Value::String(uri.to_owned()));
         let value = self.shared.round_trip(GET_METHOD, params, options).await?;
         if value.get("nextCursor").is_some() {
-            return Err(invalid(GET_METHOD, "a skills/get result carries no nextCursor"));
+            return Err(invalid(
+                GET_METHOD,
+                "a skills/get result carries no nextCursor",
+            ));
         }
         let result: GetSkillResult = complete_result(GET_METHOD, value)?;
         if result.skill.uri != uri {
@@ -389,15 +392,12 @@ impl Client {
         options: &CallOptions,
     ) -> Result<LoadedSkill, ClientError> {
         let files = check_entry(entry).map_err(ClientError::Skill)?;
-        let file = files
-            .iter()
-            .find(|f| f.uri == entry.uri)
-            .ok_or_else(|| {
-                ClientError::Skill(SkillError::NotListed {
-                    skill: entry.uri.clone(),
-                    uri: entry.uri.clone(),
-                })
-            })?;
+        let file = files.iter().find(|f| f.uri == entry.uri).ok_or_else(|| {
+            ClientError::Skill(SkillError::NotListed {
+                skill: entry.uri.clone(),
+                uri: entry.uri.clone(),
+            })
+        })?;
         let bytes = self.read_verified(file, options).await?;
         let manifest = String::from_utf8(bytes).map_err(|_| {
             ClientError::Skill(SkillError::Frontmatter {
@@ -443,12 +443,11 @@ impl Client {
         params.insert("uri".into(), Value::String(file.uri.clone()));
         let method = "resources/read";
         let value = self.shared.round_trip(method, params, options).await?;
-        let contents: Vec<Value> = match complete_result::<Map<String, Value>>(method, value)?
-            .remove("contents")
-        {
-            Some(Value::Array(items)) => items,
-            _ => return Err(invalid(method, "contents must be an array")),
-        };
+        let contents: Vec<Value> =
+            match complete_result::<Map<String, Value>>(method, value)?.remove("contents") {
+                Some(Value::Array(items)) => items,
+                _ => return Err(invalid(method, "contents must be an array")),
+            };
         let item = contents
             .iter()
             .find(|c| c.get("uri").and_then(Value::as_str) == Some(file.uri.as_str()))

@@ -163,7 +163,10 @@ impl SkillTree {
     /// `+`, `-`, `.`, starting with a letter; a bad scheme is reported by [`SkillTree::build`]).
     #[must_use]
     pub fn scheme(mut self, scheme: &str) -> Self {
-        let ok = scheme.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+        let ok = scheme
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase())
             && scheme.bytes().all(|b| {
                 b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.')
             });
@@ -236,9 +239,8 @@ impl SkillTree {
             let Some(dir) = dir else {
                 return Err(SkillError::RootManifest);
             };
-            let text = std::str::from_utf8(bytes).map_err(|_| SkillError::NotText {
-                path: path.clone(),
-            })?;
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| SkillError::NotText { path: path.clone() })?;
             let frontmatter = parse_frontmatter(text).map_err(|error| SkillError::Frontmatter {
                 path: path.clone(),
                 error,
@@ -364,9 +366,7 @@ fn walk(
             walk(root, &target, &child_rel, depth + 1, tree, visited)?;
         } else if meta.is_file() {
             if meta.len() > MAX_SKILL_BYTES {
-                return Err(SkillError::TooLarge {
-                    skill: child_rel,
-                });
+                return Err(SkillError::TooLarge { skill: child_rel });
             }
             let mut bytes = Vec::new();
             fs::File::open(&target)
@@ -630,9 +630,10 @@ impl Skills {
     /// Whether `path` lies in some skill (files outside every skill are not served).
     fn owns(&self, path: &str) -> bool {
         let uri = format!("{}://{path}", self.inner.scheme);
-        self.inner.entries.iter().any(|e| {
-            wire::skill_root(&e.uri).is_some_and(|r| uri.starts_with(&format!("{r}/")))
-        })
+        self.inner
+            .entries
+            .iter()
+            .any(|e| wire::skill_root(&e.uri).is_some_and(|r| uri.starts_with(&format!("{r}/"))))
     }
 
     /// The frontmatter of the skill `uri`, as served.
@@ -668,10 +669,17 @@ mod tests {
             )
         );
         // A stray file outside every skill is not served.
-        let uris: Vec<String> = skills.resources().iter().map(|r| r.uri().to_owned()).collect();
+        let uris: Vec<String> = skills
+            .resources()
+            .iter()
+            .map(|r| r.uri().to_owned())
+            .collect();
         assert_eq!(
             uris,
-            ["skill://pdf-processing/SKILL.md", "skill://pdf-processing/references/FORMS.md"]
+            [
+                "skill://pdf-processing/SKILL.md",
+                "skill://pdf-processing/references/FORMS.md"
+            ]
         );
     }
 
@@ -687,8 +695,12 @@ mod tests {
                 PDF.len()
             )
         );
-        assert!(skills.directory("skill://pdf-processing/references").is_some());
-        assert!(skills.directory("skill://pdf-processing/SKILL.md").is_none());
+        assert!(skills
+            .directory("skill://pdf-processing/references")
+            .is_some());
+        assert!(skills
+            .directory("skill://pdf-processing/SKILL.md")
+            .is_none());
         assert!(skills.directory("skill:/").is_none());
     }
 
@@ -701,11 +713,18 @@ mod tests {
             .unwrap();
         assert_eq!(skills.entries().len(), 2);
         let parent = skills.entry("skill://pdf-processing/SKILL.md").unwrap();
-        assert!(parent.file("skill://pdf-processing/child/SKILL.md").is_some());
-        let child = skills.entry("skill://pdf-processing/child/SKILL.md").unwrap();
+        assert!(parent
+            .file("skill://pdf-processing/child/SKILL.md")
+            .is_some());
+        let child = skills
+            .entry("skill://pdf-processing/child/SKILL.md")
+            .unwrap();
         assert_eq!(child.name(), Some("child"));
         assert_eq!(
-            skills.directory("skill://pdf-processing/child").unwrap().skill,
+            skills
+                .directory("skill://pdf-processing/child")
+                .unwrap()
+                .skill,
             "skill://pdf-processing/child/SKILL.md"
         );
     }
@@ -741,11 +760,16 @@ mod tests {
             SkillError::RootManifest
         );
         assert_eq!(
-            SkillTree::new().file("a/x.md", &b"x"[..]).build().unwrap_err(),
+            SkillTree::new()
+                .file("a/x.md", &b"x"[..])
+                .build()
+                .unwrap_err(),
             SkillError::Empty
         );
         assert!(matches!(
-            SkillTree::new().file("a/SKILL.md", &[0xff, 0xfe][..]).build(),
+            SkillTree::new()
+                .file("a/SKILL.md", &[0xff, 0xfe][..])
+                .build(),
             Err(SkillError::NotText { .. })
         ));
     }

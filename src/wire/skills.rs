@@ -254,9 +254,11 @@ fn closing_delimiter(rest: &str) -> Option<&str> {
         if let Some(tail) = line.strip_prefix("---") {
             if tail.bytes().all(|b| b == b' ' || b == b'\t') {
                 let block = &rest[..start];
-                return Some(block.strip_suffix('\n').map_or(block, |b| {
-                    b.strip_suffix('\r').unwrap_or(b)
-                }));
+                return Some(
+                    block
+                        .strip_suffix('\n')
+                        .map_or(block, |b| b.strip_suffix('\r').unwrap_or(b)),
+                );
             }
         }
         if line_end >= rest.len() {
@@ -360,8 +362,16 @@ mod tests {
             serde_json::to_string(&SkillResources::Dynamic).unwrap(),
             r#""dynamic""#
         );
-        for bad in [r#""static""#, "null", "{}", r#"[{"uri":"u","digest":"d","size":-1}]"#] {
-            assert!(serde_json::from_str::<SkillResources>(bad).is_err(), "{bad}");
+        for bad in [
+            r#""static""#,
+            "null",
+            "{}",
+            r#"[{"uri":"u","digest":"d","size":-1}]"#,
+        ] {
+            assert!(
+                serde_json::from_str::<SkillResources>(bad).is_err(),
+                "{bad}"
+            );
         }
         let missing = serde_json::from_str::<SkillEntry>(
             r#"{"uri":"skill://a/SKILL.md","frontmatter":{"name":"a","description":"d"}}"#,
