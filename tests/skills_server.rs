@@ -545,3 +545,45 @@ fn load_dir_of_a_missing_root_is_an_io_error() {
     let e = SkillTree::load_dir("/nonexistent/strict-mcp-skills").unwrap_err();
     assert!(matches!(e, SkillError::Io { .. }), "{e:?}");
 }
+
+#[tokio::test]
+async fn n25_n13_exact_bytes_of_get_and_the_declaration() {
+    let manifest = "---\nname: a\ndescription: d\n---\n";
+    let registry = RegistryBuilder::new()
+        .skills(
+            SkillTree::new()
+                .file("x/a/SKILL.md", manifest.as_bytes())
+                .build()
+                .unwrap(),
+        )
+        .build()
+        .unwrap();
+    let server = Server::new(registry, ServerOptions::new().server_info("s", "1")).unwrap();
+    let meta: Value = serde_json::from_str(support::harness::META).unwrap();
+    let (_, reply) = support::harness::serve_one(
+        &server,
+        "a",
+        1,
+        "skills/get",
+        json!({"uri": "skill://x/a/SKILL.md", "_meta": meta}),
+    )
+    .await;
+    assert_eq!(
+        reply.line,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"s","version":"1"}}}},"cacheScope":"private","resultType":"complete","skill":{{"frontmatter":{{"description":"d","name":"a"}},"resources":[{{"digest":"{}","size":{},"uri":"skill://x/a/SKILL.md"}}],"uri":"skill://x/a/SKILL.md"}},"ttlMs":0}}}}"#,
+            digest(manifest.as_bytes()),
+            manifest.len()
+        )
+    );
+    let (_, reply) =
+        support::harness::serve_one(&server, "a", 2, "server/discover", json!({"_meta": meta}))
+            .await;
+    assert!(
+        reply
+            .line
+            .contains(r#""extensions":{"io.modelcontextprotocol/skills":{}}"#),
+        "{}",
+        reply.line
+    );
+}
