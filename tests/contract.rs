@@ -570,7 +570,8 @@ fn cli_table_faults(leaves: &[String], table: &[(&str, &[&str])]) -> Vec<String>
             ));
         }
         for m in *sent {
-            if methods::needs(m).is_none() {
+            // Extension methods are routed while their extension is served.
+            if methods::needs(m).is_none() && !strict_mcp::wire::skills::METHODS.contains(m) {
                 out.push(format!(
                     "CLI subcommand `{sub}` sends `{m}`, which the server does not route"
                 ));

@@ -16,6 +16,9 @@ pub const LIST_METHOD: &str = "skills/list";
 pub const GET_METHOD: &str = "skills/get";
 /// The direct children of a directory resource (only with `directoryRead: true`).
 pub const DIRECTORY_READ_METHOD: &str = "resources/directory/read";
+/// The extension's request methods (the server routes them only while it serves a catalogue,
+/// `resources/directory/read` only with `directoryRead`).
+pub const METHODS: [&str; 3] = [LIST_METHOD, GET_METHOD, DIRECTORY_READ_METHOD];
 /// The `mimeType` of a directory child that is itself a directory.
 pub const DIRECTORY_MIME_TYPE: &str = "inode/directory";
 /// The manifest's file name, at the root of every skill directory.
