@@ -278,6 +278,12 @@ pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
     ("bench", &["server/discover", "tools/list", "tools/call"]),
     ("completions", &[]),
     ("demo serve", &[]),
+    ("skills list", &["server/discover", "skills/list"]),
+    ("skills get", &["server/discover", "skills/get"]),
+    (
+        "skills load",
+        &["server/discover", "skills/get", "resources/read"],
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------------
