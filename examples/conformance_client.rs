@@ -50,7 +50,7 @@ const CONTEXT_ENV: &str = "MCP_CONFORMANCE_CONTEXT";
 /// answers gives our own one-line reason instead of the suite's kill.
 const CALL_DEADLINE: Duration = Duration::from_secs(10);
 
-/// The eight scenarios, by the suite's names.
+/// The scenarios, by the suite's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scenario {
     ToolsCall,
@@ -61,10 +61,15 @@ enum Scenario {
     InvalidToolHeaders,
     RefNoDeref,
     SchemaPreservation,
+    /// `sep-2640-client-no-prefetch`: list skills, read no file.
+    SkillsNoPrefetch,
+    /// `sep-2640-client-verify-{digest,size,frontmatter}`: list, load `pdf-processing`, and
+    /// read its supporting file only when the manifest passed verification.
+    SkillsVerify,
 }
 
 /// The suite's names for [`Scenario`].
-const SCENARIOS: [(&str, Scenario); 8] = [
+const SCENARIOS: [(&str, Scenario); 12] = [
     ("tools_call", Scenario::ToolsCall),
     ("request-metadata", Scenario::RequestMetadata),
     ("sep-2322-client-request-state", Scenario::RequestState),
@@ -76,6 +81,10 @@ const SCENARIOS: [(&str, Scenario); 8] = [
         "json-schema-2020-12-preservation",
         Scenario::SchemaPreservation,
     ),
+    ("sep-2640-client-no-prefetch", Scenario::SkillsNoPrefetch),
+    ("sep-2640-client-verify-digest", Scenario::SkillsVerify),
+    ("sep-2640-client-verify-size", Scenario::SkillsVerify),
+    ("sep-2640-client-verify-frontmatter", Scenario::SkillsVerify),
 ];
 
 impl Scenario {
@@ -294,8 +303,54 @@ async fn perform(
                 .await
                 .map_err(at("tools/call json_schema_echo"))?;
         }
+        // The registry is built from the entries alone (N28): listing reads no file.
+        Scenario::SkillsNoPrefetch => {
+            client
+                .list_skills(&plain)
+                .await
+                .map_err(at("skills/list"))?;
+        }
+        Scenario::SkillsVerify => skills_verify(client).await?,
     }
     Ok(())
+}
+
+/// Loads `pdf-processing` from its listed entry and, only if its `SKILL.md` passes
+/// verification (size, digest, frontmatter: N29, N30), reads the supporting file it
+/// references. A skill that fails verification is declined, which is this host's correct
+/// behaviour, not a failed run.
+async fn skills_verify(client: &Client) -> Result<(), Failure> {
+    let plain = CallOptions::default();
+    let skills = client
+        .list_skills(&plain)
+        .await
+        .map_err(at("skills/list"))?;
+    let entry = skills
+        .iter()
+        .find(|s| s.name() == Some("pdf-processing"))
+        .ok_or_else(|| Failure::Unexpected("skills/list has no pdf-processing".to_owned()))?;
+    let loaded = match client.load_skill(entry, &plain).await {
+        Ok(loaded) => loaded,
+        Err(ClientError::Skill(declined)) => {
+            eprintln!(
+                "conformance_client: declined skill {}: {declined}",
+                entry.uri
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(at(format!("load {}", entry.uri))(e)),
+    };
+    let forms = loaded
+        .resolve("references/FORMS.md")
+        .ok_or_else(|| Failure::Unexpected("references/FORMS.md does not resolve".to_owned()))?;
+    match client.read_skill_file(&loaded, &forms, &plain).await {
+        Ok(_) => Ok(()),
+        Err(ClientError::Skill(declined)) => {
+            eprintln!("conformance_client: declined file {forms}: {declined}");
+            Ok(())
+        }
+        Err(e) => Err(at(format!("read {forms}"))(e)),
+    }
 }
 
 /// `sep-2322-client-request-state`: explicit MRTR rounds, each a new request.

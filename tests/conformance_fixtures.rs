@@ -589,6 +589,15 @@ async fn resources_and_template() {
     assert_eq!(
         listed,
         json!([
+            {"uri": "skill://pdf-processing/SKILL.md", "name": "pdf-processing",
+             "description": "Extract, fill, and assemble PDF documents", "mimeType": "text/markdown",
+             "size": fixtures::PDF_SKILL_MD.len()},
+            {"uri": "skill://pdf-processing/references/FORMS.md",
+             "name": "pdf-processing/references/FORMS.md", "mimeType": "text/markdown",
+             "size": fixtures::PDF_FORMS_MD.len()},
+            {"uri": "skill://team/code-review/SKILL.md", "name": "code-review",
+             "description": "Review a change for correctness and style", "mimeType": "text/markdown",
+             "size": fixtures::REVIEW_SKILL_MD.len()},
             {"uri": "test://static-binary", "name": "static-binary",
              "description": "A static binary resource (a 1×1 PNG).", "mimeType": "image/png"},
             {"uri": "test://static-text", "name": "static-text",
@@ -1067,4 +1076,25 @@ async fn logging_tool_logs_only_when_asked_and_at_or_above_the_level() {
         .await;
     let (reply, _) = s.reply(id).await;
     assert_eq!(reply["result"]["capabilities"]["logging"], json!({}));
+}
+
+/// N34: the conformance Skills scenarios read the first listed skill's root, which must have a
+/// subdirectory, and find its `SKILL.md` through `resources/list`.
+#[test]
+fn n34_the_first_listed_skill_has_a_subdirectory_and_a_listed_manifest() {
+    let reg = fixtures::registry();
+    let caller = Caller::new("tester");
+    let skills = reg.list_skills(&caller, None).unwrap().items;
+    assert_eq!(skills[0].uri, "skill://pdf-processing/SKILL.md");
+    assert!(reg.skills().unwrap().directory_read());
+    let children = reg
+        .read_directory(&caller, "skill://pdf-processing", None)
+        .unwrap()
+        .items;
+    assert!(children
+        .iter()
+        .any(|r| r.uri == "skill://pdf-processing/references"
+            && r.mime_type.as_deref() == Some("inode/directory")));
+    let listed = reg.list_resources(&caller, None).unwrap().items;
+    assert!(listed.iter().any(|r| r.uri == skills[0].uri));
 }

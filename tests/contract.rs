@@ -572,9 +572,12 @@ fn cli_table_faults(leaves: &[String], table: &[(&str, &[&str])]) -> Vec<String>
             ));
         }
         for m in *sent {
-            // Extension methods (the Tasks extension's `tasks/*`) are routed beside the core
-            // table, not in it.
-            if methods::needs(m).is_none() && !strict_mcp::wire::tasks::is_task_method(m) {
+            // Extension methods (the Tasks extension's `tasks/*`, the Skills extension's) are
+            // routed beside the core table while their extension is served, not in it.
+            if methods::needs(m).is_none()
+                && !strict_mcp::wire::tasks::is_task_method(m)
+                && !strict_mcp::wire::skills::METHODS.contains(m)
+            {
                 out.push(format!(
                     "CLI subcommand `{sub}` sends `{m}`, which the server does not route"
                 ));

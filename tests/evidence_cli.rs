@@ -155,7 +155,7 @@ const fn run(subcommand: &'static str, args: &'static [&'static str], method: &'
 }
 
 /// Every client subcommand, answered by the conformance fixtures.
-const ANSWERED: [Run; 10] = [
+const ANSWERED: [Run; 12] = [
     run("discover", &["discover"], "server/discover"),
     run("tools list", &["tools", "list"], "tools/list"),
     run(
@@ -195,6 +195,12 @@ const ANSWERED: [Run; 10] = [
         "listen",
         &["listen", "--tools", "--for", "1"],
         "subscriptions/listen",
+    ),
+    run("skills list", &["skills", "list"], "skills/list"),
+    run(
+        "skills get",
+        &["skills", "get", "skill://pdf-processing/SKILL.md"],
+        "skills/get",
     ),
 ];
 
@@ -237,6 +243,10 @@ async fn every_subcommand_answers(server: &[String], rec: &Recorder) {
             "subscriptions/listen" => {
                 assert_eq!(answer["effective"]["toolsListChanged"], true, "{answer}");
             }
+            "skills/get" => assert_eq!(
+                answer["result"]["skill"]["uri"],
+                "skill://pdf-processing/SKILL.md"
+            ),
             _ => {}
         }
         proven.insert(r.method);
@@ -312,7 +322,7 @@ macro_rules! bad_cursor {
     };
 }
 
-const REFUSED: [Refusal; 10] = [
+const REFUSED: [Refusal; 12] = [
     Refusal {
         subcommand: "discover",
         args: &["discover"],
@@ -390,6 +400,20 @@ const REFUSED: [Refusal; 10] = [
         method: "subscriptions/listen",
         code: -32602,
         spoil: Some("/\"method\":\"subscriptions\\/listen\"/s/\"notifications\":{/\"notifications\":7,\"spoiled\":{/"),
+    },
+    Refusal {
+        subcommand: "skills list",
+        args: &["skills", "list"],
+        method: "skills/list",
+        code: -32602,
+        spoil: Some(bad_cursor!("skills\\/list")),
+    },
+    Refusal {
+        subcommand: "skills get",
+        args: &["skills", "get", "skill://no-such/SKILL.md"],
+        method: "skills/get",
+        code: -32602,
+        spoil: None,
     },
 ];
 

@@ -3,7 +3,7 @@
 //!
 //! Shared by `examples/conformance_server.rs` (which serves them) and
 //! `tests/conformance_fixtures.rs` (which checks each one through the registry directly), so
-//! the only public items are [`registry`] and [`builder`].
+//! the only public items are [`registry`], [`builder`] and the skill texts.
 //!
 //! Every no-argument fixture is a *dynamic* tool with an explicit, closed, empty input schema:
 //! the suite prescribes exact content blocks (text, image, audio, embedded resources), which a
@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
 use strict_mcp::core::{
     CoreError, DynamicOutput, FailureCode, InputRequest, Invocation, LogLevel, Outcome, PromptDef,
-    PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, TemplateDef,
-    ToolDef, ToolError, ToolFailure,
+    PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, SkillTree, Skills,
+    TemplateDef, ToolDef, ToolError, ToolFailure,
 };
 
 /// A 1×1 red PNG.
@@ -76,7 +76,7 @@ pub fn builder() -> RegistryBuilder {
     for prompt in prompts() {
         builder = builder.prompt(prompt);
     }
-    builder
+    builder.skills(skills())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -712,4 +712,34 @@ fn prompts() -> Vec<PromptDef> {
         )
         .description("A prompt that first asks the user for context (form elicitation)."),
     ]
+}
+
+// ---------------------------------------------------------------------------------------
+// Skills extension (SEP-2640): the `sep-2640-skills-*` scenarios need a listed skill with a
+// subdirectory whose SKILL.md is also in resources/list (N34), and the directory scenario reads
+// the first one listed (by URI), so `pdf-processing` sorts first; a second skill sits two
+// segments deep.
+
+/// The `pdf-processing` skill's manifest.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
+pub const PDF_SKILL_MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\nmetadata:\n  version: \"1.0\"\n---\n\n# PDF processing\n\nFill forms as described in [the forms guide](references/FORMS.md).\n";
+/// Its supporting file.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
+pub const PDF_FORMS_MD: &str = "# Forms\n\nFields are filled in document order.\n";
+/// The nested-path skill's manifest.
+#[allow(dead_code)] // read by tests/conformance_fixtures.rs only
+pub const REVIEW_SKILL_MD: &str =
+    "---\nname: code-review\ndescription: Review a change for correctness and style\n---\n\nRead the diff twice.\n";
+
+fn skills() -> Skills {
+    SkillTree::new()
+        .file("pdf-processing/SKILL.md", PDF_SKILL_MD.as_bytes())
+        .file(
+            "pdf-processing/references/FORMS.md",
+            PDF_FORMS_MD.as_bytes(),
+        )
+        .file("team/code-review/SKILL.md", REVIEW_SKILL_MD.as_bytes())
+        .directory_read(true)
+        .build()
+        .expect("the conformance skills are a valid tree")
 }

@@ -166,6 +166,10 @@ pub enum Command {
     /// these declares the extension; nothing answers a task's input on its own.
     #[command(subcommand)]
     Tasks(TasksCommand),
+    /// Skills extension (io.modelcontextprotocol/skills): list skills, get one entry, or load
+    /// one with its files verified.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
 }
 
 /// `tools …`.
@@ -384,5 +388,25 @@ pub enum TasksCommand {
     Cancel {
         /// The task id.
         task_id: String,
+    },
+}
+
+/// `skills …` (only against a server that declares the Skills extension; exit 5 otherwise).
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every listed skill, across pages (no file is read).
+    List,
+    /// One skill's entry by its SKILL.md URI (`skills/get`), listed or not.
+    Get {
+        /// The skill's SKILL.md URI.
+        uri: String,
+    },
+    /// Get the entry, read and verify SKILL.md (size, digest, frontmatter) and print it;
+    /// with FILE, also read and verify that file of the skill and print it instead.
+    Load {
+        /// The skill's SKILL.md URI.
+        uri: String,
+        /// A file of the skill: a URI from its entry, or a path relative to its directory.
+        file: Option<String>,
     },
 }

@@ -43,7 +43,9 @@ impl Exit {
         match error {
             ClientError::Transport(_) | ClientError::Deadline { .. } => Exit::Transport,
             ClientError::Rpc(_) | ClientError::HeaderMismatchRefresh { .. } => Exit::Protocol,
-            ClientError::Invalid(_) | ClientError::Pagination(_) => Exit::InvalidResult,
+            ClientError::Invalid(_) | ClientError::Pagination(_) | ClientError::Skill(_) => {
+                Exit::InvalidResult
+            }
             ClientError::InputRequired(_)
             | ClientError::TooManyRounds { .. }
             | ClientError::Declined(_) => Exit::InputRequired,

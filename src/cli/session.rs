@@ -1,6 +1,8 @@
 //! One client run: connect (discover first), run the subcommand, print, shut down.
 //! Ctrl-C and the deadline cancel the call and shut the child down gracefully.
 
+mod skills;
+
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -556,6 +558,7 @@ impl Session {
             Command::Complete(args) => self.complete(&args).await,
             Command::Listen(args) => self.listen(&args).await,
             Command::Tasks(command) => self.tasks(command, arguments, responses).await,
+            Command::Skills(skills) => self.skills(skills).await,
             Command::Completions { .. }
             | Command::Demo(_)
             | Command::Check(_)

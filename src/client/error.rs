@@ -239,4 +239,8 @@ pub enum ClientError {
     /// The host's answer callback gave up.
     #[error("the input callback declined: {0}")]
     Declined(String),
+    /// A Skills extension call was refused or its content failed verification
+    /// ([`crate::client::skills`]).
+    #[error(transparent)]
+    Skill(crate::client::skills::SkillError),
 }

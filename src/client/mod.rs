@@ -26,6 +26,7 @@ pub mod http;
 mod http_error;
 pub mod listen;
 pub mod methods;
+pub mod skills;
 #[cfg(all(unix, feature = "stdio"))]
 pub mod stdio;
 pub mod tasks;

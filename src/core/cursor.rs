@@ -126,4 +126,9 @@ pub enum ListKind {
     Templates = 3,
     /// `prompts/list`.
     Prompts = 4,
+    /// `skills/list` (Skills extension).
+    Skills = 5,
+    /// `resources/directory/read` (Skills extension); the cursor is also bound to the
+    /// directory's URI.
+    Directory = 6,
 }

@@ -92,6 +92,7 @@ mod registry;
 mod resource;
 pub mod schema;
 pub mod seal;
+mod skills;
 pub mod store;
 pub mod tasks;
 mod tool;
@@ -120,5 +121,9 @@ pub use resource::{
     timeout_in_range, ReadReply, ResourceDef, ResourceError, TemplateDef, MAX_TIMEOUT, MIN_TIMEOUT,
 };
 pub use schema::failure_envelope_schema;
+pub use skills::{
+    SkillError, SkillTree, Skills, MAX_DEPTH, MAX_FILES_PER_SKILL, MAX_SKILLS, MAX_SKILL_BYTES,
+    MAX_TREE_ENTRIES,
+};
 pub use tool::{DynamicOutput, ToolDef, ToolReply};
 pub use view::AppView;

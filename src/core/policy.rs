@@ -58,6 +58,14 @@ pub trait Policy: Send + Sync + 'static {
         let _ = (caller, name);
         Access::Allowed
     }
+
+    /// Access to the skill whose `SKILL.md` is `uri` (Skills extension): a hidden skill is
+    /// absent from `skills/list`, unknown to `skills/get` and its directories unknown to
+    /// `resources/directory/read`; any other answer lists and gets it. Its files stay
+    /// governed by [`Policy::resource`]. By default the `SKILL.md` resource's access.
+    fn skill(&self, caller: &Caller, uri: &str) -> Access {
+        self.resource(caller, uri)
+    }
 }
 
 /// Everything visible and allowed.

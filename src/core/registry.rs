@@ -25,6 +25,7 @@ use crate::core::resource::{
     ResourceDef, ResourceError, TemplateDef,
 };
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
+use crate::core::skills::Skills;
 use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
@@ -65,6 +66,8 @@ struct Inner {
     page_size: usize,
     cursor_ttl_ms: u64,
     max_read_bytes: usize,
+    /// The skills catalogue, when one is served.
+    skills: Option<Skills>,
     digest: [u8; 32],
 }
 
@@ -264,6 +267,7 @@ pub struct RegistryBuilder {
     page_size: usize,
     cursor_ttl_ms: u64,
     max_read_bytes: usize,
+    skills: Option<Skills>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -298,7 +302,19 @@ impl RegistryBuilder {
             page_size: DEFAULT_PAGE_SIZE,
             cursor_ttl_ms: DEFAULT_CURSOR_TTL_MS,
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            skills: None,
         }
+    }
+
+    /// Serves a skills catalogue (Skills extension, SEP-2640): every file becomes a static
+    /// resource (a URI that another resource also uses fails the build as a duplicate), and
+    /// the registry answers `skills/list`, `skills/get` and, when the catalogue turns it on,
+    /// `resources/directory/read`. The server declares the extension while this registry is
+    /// served.
+    #[must_use]
+    pub fn skills(mut self, skills: Skills) -> Self {
+        self.skills = Some(skills);
+        self
     }
 
     /// Adds a tool.
@@ -376,7 +392,10 @@ impl RegistryBuilder {
     /// # Errors
     /// The first problem found, naming the tool, property, prompt or URI; [`BuildError::Empty`]
     /// when nothing was registered.
-    pub fn build(self) -> Result<Registry, BuildError> {
+    pub fn build(mut self) -> Result<Registry, BuildError> {
+        if let Some(skills) = &self.skills {
+            self.resources.extend(skills.resources());
+        }
         if self.tools.is_empty()
             && self.resources.is_empty()
             && self.templates.is_empty()
@@ -390,6 +409,10 @@ impl RegistryBuilder {
         let resources = build_resources(self.resources, &mut hasher)?;
         let templates = build_templates(self.templates, &mut hasher)?;
         let prompts = build_prompts(self.prompts, &mut hasher)?;
+        if let Some(skills) = &self.skills {
+            hasher.update(b"skills\0");
+            hasher.update(skills.digest_input());
+        }
         let cursor_key = match self.cursor_key {
             Some(k) => k,
             None => random_cursor_key()?,
@@ -406,6 +429,7 @@ impl RegistryBuilder {
                 page_size: self.page_size,
                 cursor_ttl_ms: self.cursor_ttl_ms,
                 max_read_bytes: self.max_read_bytes,
+                skills: self.skills,
                 digest: hasher.finalize().into(),
             }),
         })
@@ -683,6 +707,91 @@ impl Registry {
         !self.inner.prompts.is_empty()
     }
 
+    /// The skills catalogue served, if any (the server declares the Skills extension then).
+    #[must_use]
+    pub fn skills(&self) -> Option<&Skills> {
+        self.inner.skills.as_ref()
+    }
+
+    /// `skills/list`: the caller's visible skills ([`Policy::skill`]), by `SKILL.md` URI,
+    /// paginated like the base lists; an entry is never split across pages.
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor.
+    pub fn list_skills(
+        &self,
+        caller: &Caller,
+        cursor: Option<&str>,
+    ) -> Result<Page<crate::wire::skills::SkillEntry>, CoreError> {
+        let visible = self
+            .inner
+            .skills
+            .iter()
+            .flat_map(Skills::entries)
+            .filter(|e| self.inner.policy.skill(caller, &e.uri).is_visible())
+            .cloned()
+            .collect();
+        self.paginate(ListKind::Skills, caller, cursor, visible)
+    }
+
+    /// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`, listed or not.
+    ///
+    /// # Errors
+    /// -32602 naming the URI when no visible skill has it.
+    pub fn get_skill(
+        &self,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<crate::wire::skills::SkillEntry, CoreError> {
+        self.inner
+            .skills
+            .as_ref()
+            .and_then(|s| s.entry(uri))
+            .filter(|e| self.inner.policy.skill(caller, &e.uri).is_visible())
+            .cloned()
+            .ok_or_else(|| CoreError::InvalidParams {
+                message: format!("no skill is served at {uri}"),
+            })
+    }
+
+    /// `resources/directory/read`: the direct children of the served directory `uri` (a skill
+    /// root or a directory below one), by URI, paginated; files the caller may not see
+    /// ([`Policy::resource`]) are left out, and a directory of a hidden skill is unknown.
+    ///
+    /// # Errors
+    /// -32602 for a URI that is no served directory, or a bad cursor (also one minted for
+    /// another directory).
+    pub fn read_directory(
+        &self,
+        caller: &Caller,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<Page<Resource>, CoreError> {
+        let directory = self
+            .inner
+            .skills
+            .as_ref()
+            .and_then(|s| s.directory(uri))
+            .filter(|d| self.inner.policy.skill(caller, &d.skill).is_visible())
+            .ok_or_else(|| CoreError::InvalidParams {
+                message: format!("{uri} is not a directory this server serves"),
+            })?;
+        let visible = directory
+            .children
+            .iter()
+            .filter(|r| {
+                r.mime_type.as_deref() == Some(crate::wire::skills::DIRECTORY_MIME_TYPE)
+                    || self.inner.policy.resource(caller, &r.uri).is_visible()
+            })
+            .cloned()
+            .collect();
+        let mut hasher = Sha256::new();
+        hasher.update(self.inner.digest);
+        hasher.update(uri.as_bytes());
+        let bound: [u8; 32] = hasher.finalize().into();
+        self.paginate_bound(ListKind::Directory, caller, cursor, visible, &bound)
+    }
+
     /// A digest of the catalogue (names and schemas); changes when the registry changes.
     #[must_use]
     pub fn digest(&self) -> [u8; 32] {
@@ -700,11 +809,24 @@ impl Registry {
         cursor: Option<&str>,
         mut visible: impl Iterator<Item = &'a T>,
     ) -> Result<Page<T>, CoreError> {
+        self.paginate_bound(kind, caller, cursor, visible, &self.inner.digest)
+    }
+
+    /// [`Registry::paginate`] with cursors bound to `bound` instead of the registry digest
+    /// (a directory listing binds them to its URI as well).
+    fn paginate_bound<T: Clone>(
+        &self,
+        kind: ListKind,
+        caller: &Caller,
+        cursor: Option<&str>,
+        visible: Vec<T>,
+        bound: &[u8; 32],
+    ) -> Result<Page<T>, CoreError> {
         let inner = &self.inner;
         let now = inner.clock.now_ms();
         let start = match cursor {
             None => 0,
-            Some(c) => inner.cursor_key.open(kind, caller, &inner.digest, c, now)? as usize,
+            Some(c) => inner.cursor_key.open(kind, caller, bound, c, now)? as usize,
         };
         // A cursor past the end of what this caller sees is refused; one exactly at the end
         // yields an empty last page.
@@ -719,7 +841,7 @@ impl Registry {
             inner.cursor_key.mint(
                 kind,
                 caller,
-                &inner.digest,
+                bound,
                 u32::try_from(end).unwrap_or(u32::MAX),
                 now.saturating_add(inner.cursor_ttl_ms),
             )

@@ -361,8 +361,12 @@ fn method_served(method: &str, registry: &Registry, apps: bool) -> bool {
         Some(Needs::Resources) => registry.has_resources() || apps,
         Some(Needs::Prompts) => registry.has_prompts(),
         Some(Needs::Completions) => registry.has_prompts() || registry.has_resources(),
-        // The Tasks extension's methods exist only while a task tool is served (O119).
-        None => crate::wire::tasks::is_task_method(method) && registry.has_task_tools(),
+        // Extension methods exist only while their extension is served (O119): the Tasks
+        // extension's while a task tool is served, the Skills extension's while skills are.
+        None => {
+            (crate::wire::tasks::is_task_method(method) && registry.has_task_tools())
+                || super::skills::served(method, registry)
+        }
     }
 }
 

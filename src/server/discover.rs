@@ -84,5 +84,9 @@ fn extensions(ctx: &Ctx) -> Option<ServerCapabilitiesExtensions> {
     if ctx.registry.has_task_tools() {
         active.insert(crate::wire::tasks::TASKS_EXTENSION.to_owned(), Map::new());
     }
+    // Skills while a catalogue is served, with its declaration (directory reads).
+    if let Some((id, Value::Object(declaration))) = super::skills::declaration(ctx) {
+        active.insert(id.to_owned(), declaration);
+    }
     (!active.is_empty()).then_some(ServerCapabilitiesExtensions(active))
 }

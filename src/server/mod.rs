@@ -50,6 +50,7 @@ mod prompts;
 pub mod publication;
 mod resources;
 mod routes;
+mod skills;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 mod tasks;

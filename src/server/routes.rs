@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::answer::{page, Answer};
 use super::context::{cursor, Ctx, Params};
-use super::{completion, discover, listen, prompts, resources, tools, Cause, Outbox};
+use super::{completion, discover, listen, prompts, resources, skills, tools, Cause, Outbox};
 use crate::core::CancelToken;
 use crate::wire::jsonrpc::Request;
 
@@ -50,6 +50,9 @@ pub(crate) async fn route(
         "subscriptions/listen" => {
             listen::listen(ctx, request, params, outbox, client_cancel).await?
         }
+        "skills/list" => skills::list(ctx, params)?,
+        "skills/get" => skills::get(ctx, params)?,
+        "resources/directory/read" => skills::read_directory(ctx, params)?,
         _ => Answer::error(Cause::MethodNotFound, "Method not found"),
     })
 }

@@ -17,6 +17,7 @@ pub mod pin;
 pub mod progress;
 pub mod result;
 pub mod tasks;
+pub mod skills;
 
 pub use crate::generated::*;
 

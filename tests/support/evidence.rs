@@ -290,6 +290,12 @@ pub const CLI_SUBCOMMANDS: &[(&str, &[&str])] = &[
         &["server/discover", "tasks/get", "tasks/update"],
     ),
     ("tasks cancel", &["server/discover", "tasks/cancel"]),
+    ("skills list", &["server/discover", "skills/list"]),
+    ("skills get", &["server/discover", "skills/get"]),
+    (
+        "skills load",
+        &["server/discover", "skills/get", "resources/read"],
+    ),
 ];
 
 // ---------------------------------------------------------------------------------------------
