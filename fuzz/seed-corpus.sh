@@ -17,7 +17,7 @@ if [ ! -d "$examples" ]; then
   echo "seed-corpus: no examples at $examples (set EXAMPLES_DIR)" >&2
   exit 1
 fi
-for target in stdio_line http_body egress_preflight client_response sse_stream; do
+for target in stdio_line http_body egress_preflight client_response sse_stream codec_differential; do
   dir="$here/corpus/$target"
   mkdir -p "$dir"
   find "$examples" -name '*.json' -print0 | while IFS= read -r -d '' f; do
@@ -34,4 +34,13 @@ for target in stdio_line http_body egress_preflight client_response sse_stream; 
     esac
   done
 done
+# The committed, minimised corpora of the long campaigns (fuzz/corpora/<target>/, each
+# <= 2 MiB) join the seeds; server_session's structured inputs live only there.
+for dir in "$here"/corpora/*/; do
+  [ -d "$dir" ] || continue
+  target="$(basename "$dir")"
+  mkdir -p "$here/corpus/$target"
+  cp "$dir"* "$here/corpus/$target/" 2>/dev/null || true
+done
+mkdir -p "$here/corpus/server_session"
 echo "seed-corpus: $(find "$here/corpus" -type f | wc -l) seeds in $here/corpus"

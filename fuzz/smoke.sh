@@ -10,7 +10,7 @@ cd "$here"
 export RUSTC_BOOTSTRAP=1
 flags="${FUZZ_BUILD_FLAGS:---release}"
 cargo fuzz build --sanitizer none $flags
-for target in stdio_line http_body egress_preflight client_response sse_stream; do
+for target in stdio_line http_body egress_preflight client_response sse_stream codec_differential server_session; do
   echo "== $target ($secs s)"
   cargo fuzz run --sanitizer none $flags "$target" "corpus/$target" -- \
     -dict=mcp.dict -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1

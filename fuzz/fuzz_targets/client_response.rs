@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(canonical) = canonical_json(text) {
-        assert_eq!(canonical_json(&canonical).as_deref(), Ok(canonical.as_str()));
+        assert_eq!(
+            canonical_json(&canonical).as_deref(),
+            Ok(canonical.as_str())
+        );
         for kind in [SnapshotKind::Discovery, SnapshotKind::Tools] {
             if let Ok(digest) = digest_text(kind, text) {
                 assert_eq!(digest_text(kind, &canonical), Ok(digest));
