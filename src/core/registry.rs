@@ -728,9 +728,7 @@ impl Registry {
             .skills
             .iter()
             .flat_map(Skills::entries)
-            .filter(|e| self.inner.policy.skill(caller, &e.uri).is_visible())
-            .cloned()
-            .collect();
+            .filter(|e| self.inner.policy.skill(caller, &e.uri).is_visible());
         self.paginate(ListKind::Skills, caller, cursor, visible)
     }
 
@@ -782,9 +780,7 @@ impl Registry {
             .filter(|r| {
                 r.mime_type.as_deref() == Some(crate::wire::skills::DIRECTORY_MIME_TYPE)
                     || self.inner.policy.resource(caller, &r.uri).is_visible()
-            })
-            .cloned()
-            .collect();
+            });
         let mut hasher = Sha256::new();
         hasher.update(self.inner.digest);
         hasher.update(uri.as_bytes());
@@ -807,19 +803,19 @@ impl Registry {
         kind: ListKind,
         caller: &Caller,
         cursor: Option<&str>,
-        mut visible: impl Iterator<Item = &'a T>,
+        visible: impl Iterator<Item = &'a T>,
     ) -> Result<Page<T>, CoreError> {
         self.paginate_bound(kind, caller, cursor, visible, &self.inner.digest)
     }
 
     /// [`Registry::paginate`] with cursors bound to `bound` instead of the registry digest
     /// (a directory listing binds them to its URI as well).
-    fn paginate_bound<T: Clone>(
+    fn paginate_bound<'a, T: Clone + 'a>(
         &self,
         kind: ListKind,
         caller: &Caller,
         cursor: Option<&str>,
-        visible: Vec<T>,
+        mut visible: impl Iterator<Item = &'a T>,
         bound: &[u8; 32],
     ) -> Result<Page<T>, CoreError> {
         let inner = &self.inner;
