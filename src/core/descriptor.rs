@@ -40,7 +40,11 @@ use serde_json::{Map, Value};
 pub type Meta = Map<String, Value>;
 
 /// An icon: the generated `Icon` (`src` and optional `mimeType`, `sizes`, `theme`).
-pub use crate::wire::{Icon, IconSizes, IconTheme};
+pub use crate::wire::Icon;
+/// An icon's `sizes` (the generated newtype over `Vec<String>`).
+pub use crate::wire::IconSizes;
+/// An icon's `theme`: `light` or `dark`.
+pub use crate::wire::IconTheme;
 
 impl Icon {
     /// An icon with only `src`.
@@ -192,7 +196,9 @@ pub use crate::wire::Role;
 /// };
 /// assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"audience":["user"],"priority":0}"#);
 /// ```
-pub use crate::wire::{Annotations, AnnotationsAudience};
+pub use crate::wire::Annotations;
+/// The `audience` of [`Annotations`] (the generated newtype over `Vec<Role>`).
+pub use crate::wire::AnnotationsAudience;
 
 impl Default for Annotations {
     fn default() -> Self {
@@ -481,6 +487,8 @@ impl PartialEq for PromptArgument {
 
 impl Eq for PromptArgument {}
 
+/// A descriptor's `_meta` object (the generated newtype over [`Meta`]).
+pub use crate::wire::MetaObject;
 /// A prompt as listed: the generated `Prompt` (`name`, optional `title`, `description`,
 /// `icons`, `arguments`, `_meta`), members in the schema's (alphabetical) order.
 ///
@@ -491,7 +499,11 @@ impl Eq for PromptArgument {}
 /// assert_eq!(serde_json::to_string(&p).unwrap(),
 ///     r#"{"arguments":[{"name":"who"}],"name":"greet"}"#);
 /// ```
-pub use crate::wire::{MetaObject, Prompt, PromptArguments, PromptIcons};
+pub use crate::wire::Prompt;
+/// The `arguments` of a [`Prompt`] (the generated newtype over `Vec<PromptArgument>`).
+pub use crate::wire::PromptArguments;
+/// The `icons` of a [`Prompt`] (the generated newtype over `Vec<Icon>`).
+pub use crate::wire::PromptIcons;
 
 impl Prompt {
     /// A prompt with only `name`.
