@@ -13,6 +13,7 @@
 #                             only; strict needs the `strict` feature to build)
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
 #   LOADGEN_THREADS=2         tokio worker threads of the load generator
+#   BUILD=0                   run the binaries already in $CARGO_TARGET_DIR/release, no build
 # Traffic goes to 127.0.0.1 only; every server process is stopped by its pid at the end and
 # the HTTP servers also exit by themselves after MAX_SECONDS.
 set -euo pipefail
@@ -34,10 +35,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+have_strict=0
+if [[ "${BUILD:-1}" == 0 ]]; then
+    # BUILD=0: the binaries in $BIN as they are (e.g. built with --features strict,strict-client).
+    [[ -x "$BIN/strict_http" ]] && have_strict=1
+else
 echo "== build (release)" >&2
 cargo build --release --quiet --bin loadgen --bin bare_http --bin lean_http --bin bare_stdio --bin tokio_stdio --bin rmcp_http --bin rmcp_stdio
-have_strict=0
-if [[ "$STRICT" != 0 ]]; then
+fi
+if [[ "$STRICT" != 0 && "${BUILD:-1}" != 0 ]]; then
     if cargo build --release --quiet --features strict --bin strict_http --bin strict_stdio; then
         have_strict=1
     elif [[ "$STRICT" == 1 ]]; then
