@@ -477,7 +477,7 @@ async fn child_life(
                     }
                     Some(Kind::Status) => {
                         *life.status.lock().unwrap() =
-                            v.pointer("/result/structuredContent").cloned();
+                            v.pointer("/result/structuredContent/value").cloned();
                         slots.add_permits(1);
                     }
                     None => counts.violation(&format!(
