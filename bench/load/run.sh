@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Load benchmark for tools/call `echo` (issue #7): builds the harness in release, runs every
 # server x concurrency for a bounded time, and prints a table with ratios against the bare
-# servers of the same transport, all measured in this one run.
+# servers of the same transport, all measured in this one run. The floor of a row is the
+# faster of the floor servers measured for it (HTTP: `bare` and `lean`, stdio: `bare`):
+# lowest CPU per request for the CPU ratio, highest req/s for the throughput ratio.
 #
 # Settings (environment):
 #   WARMUP=5 MEASURE=10       seconds per run (warm-up excluded from the numbers)
 #   CONCS="1 16 64"           HTTP keep-alive connections (CONCS="": no HTTP rows)
 #   INFLIGHT="16 64"          pipelined stdio requests in flight (INFLIGHT="": no stdio rows)
-#   SERVERS="bare tokio rmcp strict"  which servers (tokio: stdio only; strict needs the
-#                             `strict` feature to build)
+#   SERVERS="bare lean tokio rmcp strict"  which servers (lean: HTTP only, tokio: stdio
+#                             only; strict needs the `strict` feature to build)
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
 #   LOADGEN_THREADS=2         tokio worker threads of the load generator
+#   BUILD=0                   run the binaries already in $CARGO_TARGET_DIR/release, no build
 # Traffic goes to 127.0.0.1 only; every server process is stopped by its pid at the end and
 # the HTTP servers also exit by themselves after MAX_SECONDS.
 set -euo pipefail
@@ -20,7 +23,7 @@ WARMUP=${WARMUP:-5}
 MEASURE=${MEASURE:-10}
 CONCS=${CONCS-"1 16 64"}
 INFLIGHT=${INFLIGHT-"16 64"}
-SERVERS=${SERVERS:-"bare tokio rmcp strict"}
+SERVERS=${SERVERS:-"bare lean tokio rmcp strict"}
 STRICT=${STRICT:-auto}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
 BIN=$CARGO_TARGET_DIR/release
@@ -32,10 +35,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== build (release)" >&2
-cargo build --release --quiet --bin loadgen --bin bare_http --bin bare_stdio --bin tokio_stdio --bin rmcp_http --bin rmcp_stdio
 have_strict=0
-if [[ "$STRICT" != 0 ]]; then
+if [[ "${BUILD:-1}" == 0 ]]; then
+    # BUILD=0: the binaries in $BIN as they are (e.g. built with --features strict,strict-client).
+    [[ -x "$BIN/strict_http" ]] && have_strict=1
+else
+echo "== build (release)" >&2
+cargo build --release --quiet --bin loadgen --bin bare_http --bin lean_http --bin bare_stdio --bin tokio_stdio --bin rmcp_http --bin rmcp_stdio
+fi
+if [[ "$STRICT" != 0 && "${BUILD:-1}" != 0 ]]; then
     if cargo build --release --quiet --features strict --bin strict_http --bin strict_stdio; then
         have_strict=1
     elif [[ "$STRICT" == 1 ]]; then
@@ -52,7 +60,7 @@ want() { # want SERVER -> is it selected and built?
 }
 
 # HTTP: one server process per server, every concurrency against it.
-for s in bare rmcp strict; do
+for s in bare lean rmcp strict; do
     want "$s" || continue
     [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
@@ -91,18 +99,22 @@ echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, warm-up ${WARMUP}s, meas
 awk '
 $1 == "RESULT" {
     key = $3 " " $4
-    if ($2 == "bare") { base_rps[key] = $7; base_cpu[key] = $10 }
+    if ($2 == "bare" || $2 == "lean") {
+        if (!(key in base_rps) || $7 + 0 > base_rps[key] + 0) base_rps[key] = $7
+        if ($10 != "-" && (!(key in base_cpu) || $10 + 0 < base_cpu[key] + 0)) base_cpu[key] = $10
+    }
     rows[++n] = $0
 }
 END {
-    printf "| transport | server | conc | req/s | p50 µs | p99 µs | server CPU µs/req | errors | req/s vs bare | CPU/req vs bare |\n"
-    printf "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    printf "| transport | server | conc | req/s | p50 µs | p99 µs | server CPU µs/req | VmHWM KiB | errors | req/s vs floor | CPU/req vs floor |\n"
+    printf "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     for (i = 1; i <= n; i++) {
         split(rows[i], f, " ")
         key = f[3] " " f[4]
         rr = (key in base_rps && base_rps[key] > 0) ? sprintf("%.2f", f[7] / base_rps[key]) : "-"
         cr = (key in base_cpu && base_cpu[key] + 0 > 0 && f[10] != "-") ? sprintf("%.2f", f[10] / base_cpu[key]) : "-"
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[4], f[7], f[8], f[9], f[10], f[6], rr, cr
+        hwm = (f[11] == "") ? "-" : f[11]
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f[3], f[2], f[4], f[7], f[8], f[9], f[10], hwm, f[6], rr, cr
     }
 }' "$RESULTS"
 rm -f "$RESULTS"

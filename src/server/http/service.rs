@@ -339,7 +339,7 @@ impl<D: Dispatch> Inner<D> {
         };
         let slot = match self.listen_slot(&request) {
             Ok(slot) => slot,
-            Err(refused) => return refused,
+            Err(ListenStreamsFull) => return listen_refusal(&request),
         };
         let span = request_span(&request);
         fault(fault_points::HTTP_HEADERS);
@@ -354,12 +354,11 @@ impl<D: Dispatch> Inner<D> {
 
     /// A `subscriptions/listen` request takes one of [`HttpConfig::max_listen_streams`]
     /// permits, held until its dispatch ends (the stream closed by either side); with none
-    /// left it is refused 503 / -32603 with its id and `Retry-After: 1`. Other requests take
-    /// none.
+    /// left it is refused ([`listen_refusal`]). Other requests take none.
     fn listen_slot(
         &self,
         request: &RpcRequest,
-    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Response<HttpBody>> {
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ListenStreamsFull> {
         if request.method != crate::wire::methods::LISTEN {
             return Ok(None);
         }
@@ -370,15 +369,7 @@ impl<D: Dispatch> Inner<D> {
                     limit = self.config.max_listen_streams,
                     "listen stream refused: at the limit"
                 );
-                let mut refused = refusal(
-                    Cause::Overloaded,
-                    Some(request.id.clone()),
-                    LISTEN_STREAMS_BUSY,
-                );
-                refused
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                Err(refused)
+                Err(ListenStreamsFull)
             }
         }
     }
@@ -520,6 +511,22 @@ fn spawn_dispatch(
 
 /// The message of the refusal of a listen stream over [`HttpConfig::max_listen_streams`].
 const LISTEN_STREAMS_BUSY: &str = "Server busy: too many listen streams";
+
+/// Every listen-stream permit is taken.
+struct ListenStreamsFull;
+
+/// The refusal of a listen stream over the cap: 503 / -32603 with its id and `Retry-After: 1`.
+fn listen_refusal(request: &RpcRequest) -> Response<HttpBody> {
+    let mut refused = refusal(
+        Cause::Overloaded,
+        Some(request.id.clone()),
+        LISTEN_STREAMS_BUSY,
+    );
+    refused
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    refused
+}
 
 /// The response of a request answered as an event stream.
 pub(super) fn sse_response(body: SseBody) -> Response<HttpBody> {

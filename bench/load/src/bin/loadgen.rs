@@ -9,7 +9,9 @@
 //! the other. `stdio`: spawns the server and keeps N requests in flight over its stdin/stdout.
 //! Only requests started after the warm-up and finished before the end of the measured window
 //! count. Server CPU is read from `/proc/<pid>/stat` at the window's edges. Prints one line:
-//! `RESULT label transport conc requests errors req_per_s p50_us p99_us server_cpu_us_per_req`.
+//! `RESULT label transport conc requests errors req_per_s p50_us p99_us server_cpu_us_per_req
+//! server_vmhwm_kib` (the server's peak RSS, `VmHWM` of `/proc/<pid>/status`, read at the
+//! window's end; `-` when unreadable).
 //! Every loop is bounded by the window (plus a 5 s drain), so the run stops by itself.
 
 use std::collections::HashMap;
@@ -145,7 +147,14 @@ fn main() {
     }
 }
 
-fn report(args: &Args, transport: &str, mut tally: Tally, window: Window, cpu_us: Option<u64>) -> String {
+fn report(
+    args: &Args,
+    transport: &str,
+    mut tally: Tally,
+    window: Window,
+    cpu_us: Option<u64>,
+    hwm_kib: Option<u64>,
+) -> String {
     tally.latencies_us.sort_unstable();
     let n = tally.latencies_us.len();
     let pct = |p: f64| -> u32 {
@@ -161,7 +170,7 @@ fn report(args: &Args, transport: &str, mut tally: Tally, window: Window, cpu_us
         _ => "-".into(),
     };
     format!(
-        "RESULT {} {} {} {} {} {:.0} {} {} {}",
+        "RESULT {} {} {} {} {} {:.0} {} {} {} {}",
         args.label,
         transport,
         args.conc,
@@ -170,7 +179,8 @@ fn report(args: &Args, transport: &str, mut tally: Tally, window: Window, cpu_us
         n as f64 / secs,
         pct(0.50),
         pct(0.99),
-        cpu
+        cpu,
+        hwm_kib.map_or_else(|| "-".to_owned(), |k| k.to_string())
     )
 }
 
@@ -201,9 +211,15 @@ async fn run_http(args: &Args) -> Result<String, String> {
         .map_err(|e| format!("bad address: {e}"))?;
     let mut workers = tokio::task::JoinSet::new();
     for worker in 0..args.conc {
-        workers.spawn(http_worker(args.addr.clone(), uri.clone(), worker as u64, window));
+        workers.spawn(http_worker(
+            args.addr.clone(),
+            uri.clone(),
+            worker as u64,
+            window,
+        ));
     }
     let cpu = cpu_over_window(args.pid, window).await;
+    let hwm = vm_hwm_kib(args.pid);
     let mut tally = Tally::default();
     let deadline = tokio::time::Instant::from(window.end + DRAIN);
     while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, workers.join_next()).await {
@@ -212,7 +228,7 @@ async fn run_http(args: &Args) -> Result<String, String> {
         }
     }
     workers.abort_all();
-    Ok(report(args, "http", tally, window, cpu))
+    Ok(report(args, "http", tally, window, cpu, hwm))
 }
 
 async fn connect(
@@ -262,7 +278,11 @@ async fn http_worker(addr: String, uri: hyper::Uri, worker: u64, window: Window)
         let sent = Instant::now();
         let ok = match send_one(s, request).await {
             Ok((status, sse, body)) => {
-                let body = if sse { last_sse_data(&body).unwrap_or_default() } else { body.to_vec() };
+                let body = if sse {
+                    last_sse_data(&body).unwrap_or_default()
+                } else {
+                    body.to_vec()
+                };
                 status == 200 && is_echo_success(&body, id)
             }
             Err(_) => {
@@ -288,7 +308,10 @@ async fn send_one(
     request: hyper::Request<Full<Bytes>>,
 ) -> Result<(u16, bool, Bytes), String> {
     sender.ready().await.map_err(|e| e.to_string())?;
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let status = response.status().as_u16();
     let sse = response
         .headers()
@@ -308,7 +331,10 @@ async fn send_one(
 // stdio
 
 async fn run_stdio(args: &Args) -> Result<String, String> {
-    let (program, rest) = args.command.split_first().ok_or("stdio needs -- SERVER_CMD")?;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or("stdio needs -- SERVER_CMD")?;
     let mut child = tokio::process::Command::new(program)
         .args(rest)
         .stdin(Stdio::piped())
@@ -391,6 +417,7 @@ async fn run_stdio(args: &Args) -> Result<String, String> {
     };
 
     let cpu = cpu_over_window(pid, window).await;
+    let hwm = vm_hwm_kib(pid);
     let stdin = writer.await.map_err(|e| e.to_string())?;
     let deadline = tokio::time::Instant::from(window.end + DRAIN);
     // With nothing in flight the reader only ends at end of file: close stdin first. Otherwise
@@ -410,5 +437,18 @@ async fn run_stdio(args: &Args) -> Result<String, String> {
     if tokio::time::timeout(DRAIN, child.wait()).await.is_err() {
         let _ = child.kill().await;
     }
-    Ok(report(args, "stdio", tally, window, cpu))
+    Ok(report(args, "stdio", tally, window, cpu, hwm))
+}
+
+/// The peak resident set (`VmHWM`, KiB) of process `pid` so far, from `/proc/<pid>/status`.
+fn vm_hwm_kib(pid: Option<u32>) -> Option<u64> {
+    let pid = pid?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }

@@ -1,0 +1,287 @@
+//! Costs that grow as the work grows (issue #23), in process, no I/O: decode + `Server::serve`
+//! like `strict_inproc`, with the request or the registry scaled. Prints markdown rows; every
+//! figure is process CPU per request (from `/proc`) and every ratio is against a baseline
+//! measured in the same process right before or after.
+//!
+//! - `strict_curves size`: `tools/call echo` with a text argument of 100 B … 1.9 MiB (the
+//!   result carries it back twice: text content and structured content). Baseline: plain
+//!   `serde_json::from_slice::<Value>` of the same request line. Reports CPU per request byte
+//!   of both and their ratio (issue target ≤ 2×).
+//! - `strict_curves registry`: registries of 10 / 1 000 / 10 000 typed tools; a direct
+//!   `tools/call` of one of them, the first `tools/list` page, and compact mode's
+//!   `search_tools` (a query every tool matches, and one only one tool matches). Reports CPU
+//!   per request and its ratio to the 10-tool row, and the registry build time (O27: every
+//!   schema is compiled while the registry is built).
+//!
+//! `strict_curves size|registry [SECONDS_PER_ROW]` (default 1 s of CPU per row).
+
+#[path = "../strict_echo.rs"]
+#[allow(dead_code)]
+mod strict_echo;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use strict_mcp::codec::decode;
+use strict_mcp::core::{Caller, CancelToken, Invocation, RegistryBuilder, ToolDef};
+use strict_mcp::server::{Outbox, Reply, Server, ServerOptions};
+use strict_mcp_load::process_cpu_us;
+
+/// Keeps the first reply of a row to check it, counts the bytes of the rest.
+#[derive(Default)]
+struct Sink {
+    bytes: AtomicUsize,
+    first: Mutex<Option<String>>,
+}
+
+impl Outbox for Sink {
+    fn notify(&self, _line: String) -> bool {
+        true
+    }
+    fn finish(&self, reply: Reply) {
+        if self.bytes.fetch_add(reply.line.len(), Ordering::Relaxed) == 0 {
+            *self.first.lock().unwrap() = Some(reply.line);
+        }
+    }
+}
+
+fn meta() -> serde_json::Value {
+    serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": strict_mcp_load::PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": { "name": "strict-mcp-curves", "version": "0" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+fn line(id: u64, method: &str, mut params: serde_json::Value) -> String {
+    params["_meta"] = meta();
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// Serves `line` (with its id rewritten per iteration is not needed: ids may repeat in
+/// process) until `budget_us` of CPU are spent (at least `min` times); CPU µs per request.
+fn serve_for(
+    runtime: &tokio::runtime::Runtime,
+    server: &Server,
+    line: &str,
+    budget_us: u64,
+    min: u64,
+    check: impl Fn(&str) -> bool,
+) -> f64 {
+    let limits = server.ingress_limits();
+    let caller = Caller::new("curves");
+    let sink = Arc::new(Sink::default());
+    let pid = std::process::id();
+    let (cpu, n) = runtime.block_on(async {
+        let cpu0 = process_cpu_us(pid).unwrap();
+        let mut n = 0u64;
+        loop {
+            let message = decode(line.as_bytes(), &limits).expect("decodes");
+            let outbox: Arc<dyn Outbox> = sink.clone();
+            server
+                .serve(caller.clone(), message, outbox, CancelToken::new())
+                .await;
+            n += 1;
+            if n >= min && (n % 8 == 0 || n == min) {
+                let used = process_cpu_us(pid).unwrap() - cpu0;
+                if used >= budget_us {
+                    return (used, n);
+                }
+            }
+        }
+    });
+    let first = sink.first.lock().unwrap().take().unwrap_or_default();
+    assert!(
+        check(&first),
+        "unexpected reply: {}",
+        &first[..first.len().min(400)]
+    );
+    cpu as f64 / n as f64
+}
+
+/// Plain serde_json parse of `line`, for the same budget: CPU µs per parse.
+fn parse_for(line: &str, budget_us: u64, min: u64) -> f64 {
+    let pid = std::process::id();
+    let cpu0 = process_cpu_us(pid).unwrap();
+    let mut n = 0u64;
+    loop {
+        let v: serde_json::Value = serde_json::from_slice(line.as_bytes()).expect("parses");
+        std::hint::black_box(v);
+        n += 1;
+        if n >= min && (n % 8 == 0 || n == min) {
+            let used = process_cpu_us(pid).unwrap() - cpu0;
+            if used >= budget_us {
+                return used as f64 / n as f64;
+            }
+        }
+    }
+}
+
+fn ok_result(reply: &str) -> bool {
+    reply.contains(r#""result""#) && !reply.contains(r#""isError":true"#)
+}
+
+fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let server = strict_echo::server()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!("| text bytes | request bytes | strict µs/req | serde_json parse µs | strict ns/byte | serde_json ns/byte | strict ÷ serde_json |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    const MIB: usize = 1 << 20;
+    for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
+        // Printable text with a JSON escape every 64 bytes, so the parser has work to do.
+        let text: String = (0..text_bytes)
+            .map(|i| {
+                if i % 64 == 63 {
+                    '"'
+                } else {
+                    (b'a' + (i % 26) as u8) as char
+                }
+            })
+            .collect();
+        let req = line(
+            1,
+            "tools/call",
+            serde_json::json!({"name": "echo", "arguments": {"text": text}}),
+        );
+        let strict = serve_for(&runtime, &server, &req, budget_us, 3, |r| {
+            ok_result(r) && r.len() > 2 * text_bytes
+        });
+        let serde = parse_for(&req, budget_us, 3);
+        let bytes = req.len() as f64;
+        println!(
+            "| {text_bytes} | {} | {strict:.1} | {serde:.1} | {:.2} | {:.2} | {:.2} |",
+            req.len(),
+            strict * 1e3 / bytes,
+            serde * 1e3 / bytes,
+            strict / serde
+        );
+    }
+    Ok(())
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoInput {
+    /// The text to send back.
+    text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct EchoOutput {
+    /// The text that was sent.
+    text: String,
+}
+
+fn scaled_server(n: usize, mode: &str) -> Result<(Server, f64), Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let mut b = RegistryBuilder::new();
+    for i in 0..n {
+        b =
+            b.tool(
+                ToolDef::typed(
+                    format!("echo_{i:05}"),
+                    |_inv: Invocation, input: EchoInput| async move {
+                        Ok(EchoOutput { text: input.text })
+                    },
+                )
+                .description(format!("Sends the given text back (copy {i}).")),
+            );
+    }
+    let registry = b.build()?;
+    let built_ms = start.elapsed().as_secs_f64() * 1e3;
+    let server = Server::new(
+        registry,
+        ServerOptions::new()
+            .server_info("strict-mcp-curves", "0")
+            .mode(mode),
+    )?;
+    Ok((server, built_ms))
+}
+
+fn registry_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!("| tools | registry build ms | operation | µs/req | vs 10 tools |");
+    println!("|---:|---:|---|---:|---:|");
+    let mut base: std::collections::HashMap<&str, f64> = Default::default();
+    for n in [10usize, 1_000, 10_000] {
+        let (direct, built_ms) = scaled_server(n, "direct")?;
+        let (compact, _) = scaled_server(n, "compact")?;
+        let target = format!("echo_{:05}", n / 2);
+        let ops: [(&str, &Server, String, &dyn Fn(&str) -> bool); 4] = [
+            (
+                "tools/call (direct)",
+                &direct,
+                line(
+                    1,
+                    "tools/call",
+                    serde_json::json!({"name": target, "arguments": {"text": "hi"}}),
+                ),
+                &|r| ok_result(r) && r.contains("hi"),
+            ),
+            (
+                "tools/list first page (direct)",
+                &direct,
+                line(1, "tools/list", serde_json::json!({})),
+                &|r| ok_result(r) && r.contains("echo_00000"),
+            ),
+            (
+                "search_tools, every tool matches (compact)",
+                &compact,
+                line(
+                    1,
+                    "tools/call",
+                    serde_json::json!({"name": "search_tools", "arguments": {"query": "sends text back"}}),
+                ),
+                &|r| ok_result(r) && r.contains("echo_0000"),
+            ),
+            (
+                "search_tools, one tool matches (compact)",
+                &compact,
+                line(
+                    1,
+                    "tools/call",
+                    serde_json::json!({"name": "search_tools", "arguments": {"query": format!("{:05}", n / 2)}}),
+                ),
+                &|r| ok_result(r) && r.contains(target.as_str()),
+            ),
+        ];
+        for (name, server, req, check) in ops {
+            let us = serve_for(&runtime, server, &req, budget_us, 3, check);
+            let b = *base.entry(name).or_insert(us);
+            println!("| {n} | {built_ms:.0} | {name} | {us:.1} | {:.2} |", us / b);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_default();
+    let secs: f64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+    let budget_us = (secs * 1e6) as u64;
+    println!(
+        "{} UTC; load average: {}",
+        std::process::Command::new("date")
+            .args(["-u", "+%Y-%m-%d %H:%M"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default(),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    match what.as_str() {
+        "size" => size_curve(budget_us),
+        "registry" => registry_curve(budget_us),
+        _ => {
+            eprintln!("usage: strict_curves size|registry [SECONDS_PER_ROW]");
+            std::process::exit(2);
+        }
+    }
+}
