@@ -48,6 +48,7 @@ pub(crate) struct Opened {
 
 impl Hub {
     /// Opens a stream and sends its acknowledgement.
+    #[allow(clippy::too_many_arguments)] // one stream's parts, each stored or used once
     pub(crate) fn open(
         &self,
         now: Tick,
