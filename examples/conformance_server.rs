@@ -5,7 +5,12 @@
 //! cargo run --example conformance_server                          # stdio (also `--stdio`)
 //! cargo run --example conformance_server --features legacy        # also the 2025 eras
 //! cargo run --example conformance_server -- --http 127.0.0.1:0    # Streamable HTTP on /mcp
+//! cargo run --example conformance_server -- --tasks --http 127.0.0.1:0  # plus the Tasks fixtures
 //! ```
+//!
+//! `--tasks` adds the Tasks extension's fixtures (`examples/conformance/tasks.rs`), which the
+//! `tasks-*` scenarios need; without it the fixture list is the one the interop and
+//! equivalence tests pin (task tools would change the first `tools/list` page).
 //!
 //! With `--http ADDR` the server binds ADDR (a loopback address; port 0 picks a free one),
 //! prints `{"listening":"http://ADDR/mcp"}` as its only stdout line and serves until Ctrl-C.
@@ -33,7 +38,7 @@ use strict_mcp::server::{Server, ServerOptions, ShutdownReport};
 use tracing_subscriber::EnvFilter;
 
 fn usage() -> ! {
-    eprintln!("usage: conformance_server [--stdio | --http 127.0.0.1:PORT]");
+    eprintln!("usage: conformance_server [--tasks] [--stdio | --http 127.0.0.1:PORT]");
     std::process::exit(2);
 }
 
@@ -42,9 +47,17 @@ enum Transport {
     Http(SocketAddr),
 }
 
-fn transport() -> Transport {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args
+/// The transport, and whether `--tasks` was given.
+fn transport() -> (Transport, bool) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let tasks = match args.first().map(String::as_str) {
+        Some("--tasks") => {
+            args.remove(0);
+            true
+        }
+        _ => false,
+    };
+    let transport = match args
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
@@ -60,7 +73,8 @@ fn transport() -> Transport {
             Err(_) => usage(),
         },
         _ => usage(),
-    }
+    };
+    (transport, tasks)
 }
 
 /// A `--features legacy` build also serves the initialise era (2025-06-18, 2025-11-25): the
@@ -72,13 +86,22 @@ fn options() -> ServerOptions {
     ServerOptions::new()
 }
 
-/// Every fixture the suite drives (the core ones and the Tasks extension's); a `--features legacy` build adds the ones only the
+/// Every fixture the suite drives but the Tasks extension's; a `--features legacy` build adds the ones only the
 /// 2025-11-25 scenarios call (`examples/conformance/legacy.rs`).
 fn base() -> strict_mcp::core::RegistryBuilder {
     #[cfg(feature = "legacy")]
-    return legacy::with_legacy_fixtures(builder());
+    return legacy::with_legacy_fixtures(fixtures::builder());
     #[cfg(not(feature = "legacy"))]
-    builder()
+    fixtures::builder()
+}
+
+/// [`base`] plus the Tasks extension's fixtures (`--tasks`).
+fn base_with_tasks() -> strict_mcp::core::RegistryBuilder {
+    let mut builder = base();
+    for tool in tasks::tools() {
+        builder = builder.tool(tool);
+    }
+    builder
 }
 
 #[tokio::main]
@@ -89,10 +112,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")),
         )
         .init();
-    let transport = transport();
+    let (transport, with_tasks) = transport();
 
     let catalogue = Arc::new(triggers::Catalogue::default());
-    let registry = triggers::registry(&catalogue, base);
+    let registry = triggers::registry(&catalogue, if with_tasks { base_with_tasks } else { base });
     let server = Server::new(
         registry,
         options()
@@ -129,15 +152,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
-}
-
-/// The core fixtures plus the Tasks extension's (`examples/conformance/tasks.rs`).
-fn builder() -> strict_mcp::core::RegistryBuilder {
-    let mut builder = fixtures::builder();
-    for tool in tasks::tools() {
-        builder = builder.tool(tool);
-    }
-    builder
 }
 
 /// O5: a shutdown that left calls running is reported on stderr and in the exit status (3),

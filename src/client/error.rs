@@ -242,5 +242,89 @@ pub enum ClientError {
     /// A Skills extension call was refused or its content failed verification
     /// ([`crate::client::skills`]).
     #[error(transparent)]
-    Skill(crate::client::skills::SkillError),
+    Skill(SkillError),
+}
+
+/// Why a skill was not listed, loaded or read (`crate::client::skills`). It lives here, beside
+/// [`ClientError::Skill`], so the error module imports no method module (no cycle).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillError {
+    /// The server did not declare `io.modelcontextprotocol/skills` (or its value is not an
+    /// object); nothing was sent.
+    #[error(
+        "the server does not declare the {} extension",
+        crate::wire::skills::EXTENSION_ID
+    )]
+    NotDeclared,
+    /// The server did not declare `directoryRead: true`; nothing was sent.
+    #[error(
+        "the server does not declare directoryRead for {}",
+        crate::wire::skills::EXTENSION_ID
+    )]
+    DirectoryReadNotDeclared,
+    /// The entry cannot be loaded: its manifest is missing, malformed or not self-consistent.
+    #[error("skill entry {uri} cannot be loaded: {reason}")]
+    InvalidEntry {
+        /// The entry's `uri`.
+        uri: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `"dynamic"` entry: no digests to verify against, so this client declines it.
+    #[error("skill {uri} publishes no file manifest (\"dynamic\"); it is not loaded")]
+    Dynamic {
+        /// The entry's `uri`.
+        uri: String,
+    },
+    /// The file is not in the held entry's `resources`: it is never read.
+    #[error("{uri} is not listed in the resources of skill {skill}")]
+    NotListed {
+        /// The skill's `uri`.
+        skill: String,
+        /// The requested file.
+        uri: String,
+    },
+    /// The read returned no content for the requested URI.
+    #[error("resources/read of {uri} returned no content for that URI")]
+    NoContent {
+        /// The requested file.
+        uri: String,
+    },
+    /// The bytes' length differs from the entry's `size` (the digest is not computed).
+    #[error("{uri}: {actual} bytes where the entry lists {expected}")]
+    SizeMismatch {
+        /// The file.
+        uri: String,
+        /// The entry's `size`.
+        expected: u64,
+        /// The bytes received.
+        actual: u64,
+    },
+    /// The bytes' SHA-256 differs from the entry's `digest`.
+    #[error("{uri}: digest {actual} where the entry lists {expected}")]
+    DigestMismatch {
+        /// The file.
+        uri: String,
+        /// The entry's `digest`.
+        expected: String,
+        /// The digest of the bytes received.
+        actual: String,
+    },
+    /// The fetched `SKILL.md` has no usable frontmatter.
+    #[error("{uri}: {error}")]
+    Frontmatter {
+        /// The manifest.
+        uri: String,
+        /// What is wrong.
+        error: crate::wire::skills::FrontmatterError,
+    },
+    /// The fetched frontmatter differs from the entry's in `field`.
+    #[error("{uri}: frontmatter field {field:?} differs from the skill entry")]
+    FrontmatterMismatch {
+        /// The manifest.
+        uri: String,
+        /// The first differing field (in key order).
+        field: String,
+    },
 }

@@ -684,15 +684,22 @@ impl Registry {
             .any(|t| t.def.task != crate::core::tasks::TaskMode::Never)
     }
 
-    /// The task mode of the tool with this name as `caller` sees it (`Never` for an unknown or
-    /// hidden one, so a refusal never tells a caller that a hidden tool exists).
+    /// The task mode of the tool with this name (`Never` for an unknown one). It asks no
+    /// policy: the call path asks it once per request (O28), and a refusal that depends on the
+    /// mode checks [`Registry::tool_visible`] first, so it never tells a caller that a hidden
+    /// tool exists.
     #[must_use]
-    pub fn tool_task_mode(&self, caller: &Caller, name: &str) -> crate::core::tasks::TaskMode {
+    pub fn tool_task_mode(&self, name: &str) -> crate::core::tasks::TaskMode {
         self.inner
             .tools
             .get(name)
-            .filter(|_| self.inner.policy.tool(caller, name).is_visible())
             .map_or(crate::core::tasks::TaskMode::Never, |t| t.def.task)
+    }
+
+    /// Whether a tool with this name exists and the policy shows it to `caller`.
+    #[must_use]
+    pub fn tool_visible(&self, caller: &Caller, name: &str) -> bool {
+        self.inner.tools.contains_key(name) && self.inner.policy.tool(caller, name).is_visible()
     }
 
     /// Whether any resource or template is registered.
@@ -774,13 +781,10 @@ impl Registry {
             .ok_or_else(|| CoreError::InvalidParams {
                 message: format!("{uri} is not a directory this server serves"),
             })?;
-        let visible = directory
-            .children
-            .iter()
-            .filter(|r| {
-                r.mime_type.as_deref() == Some(crate::wire::skills::DIRECTORY_MIME_TYPE)
-                    || self.inner.policy.resource(caller, &r.uri).is_visible()
-            });
+        let visible = directory.children.iter().filter(|r| {
+            r.mime_type.as_deref() == Some(crate::wire::skills::DIRECTORY_MIME_TYPE)
+                || self.inner.policy.resource(caller, &r.uri).is_visible()
+        });
         let mut hasher = Sha256::new();
         hasher.update(self.inner.digest);
         hasher.update(uri.as_bytes());

@@ -12,7 +12,8 @@ use super::context::Ctx;
 use super::PROTOCOL_VERSION;
 use crate::wire::{
     DiscoverResult, DiscoverResultCacheScope, DiscoverResultResultType, ServerCapabilities,
-    ServerCapabilitiesExtensions, ServerCapabilitiesPrompts, ServerCapabilitiesResources, ServerCapabilitiesTools,
+    ServerCapabilitiesExtensions, ServerCapabilitiesPrompts, ServerCapabilitiesResources,
+    ServerCapabilitiesTools,
 };
 
 /// `server/discover`: capabilities match what this registry serves.

@@ -76,11 +76,21 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
     // The Tasks extension: the server alone decides (no client hint; a legacy `task` param
     // is ignored). Without the per-request declaration a task tool runs synchronously, or
     // -32021 when it always needs a task, before the handler runs.
-    let task_mode = ctx.registry.tool_task_mode(&ctx.caller, &tool);
-    let as_task = task_mode != TaskMode::Never && ctx.caps.declares_tasks();
-    if task_mode == TaskMode::Required && !ctx.caps.declares_tasks() {
+    // The mode asks no policy; the one policy answer of this request comes later on the call
+    // path (O28), except on this refusal, which is the request's only ask (or reuses the host's
+    // answer) and is given only for a tool the caller may see.
+    let task_mode = ctx.registry.tool_task_mode(&tool);
+    let declares = ctx.caps.declares_tasks();
+    if task_mode == TaskMode::Required
+        && !declares
+        && ctx.tool_access.map_or_else(
+            || ctx.registry.tool_visible(&ctx.caller, &tool),
+            |access| access.is_visible(),
+        )
+    {
         return super::tasks::missing_extension();
     }
+    let as_task = task_mode != TaskMode::Never && declares;
     let tool = &tool;
     mrtr::run(
         ctx,

@@ -16,8 +16,8 @@ pub mod methods;
 pub mod pin;
 pub mod progress;
 pub mod result;
-pub mod tasks;
 pub mod skills;
+pub mod tasks;
 
 pub use crate::generated::*;
 

@@ -345,10 +345,15 @@ impl<D: Dispatch> Inner<D> {
         fault(fault_points::HTTP_HEADERS);
         let check = header_check(parts.headers, span.clone());
         self.clone()
-            .respond(request.id.clone(), span, slot, move |this, outbox, cancel| {
-                this.dispatch
-                    .dispatch_request(caller, request, check, outbox, cancel)
-            })
+            .respond(
+                request.id.clone(),
+                span,
+                slot,
+                move |this, outbox, cancel| {
+                    this.dispatch
+                        .dispatch_request(caller, request, check, outbox, cancel)
+                },
+            )
             .await
     }
 
