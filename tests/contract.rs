@@ -624,15 +624,9 @@ fn real_cli_leaves() -> Vec<String> {
     leaves
 }
 
-/// Every method some CLI subcommand of `table` sends, the Skills extension's included. Not
-/// yet the Tasks extension's: the `cli` transport has no `tasks/*` operations until
-/// `tests/evidence_cli.rs` proves the `tasks` subcommands both ways (issue #21, left open).
+/// Every method some CLI subcommand of `table` sends, the extension methods included.
 fn cli_methods<'a>(table: &[(&'a str, &'a [&'a str])]) -> BTreeSet<&'a str> {
-    table
-        .iter()
-        .flat_map(|(_, m)| m.iter().copied())
-        .filter(|m| extension_of(m) != Some(strict_mcp::wire::tasks::TASKS_EXTENSION))
-        .collect()
+    table.iter().flat_map(|(_, m)| m.iter().copied()).collect()
 }
 
 /// O114: every method the server routes has an operation on every server transport, every
@@ -729,9 +723,9 @@ fn o114_extension_operations_name_their_extension_and_condition() {
         .iter()
         .filter(|op| op.get("extension").is_some())
         .count();
-    // Six methods on the two server and three client transports, and the CLI's two Skills
-    // methods (it sends no `resources/directory/read`; its `tasks/*` are not inventoried yet).
-    assert_eq!(marked, 6 * 5 + 2);
+    // Six methods on the two server and three client transports, and the CLI's five (it
+    // sends no `resources/directory/read`).
+    assert_eq!(marked, 6 * 5 + 5);
     assert_eq!(
         extension_methods().collect::<Vec<_>>(),
         [
