@@ -50,6 +50,35 @@ fn requirements() -> BTreeSet<String> {
 const SERVER_TRANSPORTS: [&str; 2] = ["stdio-server", "http-server"];
 const CLIENT_TRANSPORTS: [&str; 3] = ["stdio-client", "http-client", "in-memory-client"];
 
+/// The extensions served beside the core route table (issue #21), each with its request
+/// methods, read from the wire modules' own constants: the Tasks extension's `tasks/*`
+/// (served only while a task tool is registered) and the Skills extension's (served only
+/// while a skill catalogue is). Their operations carry `extension` (the id) and `condition`
+/// (O119: served only while active, -32601 otherwise; Tasks: -32021 without the declaration).
+const EXTENSIONS: [(&str, &[&str]); 2] = [
+    (
+        strict_mcp::wire::tasks::TASKS_EXTENSION,
+        &strict_mcp::wire::tasks::TASK_METHODS,
+    ),
+    (
+        strict_mcp::wire::skills::EXTENSION_ID,
+        &strict_mcp::wire::skills::METHODS,
+    ),
+];
+
+/// The extension whose method `method` is, if any.
+fn extension_of(method: &str) -> Option<&'static str> {
+    EXTENSIONS
+        .iter()
+        .find(|(_, methods)| methods.contains(&method))
+        .map(|(id, _)| *id)
+}
+
+/// Every extension method, over all extensions.
+fn extension_methods() -> impl Iterator<Item = &'static str> {
+    EXTENSIONS.iter().flat_map(|(_, m)| m.iter().copied())
+}
+
 /// O114: the contract matches its JSON Schema.
 #[test]
 fn o114_contract_matches_its_schema() {
@@ -185,8 +214,13 @@ fn wanted(cli_methods: &BTreeSet<&str>) -> BTreeSet<(String, String)> {
         .iter()
         .copied()
         .filter(|m| methods::needs(m).is_some())
+        .chain(extension_methods())
         .collect();
-    let called: BTreeSet<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    let called: BTreeSet<&str> = Method::ALL
+        .iter()
+        .map(|m| m.name())
+        .chain(extension_methods())
+        .collect();
     let mut want = BTreeSet::new();
     for (transports, set) in [
         (&SERVER_TRANSPORTS[..], &served),
@@ -572,12 +606,9 @@ fn cli_table_faults(leaves: &[String], table: &[(&str, &[&str])]) -> Vec<String>
             ));
         }
         for m in *sent {
-            // Extension methods (the Tasks extension's `tasks/*`, the Skills extension's) are
-            // routed beside the core table while their extension is served, not in it.
-            if methods::needs(m).is_none()
-                && !strict_mcp::wire::tasks::is_task_method(m)
-                && !strict_mcp::wire::skills::METHODS.contains(m)
-            {
+            // Extension methods are routed beside the core table while their extension is
+            // served, not in it ([`EXTENSIONS`]).
+            if methods::needs(m).is_none() && extension_of(m).is_none() {
                 out.push(format!(
                     "CLI subcommand `{sub}` sends `{m}`, which the server does not route"
                 ));
@@ -593,14 +624,9 @@ fn real_cli_leaves() -> Vec<String> {
     leaves
 }
 
-/// Every core method some CLI subcommand of `table` sends. The contract's operations cover
-/// the core methods; extension methods (`tasks/*`, issue #21) are not in its inventory yet.
+/// Every method some CLI subcommand of `table` sends, the extension methods included.
 fn cli_methods<'a>(table: &[(&'a str, &'a [&'a str])]) -> BTreeSet<&'a str> {
-    table
-        .iter()
-        .flat_map(|(_, m)| m.iter().copied())
-        .filter(|m| !strict_mcp::wire::tasks::is_task_method(m))
-        .collect()
+    table.iter().flat_map(|(_, m)| m.iter().copied()).collect()
 }
 
 /// O114: every method the server routes has an operation on every server transport, every
@@ -647,6 +673,108 @@ fn o114_inventory_matches_the_code() {
         .collect();
     let unique: BTreeSet<_> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "duplicate operation ids");
+}
+
+/// What the operations say wrong about extensions, one line per operation: an operation of
+/// an extension method must name that extension (`extension`) and when it is served
+/// (`condition`: O119, -32601 while inactive, and for Tasks -32021 without the request's
+/// declaration); a core operation names neither.
+fn extension_faults(c: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for op in c["operations"].as_array().into_iter().flatten() {
+        let id = op["id"].as_str().unwrap_or_default();
+        let kind = op["kind"].as_str().unwrap_or_default();
+        let condition = op["condition"].as_str().unwrap_or_default();
+        match extension_of(kind) {
+            Some(ext) => {
+                if op["extension"] != ext {
+                    out.push(format!("{id}: {kind} needs \"extension\": \"{ext}\""));
+                }
+                let mut needles = vec!["O119", "-32601"];
+                if ext == strict_mcp::wire::tasks::TASKS_EXTENSION {
+                    needles.push("-32021");
+                }
+                for needle in needles {
+                    if !condition.contains(needle) {
+                        out.push(format!("{id}: its condition does not state {needle}"));
+                    }
+                }
+            }
+            None => {
+                if op.get("extension").is_some() || op.get("condition").is_some() {
+                    out.push(format!("{id}: {kind} is a core method, not an extension's"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// O114, O119, issue #21: every extension operation is marked with its extension and the
+/// condition it is served under; no core operation is.
+#[test]
+fn o114_extension_operations_name_their_extension_and_condition() {
+    let c = contract();
+    let faults = extension_faults(&c);
+    assert!(faults.is_empty(), "{faults:#?}");
+    let marked = c["operations"]
+        .as_array()
+        .expect("operations")
+        .iter()
+        .filter(|op| op.get("extension").is_some())
+        .count();
+    // Six methods on the two server and three client transports, and the CLI's five (it
+    // sends no `resources/directory/read`).
+    assert_eq!(marked, 6 * 5 + 5);
+    assert_eq!(
+        extension_methods().collect::<Vec<_>>(),
+        [
+            "tasks/get",
+            "tasks/update",
+            "tasks/cancel",
+            "skills/list",
+            "skills/get",
+            "resources/directory/read"
+        ]
+    );
+}
+
+/// O114: an extension operation that lost its marks, or a core one that gained them, is
+/// named; so is an extension method missing from a transport.
+#[test]
+fn o115_fault_extension_operation_unmarked() {
+    let mut c = contract();
+    let ops = c["operations"].as_array_mut().expect("operations");
+    let i = ops
+        .iter()
+        .position(|op| op["id"] == "http-server.tasks-get")
+        .expect("http-server.tasks-get");
+    ops[i].as_object_mut().unwrap().remove("extension");
+    ops[i]["condition"] = json!("served while a task tool is (O119, -32601)");
+    ops[0]["extension"] = json!("io.modelcontextprotocol/skills");
+    let faults = extension_faults(&c);
+    assert_eq!(
+        faults,
+        vec![
+            "stdio-server.server-discover: server/discover is a core method, not an extension's"
+                .to_owned(),
+            "http-server.tasks-get: tasks/get needs \"extension\": \"io.modelcontextprotocol/tasks\""
+                .to_owned(),
+            "http-server.tasks-get: its condition does not state -32021".to_owned(),
+        ]
+    );
+    let mut have = exposures(&contract());
+    assert!(have.remove(&(
+        "in-memory-client".to_owned(),
+        "resources/directory/read".to_owned()
+    )));
+    let faults = inventory_faults(&have, &wanted(&cli_methods(CLI_SUBCOMMANDS)));
+    assert_eq!(faults.len(), 1, "{faults:#?}");
+    assert!(
+        faults[0].starts_with("(in-memory-client, resources/directory/read): the code exposes"),
+        "{}",
+        faults[0]
+    );
 }
 
 /// O114: a CLI method without an operation fails the inventory, and the message names the

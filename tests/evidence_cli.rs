@@ -19,6 +19,8 @@
 #[path = "../examples/conformance/fixtures.rs"]
 mod fixtures;
 mod support;
+#[path = "../examples/conformance/tasks.rs"]
+mod tasks;
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;
@@ -750,4 +752,243 @@ async fn o115_cli_bench_sends_what_its_row_says() {
         "{report}"
     );
     assert_eq!(report["errors"], report["requests"], "{report}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Tasks extension's methods through the `tasks` subcommands (issue #21)
+
+/// The conformance fixtures with the Tasks extension's tools, as the conformance example
+/// serves them. Over HTTP one server outlives the runs, so a task one run starts is there for
+/// the next.
+fn tasks_server() -> Server {
+    let mut builder = fixtures::builder();
+    for tool in tasks::tools() {
+        builder = builder.tool(tool);
+    }
+    Server::new(
+        builder.build().expect("the fixtures are valid"),
+        ServerOptions::new()
+            .server_info("strict-mcp-conformance", "0.0.0")
+            .mode("direct"),
+    )
+    .expect("server")
+}
+
+/// One `--json` run against `url`: its output and its records (observed on `rec`).
+async fn run_at(rec: &Recorder, url: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    let mut all = strings(args);
+    all.push("--json".into());
+    all.extend(["--url".to_owned(), url.to_owned()]);
+    let o = cli(&all).await;
+    let records = observe(rec, &o);
+    (o, records)
+}
+
+/// The last answer of `method` in a run's records.
+fn answer_of<'a>(records: &'a [Value], method: &str) -> &'a Value {
+    records
+        .iter()
+        .rev()
+        .find(|r| r["method"] == method)
+        .unwrap_or_else(|| panic!("no {method} answer in {records:?}"))
+}
+
+/// A `--responses` file with no rounds: it makes the CLI declare elicitation (O98), which
+/// `confirm_delete` asks through once it runs as a task (answered by `tasks update`).
+fn no_rounds() -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "strict-mcp-evidence-cli-no-rounds-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, r#"{"rounds": []}"#).expect("write the responses file");
+    path
+}
+
+/// `tasks call TOOL --args ARGS --responses <no rounds>`, which the server makes a task: its
+/// id (exit 0, O97).
+async fn call_task(rec: &Recorder, url: &str, tool: &str, args: &str) -> String {
+    let responses = no_rounds();
+    let responses = responses.to_str().expect("a UTF-8 temp path");
+    let (o, all) = run_at(
+        rec,
+        url,
+        &[
+            "tasks",
+            "call",
+            tool,
+            "--args",
+            args,
+            "--responses",
+            responses,
+        ],
+    )
+    .await;
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let call = answer_of(&all, "tools/call");
+    assert_eq!(call["kind"], "task", "{call}");
+    call["result"]["taskId"]
+        .as_str()
+        .expect("taskId")
+        .to_owned()
+}
+
+/// `tasks wait ID` until the task asks for input (exit 6): its outstanding request keys.
+async fn wait_for_input(rec: &Recorder, url: &str, id: &str) -> Vec<String> {
+    let (o, all) = run_at(rec, url, &["tasks", "wait", id, "--for", "10"]).await;
+    assert_eq!(
+        o.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let asked = answer_of(&all, "tasks/get");
+    assert_eq!(asked["result"]["status"], "input_required", "{asked}");
+    asked["result"]["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// Accepts every key with `{"confirm": true}`, as `--input` takes it.
+fn confirm_all(keys: &[String]) -> String {
+    let answers: serde_json::Map<String, Value> = keys
+        .iter()
+        .map(|k| {
+            (
+                k.clone(),
+                serde_json::json!({"action": "accept", "content": {"confirm": true}}),
+            )
+        })
+        .collect();
+    Value::Object(answers).to_string()
+}
+
+/// O91, O97, O115, N41–N43: `tasks get`, `tasks cancel` and `tasks update` over Streamable
+/// HTTP, each answered with a result and sending exactly its `CLI_SUBCOMMANDS` row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_http_tasks_answer() {
+    let rec = support::evidence::recorder!();
+    let http = Http::start(tasks_server()).await;
+    let url = http.url().to_owned();
+    let slow = call_task(&rec, &url, "slow_compute", r#"{"seconds":30}"#).await;
+    for (subcommand, method) in [("get", "tasks/get"), ("cancel", "tasks/cancel")] {
+        let (o, all) = run_at(&rec, &url, &["tasks", subcommand, &slow]).await;
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(methods(&all), sends(&format!("tasks {subcommand}")));
+        assert_eq!(outcome_of(answer_of(&all, method)), Some(Outcome::Result));
+    }
+    let asking = call_task(&rec, &url, "confirm_delete", r#"{"filename":"a.txt"}"#).await;
+    let keys = wait_for_input(&rec, &url, &asking).await;
+    let input = confirm_all(&keys);
+    let (o, all) = run_at(&rec, &url, &["tasks", "update", &asking, "--input", &input]).await;
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(methods(&all), sends("tasks update"));
+    let ack = answer_of(&all, "tasks/update");
+    assert_eq!(outcome_of(ack), Some(Outcome::Result));
+    assert_eq!(ack["result"]["resultType"], "complete", "N42: {ack}");
+}
+
+/// Serves `server` on 127.0.0.1 at `/mcp` behind a filter that takes the Tasks extension's
+/// declaration out of every `tasks/update` body on its way in (and passes everything else on
+/// unchanged): the server then refuses the CLI's update as it refuses any undeclared one
+/// (-32021, N36), the refusal the negative proof needs. Its URL.
+async fn undeclaring_updates(server: Server) -> String {
+    let mcp = McpHttp::new(
+        server,
+        HttpConfig {
+            path: Some("/mcp".into()),
+            ..HttpConfig::default()
+        },
+    );
+    let service = tower::service_fn(move |req: hyper::Request<Incoming>| {
+        let mcp = mcp.clone();
+        async move {
+            let (mut parts, body) = req.into_parts();
+            let mut sent = Limited::new(body, SPY_MAX_BYTES)
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            if let Ok(mut v) = serde_json::from_slice::<Value>(&sent) {
+                if v["method"] == "tasks/update" {
+                    let caps =
+                        &mut v["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+                    if let Some(ext) = caps.get_mut("extensions").and_then(Value::as_object_mut) {
+                        ext.remove(strict_mcp::wire::tasks::TASKS_EXTENSION);
+                    }
+                    sent = v.to_string().into();
+                    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+                }
+            }
+            let res =
+                tower::ServiceExt::oneshot(mcp, hyper::Request::from_parts(parts, Full::new(sent)))
+                    .await?;
+            Ok::<_, Infallible>(res)
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    tokio::spawn(serve(
+        listener,
+        OnPaths::new(["/mcp"], service),
+        std::future::pending(),
+    ));
+    url
+}
+
+/// O97, O115, N36: `tasks get` and `tasks cancel` of an unknown task are refused -32602, and
+/// an update the server sees undeclared is refused -32021; each exits 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o115_cli_tasks_refused() {
+    let rec = support::evidence::recorder!();
+    let http = Http::start(tasks_server()).await;
+    for (subcommand, method) in [("get", "tasks/get"), ("cancel", "tasks/cancel")] {
+        let (o, all) = run_at(&rec, http.url(), &["tasks", subcommand, "no-such-task"]).await;
+        assert_eq!(
+            o.status.code(),
+            Some(4),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(methods(&all), sends(&format!("tasks {subcommand}")));
+        let refused = answer_of(&all, method);
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+    let url = undeclaring_updates(tasks_server()).await;
+    let asking = call_task(&rec, &url, "confirm_delete", r#"{"filename":"a.txt"}"#).await;
+    let keys = wait_for_input(&rec, &url, &asking).await;
+    let input = confirm_all(&keys);
+    let (o, all) = run_at(&rec, &url, &["tasks", "update", &asking, "--input", &input]).await;
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(methods(&all), sends("tasks update"));
+    assert_eq!(
+        outcome_of(answer_of(&all, "tasks/get")),
+        Some(Outcome::Result)
+    );
+    let refused = answer_of(&all, "tasks/update");
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }

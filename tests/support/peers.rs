@@ -216,6 +216,8 @@ impl Http {
         let name = match method {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
+            // The Tasks extension mirrors `params.taskId` (SEP-2663 routing headers, N46).
+            m if strict_mcp::wire::tasks::is_task_method(m) => body["params"]["taskId"].as_str(),
             _ => None,
         };
         if let Some(name) = name {
