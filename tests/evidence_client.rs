@@ -74,7 +74,9 @@ async fn connect(via: Via, rec: &Arc<Recorder>) -> (Client, Option<Server>) {
     let inner: Arc<dyn Transport> = match via {
         Via::Stdio => Arc::new(
             StdioTransport::spawn(
-                &CommandSpec::new(support::example_binary("conformance_server")).arg("--stdio"),
+                &CommandSpec::new(support::example_binary("conformance_server"))
+                    .arg("--tasks")
+                    .arg("--stdio"),
             )
             .expect("spawn the conformance server"),
         ),
