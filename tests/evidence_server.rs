@@ -109,7 +109,7 @@ fn assert_error(method: &str, reply: &Reply, code: i64) {
 #[tokio::test]
 async fn o115_stdio_server_answers_every_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Stdio::spawn();
+    let mut peer = Stdio::spawn_with_tasks();
     for (method, params) in positive_table() {
         let reply = peer.exchange(Some(&rec), method, params).await;
         assert_result(method, &reply);
@@ -121,7 +121,7 @@ async fn o115_stdio_server_answers_every_method() {
 #[tokio::test]
 async fn o115_stdio_server_refuses_bad_input_for_every_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Stdio::spawn();
+    let mut peer = Stdio::spawn_with_tasks();
     for (method, params, code) in negative_table() {
         let reply = peer.exchange(Some(&rec), method, params).await;
         assert_error(method, &reply, code);
@@ -404,7 +404,7 @@ async fn extension_methods_not_served(rec: &Recorder) {
 #[tokio::test]
 async fn o115_stdio_server_answers_every_extension_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Stdio::spawn();
+    let mut peer = Stdio::spawn_with_tasks();
     every_extension_method_answers(&mut peer, &rec).await;
     peer.close().await;
 }
@@ -414,7 +414,7 @@ async fn o115_stdio_server_answers_every_extension_method() {
 #[tokio::test]
 async fn o115_stdio_server_refuses_every_extension_method() {
     let rec = support::evidence::recorder!();
-    let mut peer = Stdio::spawn();
+    let mut peer = Stdio::spawn_with_tasks();
     every_extension_method_refused(&mut peer, &rec).await;
     peer.close().await;
 }

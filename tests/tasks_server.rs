@@ -337,6 +337,33 @@ async fn n44_ttl_expiry_purges_the_task_and_cancels_its_work_at_the_bound_not_be
     idle(&h).await;
 }
 
+/// N44 without any task request after the create: the TTL timer itself (the server's
+/// monotonic clock) cancels the work at the bound, not before, so no work outlives its task
+/// even when nobody sweeps; the purged task then answers -32602.
+#[tokio::test]
+async fn n44_a_task_past_its_ttl_stops_its_work_with_no_request_to_sweep_it() {
+    let clock = ManualClock::at(1_785_196_800_000);
+    let gate = Arc::new(Semaphore::new(0));
+    let limits = TaskLimits {
+        ttl_ms: MIN_TASK_TTL_MS,
+        ..TaskLimits::default()
+    };
+    let h = server(
+        vec![gated("slow", &gate, TaskMode::Optional)],
+        with_clock(ServerOptions::new().task_limits(limits), &clock),
+    );
+    let id = task_id(&call(&h, "alice", "slow", true).await);
+    clock.advance(MIN_TASK_TTL_MS - 1);
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(h.server.status().running_tasks, 1, "one ms before the TTL");
+    clock.advance(1);
+    idle(&h).await;
+    let gone = task_op(&h, "alice", "tasks/get", &id).await;
+    assert_eq!(gone["error"]["code"], json!(-32602), "{gone}");
+}
+
 #[tokio::test]
 async fn result_retention_purges_a_finished_task_at_the_bound() {
     let clock = ManualClock::at(0);

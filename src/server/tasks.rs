@@ -380,12 +380,49 @@ pub(crate) async fn start(
                 wake: Arc::clone(&wake),
             },
         );
-        tokio::spawn(run(server.clone(), id, work, remake, cancel, wake));
+        let work = run(
+            server.clone(),
+            id.clone(),
+            work,
+            remake,
+            cancel.clone(),
+            Arc::clone(&wake),
+        );
+        // Due from now, not from the spawned task's first poll.
+        let due_ms = server.monotonic_clock().elapsed_ms().saturating_add(ttl_ms);
+        tokio::spawn(within_ttl(server.clone(), id, due_ms, cancel, wake, work));
     }
     Ok(HandlerOut::Complete(body(
         &serde_json::to_string(&record.handle()).unwrap_or_default(),
         crate::wire::tasks::RESULT_TYPE_TASK,
     )))
+}
+
+/// A task's work bounded by its TTL on the server's monotonic clock (`due_ms`, taken when
+/// the task was created), so no work outlives its
+/// task even when no task request arrives to sweep it: when the TTL passes first, the work's
+/// token fires, the work gets one poll to observe it and is dropped, the task leaves the
+/// running count, and a sweep purges what is due (a record purged at its wall-clock deadline
+/// answers -32602 from then on, as a swept one does).
+async fn within_ttl(
+    server: Server,
+    id: String,
+    due_ms: u64,
+    cancel: CancelToken,
+    wake: Arc<event_listener::Event>,
+    work: impl Future<Output = ()>,
+) {
+    let clock = server.monotonic_clock();
+    let left = std::time::Duration::from_millis(due_ms.saturating_sub(clock.elapsed_ms()));
+    if super::deadline::within(&*clock, left, &cancel, work)
+        .await
+        .is_err()
+    {
+        wake.notify(usize::MAX);
+        let tasks = server.tasks();
+        tasks.sweep(server.wall_now().0).await;
+        lock(&tasks.live).remove(&id);
+    }
 }
 
 /// A panic caught while the work ran.

@@ -89,6 +89,12 @@ impl Stdio {
         Stdio::spawn_with("conformance_server", &["--stdio"])
     }
 
+    /// Spawns `conformance_server --tasks --stdio`: the fixtures plus the Tasks extension's,
+    /// as the conformance run serves them.
+    pub fn spawn_with_tasks() -> Stdio {
+        Stdio::spawn_with("conformance_server", &["--tasks", "--stdio"])
+    }
+
     /// Spawns the stdio server example `name` with no arguments.
     pub fn spawn_example(name: &str) -> Stdio {
         Stdio::spawn_with(name, &[])
