@@ -159,7 +159,14 @@ fn check_ts_steps(lines: &[Value]) {
     );
     assert_eq!(
         step(lines, "resources/list")["resources"],
-        json!(["test://static-binary", "test://static-text"])
+        // The Skills fixtures' files are static resources of the same registry (N34).
+        json!([
+            "skill://pdf-processing/SKILL.md",
+            "skill://pdf-processing/references/FORMS.md",
+            "skill://team/code-review/SKILL.md",
+            "test://static-binary",
+            "test://static-text"
+        ])
     );
     assert_eq!(
         step(lines, "resources/read")["result"]["contents"][0]["text"],
