@@ -6,7 +6,8 @@
 //! serde_json read (members, strings after unescaping, numbers, nesting), except the one thing
 //! the codec adds on purpose (`"id": null` on an error response that had no id); the method,
 //! the id's token and the params' raw text are the input's own bytes. When serde_json refuses a
-//! body, the codec refuses it too (it is never the more lenient of the two).
+//! body, the codec refuses it too (it is never the more lenient of the two), except for numbers
+//! beyond f64's range, which the codec keeps as exact text on purpose.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -19,8 +20,13 @@ fuzz_target!(|data: &[u8]| {
     for limits in [IngressLimits::SERVER, IngressLimits::CLIENT] {
         let ours = decode(data, &limits);
         let (Ok(message), Ok(theirs)) = (&ours, &theirs) else {
-            if theirs.is_err() {
-                assert!(ours.is_err(), "the codec accepted what serde_json refuses");
+            if let Err(e) = &theirs {
+                // serde_json refuses a number beyond f64's range ("number out of range"); the
+                // codec keeps numbers as their exact text (lossless wire), so it accepts the
+                // JSON grammar there on purpose. Found by the first ASan campaign.
+                if !e.to_string().starts_with("number out of range") {
+                    assert!(ours.is_err(), "the codec accepted what serde_json refuses: {e}");
+                }
             }
             continue;
         };
