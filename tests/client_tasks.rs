@@ -457,6 +457,30 @@ async fn a_wait_never_polls_past_its_deadline() {
     assert_eq!(fake.times("tasks/get").len(), 5);
 }
 
+/// A wait whose time is gone when a poll would start (a sleep that overslept on a loaded
+/// machine; here a wait of one nanosecond on the real clock) ends as `WaitDeadline`, not as
+/// a poll refused for its zero deadline (found by CI: `tasks wait --for 1` exited 2, not 9).
+#[tokio::test]
+async fn n44_a_wait_whose_time_is_gone_before_a_poll_ends_as_its_deadline() {
+    let fake = Fake::new(|r| match r.method.as_str() {
+        "tasks/get" => get_result("t-1", "working", json!({"pollIntervalMs": 1000})),
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let e = client
+        .wait_task(
+            &TrackedTask::new("t-1"),
+            Duration::from_nanos(1),
+            &CallOptions::default(),
+        )
+        .await
+        .expect_err("no time to wait");
+    assert!(
+        matches!(&e, TaskError::WaitDeadline { task_id, status, .. } if task_id == "t-1" && *status == TaskStatus::Working),
+        "{e:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_silent_server_ends_the_wait_at_its_deadline() {
     let fake = Fake::new(|_| None);

@@ -583,8 +583,18 @@ impl Client {
         let until = start + wait;
         let per_request = self.shared.deadline_of(options)?;
         let mut schedule = PollSchedule::default();
+        let mut last = TaskStatus::Working;
         loop {
             let left = until.saturating_duration_since(tokio::time::Instant::now());
+            // A sleep that woke at or past the end (a loaded machine) sends no poll: a
+            // zero deadline would be refused as a request error instead of ending the wait.
+            if left.is_zero() {
+                return Err(TaskError::WaitDeadline {
+                    task_id: tracked.id().to_owned(),
+                    waited: start.elapsed(),
+                    status: last,
+                });
+            }
             let poll = options.clone().deadline(per_request.min(left));
             let task = match self.get_task(tracked.id(), &poll).await {
                 Err(TaskError::Client(ClientError::Deadline { .. }))
@@ -602,6 +612,7 @@ impl Client {
             if tracked.settles(&task) {
                 return Ok(task);
             }
+            last = task.task.status;
             let pause = schedule.next(task.task.poll_interval_ms);
             if tokio::time::Instant::now() + pause >= until {
                 return Err(TaskError::WaitDeadline {
