@@ -123,6 +123,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .mode("direct"),
     )?;
     catalogue.attach(server.clone());
+    #[cfg(feature = "legacy")]
+    legacy::attach(server.clone());
 
     match transport {
         // stdio serves one local user; credentials would come from the environment (C16).

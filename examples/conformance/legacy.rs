@@ -3,7 +3,13 @@
 //! input exactly as every other fixture does (`input_required`); on the legacy path the
 //! server's interaction loop turns each request into a server-sent `sampling/createMessage`
 //! or `elicitation/create` and re-enters the handler with the answer (O126).
+//!
+//! `test_touch_resource` is the one fixture that acts on the running server: it announces an
+//! update of the resource it names through [`Server::resource_updated`], the change hook every
+//! subscribed legacy session hears (`notifications/resources/updated`); the interop tests use
+//! it for their subscription round (`tests/legacy_interop.rs`).
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -11,7 +17,9 @@ use serde_json::{json, Value};
 use strict_mcp::core::descriptor::ContentBlock;
 use strict_mcp::core::{
     CoreError, DynamicOutput, Invocation, LogLevel, Outcome, RegistryBuilder, ToolDef, ToolError,
+    ToolFailure,
 };
+use strict_mcp::server::Server;
 
 /// `tools-call-with-logging`: the spacing of the three log messages ("~50 ms apart").
 const LOG_SPACING: Duration = Duration::from_millis(50);
@@ -24,6 +32,18 @@ const PROMPT_ARG: &str =
     r#"{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}"#;
 const MESSAGE_ARG: &str =
     r#"{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}"#;
+const URI_ARG: &str =
+    r#"{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"]}"#;
+
+/// The server `test_touch_resource` announces through ([`attach`]).
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+/// Connects the fixtures to the server that serves them; call once, right after `Server::new`
+/// (a second call keeps the first server). Before it, `test_touch_resource` fails with
+/// `internal`.
+pub fn attach(server: Server) {
+    let _ = SERVER.set(server);
+}
 
 /// Adds the legacy-only fixtures to `builder`.
 pub fn with_legacy_fixtures(mut builder: RegistryBuilder) -> RegistryBuilder {
@@ -91,6 +111,23 @@ fn form_tool(
 
 fn tools() -> Vec<ToolDef> {
     vec![
+        ToolDef::dynamic(
+            "test_touch_resource",
+            URI_ARG,
+            None,
+            |_inv: Invocation, args| async move {
+                let Some(server) = SERVER.get() else {
+                    return Err(ToolError::Failure(ToolFailure::internal()));
+                };
+                let uri = arg(&args, "uri");
+                server.resource_updated(&uri);
+                Ok(DynamicOutput {
+                    content: vec![ContentBlock::text(format!("Touched {uri}"))],
+                    structured: None,
+                })
+            },
+        )
+        .description("Announces an update of the resource `uri` (notifications/resources/updated to every session subscribed to it)."),
         ToolDef::dynamic(
             "test_tool_with_logging",
             NO_ARGS,
