@@ -13,10 +13,17 @@ Options (same meaning as ts_client.mjs):
                                (the SDK's mode="2026-07-28"); auto: probe server/discover
                                and fall back to initialize; legacy: initialize handshake
     --pin VERSION              modern revision (default 2026-07-28)
-    --steps a,b,c              subset/order of discover,list,call,mrtr
+    --steps a,b,c              subset/order of discover,list,call,mrtr,elicit,subscribe
+                               (elicit: the mrtr round reported as "elicitation", the
+                               name of a legacy session's server-sent elicitation/create;
+                               subscribe: resources/subscribe to --subscribe-uri, calls of
+                               --touch-tool until notifications/resources/updated for it
+                               arrives, resources/unsubscribe; 2025 sessions only)
     --tool NAME / --args JSON / --expect-text STR
     --mrtr-tool NAME / --mrtr-args JSON / --mrtr-expect-text STR
     --elicit-content JSON      content answered with action "accept" (default {"confirm":true})
+    --subscribe-uri URI        resource of the subscribe step (default test://static-text)
+    --touch-tool NAME          tool announcing its update (default test_touch_resource)
     --timeout SECONDS          per-request read timeout (default 15)
 
 Output: one JSON object per line on stdout with "driver":"py", "step", "ok".
@@ -40,7 +47,15 @@ from mcp.client.stdio import StdioServerParameters
 
 DRIVER = "py"
 SDK = "mcp@2.3.0"
-STEPS = ("discover", "list", "call", "mrtr")
+STEPS = ("discover", "list", "call", "mrtr", "elicit", "subscribe")
+
+# The subscribe step: on HTTP the update travels on the session's standalone GET stream,
+# which the SDK opens on its own after `notifications/initialized`; an update announced
+# before that stream is attached is dropped (the 2025-11-25 transport allows it). So the
+# touch is repeated until the notification arrives: at most TOUCH_ATTEMPTS touches, each
+# awaited for TOUCH_WAIT_SECONDS (generous: a slow machine only needs more of them).
+TOUCH_ATTEMPTS = 10
+TOUCH_WAIT_SECONDS = 3.0
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -83,6 +98,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--mrtr-args", type=json_arg("--mrtr-args"), default={"text": "hi"})
     p.add_argument("--mrtr-expect-text")
     p.add_argument("--elicit-content", type=json_arg("--elicit-content"), default={"confirm": True})
+    p.add_argument("--subscribe-uri", default="test://static-text")
+    p.add_argument("--touch-tool", default="test_touch_resource")
     p.add_argument("--timeout", type=float, default=15.0)
     ns = p.parse_args(argv)
     if command is None and os.environ.get("MCP_SERVER_CMD"):
@@ -120,6 +137,14 @@ class Run:
         self.opts = opts
         self.failed = False
         self.elicitations: list[Any] = []
+        # URIs of every notifications/resources/updated received, in order.
+        self.updates: list[str] = []
+        self.updated = anyio.Event()
+
+    async def on_message(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.updates.append(message.params.uri)
+            self.updated.set()
 
     async def step(self, name: str, fn) -> bool:
         t0 = time.monotonic()
@@ -154,6 +179,7 @@ class Run:
             mode=mode,
             client_info=types.Implementation(name="strict-mcp-interop-py", version="0.1.0"),
             elicitation_callback=self.on_elicit,
+            message_handler=self.on_message,
             read_timeout_seconds=o.timeout,
         )
         t0 = time.monotonic()
@@ -218,7 +244,7 @@ class Run:
 
         await self.step("tools/call", run)
 
-    async def step_mrtr(self, client: Client) -> None:
+    async def step_mrtr(self, client: Client, name: str = "mrtr") -> None:
         o = self.opts
 
         async def run():
@@ -233,7 +259,38 @@ class Run:
                 raise RuntimeError(f"expected text {o.mrtr_expect_text!r}, got {texts(result)!r}")
             return {"tool": o.mrtr_tool, "elicitations": asked, "rounds": len(asked), "result": dump(result)}
 
-        await self.step("mrtr", run)
+        await self.step(name, run)
+
+    async def step_elicit(self, client: Client) -> None:
+        await self.step_mrtr(client, "elicitation")
+
+    async def step_subscribe(self, client: Client) -> None:
+        o = self.opts
+        uri = o.subscribe_uri
+
+        async def subscribe():
+            return {"result": dump(await client.subscribe_resource(uri))}
+
+        async def updated():
+            for attempt in range(1, TOUCH_ATTEMPTS + 1):
+                self.updated = anyio.Event()
+                touch = await client.call_tool(o.touch_tool, {"uri": uri})
+                if touch.is_error:
+                    raise RuntimeError(f"touch failed: {dump(touch)}")
+                with anyio.move_on_after(TOUCH_WAIT_SECONDS):
+                    while uri not in self.updates:
+                        await self.updated.wait()
+                        self.updated = anyio.Event()
+                if uri in self.updates:
+                    return {"uri": self.updates[0], "touch": dump(touch), "attempts": attempt}
+            raise RuntimeError(f"no notifications/resources/updated for {uri} after {TOUCH_ATTEMPTS} touches")
+
+        async def unsubscribe():
+            return {"result": dump(await client.unsubscribe_resource(uri))}
+
+        if await self.step("resources/subscribe", subscribe):
+            await self.step("resources/updated", updated)
+            await self.step("resources/unsubscribe", unsubscribe)
 
 
 def main() -> int:
