@@ -158,7 +158,11 @@ struct Stdio {
 
 impl Stdio {
     async fn start(count: &Count, version: &str, capabilities: &str) -> Stdio {
-        let server = server(count);
+        Stdio::start_on(server(count), version, capabilities).await
+    }
+
+    /// A session of `server` at `version`, initialised with `capabilities`.
+    async fn start_on(server: Server, version: &str, capabilities: &str) -> Stdio {
         let (client_w, server_r) = tokio::io::duplex(1 << 20);
         let (server_w, client_r) = tokio::io::duplex(1 << 20);
         tokio::spawn(async move {
@@ -348,6 +352,52 @@ async fn o127_stdio_multi_select_needs_november() {
         november.recv().await,
         r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"Pick some","mode":"form","requestedSchema":{"properties":{"m":{"items":{"enum":["a","b"],"type":"string"},"type":"array"}},"type":"object"}}}"#
     );
+}
+
+/// O127, "before any pending record": June's multi-select is refused by the continuation path
+/// before it records a chain, so the ledger store holds no record after the
+/// `confirmation_required` answer (and nothing was sent); the same call from a November session
+/// records its one chain before the `elicitation/create` goes out (the count sees records).
+#[tokio::test]
+async fn o127_a_june_multi_select_is_refused_before_any_pending_record() {
+    use strict_mcp::core::store::MemoryLedgerStore;
+    let count = Count::default();
+    let store = Arc::new(MemoryLedgerStore::default());
+    let with_store = |count: &Count| {
+        Server::new(
+            registry(count),
+            ServerOptions::new()
+                .legacy_era(true)
+                .server_info("legacy-interact", "1.0.0")
+                .mode("direct")
+                .ledger_store(Arc::clone(&store) as Arc<dyn strict_mcp::core::store::LedgerStore>),
+        )
+        .expect("server builds")
+    };
+    let mut june = Stdio::start_on(with_store(&count), "2025-06-18", r#"{"elicitation":{}}"#).await;
+    june.send(&call(5, "multi")).await;
+    assert_eq!(
+        june.recv().await,
+        format!(r#"{{"jsonrpc":"2.0","id":5,"result":{CONFIRMATION}}}"#)
+    );
+    assert_eq!(store.len(), 0, "the refusal recorded nothing");
+    assert_eq!(count.load(Ordering::SeqCst), 1, "the handler ran once");
+    june.send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#)
+        .await;
+    assert_eq!(
+        june.recv().await,
+        r#"{"jsonrpc":"2.0","id":6,"result":{}}"#,
+        "nothing was sent before"
+    );
+    let mut november =
+        Stdio::start_on(with_store(&count), "2025-11-25", r#"{"elicitation":{}}"#).await;
+    november.send(&call(5, "multi")).await;
+    let asked = november.recv().await;
+    assert!(
+        asked.contains(r#""method":"elicitation/create""#),
+        "{asked}"
+    );
+    assert_eq!(store.len(), 1, "the November prompt is recorded");
 }
 
 /// X22: a session that did not declare the capability is never asked; the tool fails as

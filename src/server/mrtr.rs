@@ -209,6 +209,7 @@ where
         return match ctx.invoke(handler(ctx.invocation(), &none)).await {
             Ok(HandlerOut::Complete(answer)) => answer,
             Err(answer) => answer,
+            Ok(HandlerOut::Input(requests)) if !may_record(&requests) => cannot_ask(),
             Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,
         };
     };
@@ -340,6 +341,11 @@ async fn finish_round(
     mut chain: Chain,
     out: Result<HandlerOut, Answer>,
 ) -> Answer {
+    // A new prompt the client cannot be asked is never recorded: the round failed.
+    let out = match out {
+        Ok(HandlerOut::Input(requests)) if !may_record(&requests) => Err(cannot_ask()),
+        other => other,
+    };
     let end = match &out {
         Ok(HandlerOut::Input(requests)) => match serde_json::to_vec(requests) {
             Ok(bytes) => RoundEnd::Asked(bytes),
@@ -396,6 +402,28 @@ fn unrecorded(e: &StoreError, out: Result<HandlerOut, Answer>) -> Answer {
             data: Some(json!({ "retryable": false })),
         },
     }
+}
+
+/// Whether a prompt asking `requests` may be recorded (O127, "before any pending record"): a
+/// legacy session's request whose revision cannot be asked one of them is refused first
+/// ([`crate::server::legacy::interact::may_record`]); without the feature every prompt may.
+fn may_record(requests: &BTreeMap<String, InputRequest>) -> bool {
+    #[cfg(feature = "legacy")]
+    return crate::server::legacy::interact::may_record(requests);
+    #[cfg(not(feature = "legacy"))]
+    {
+        let _ = requests;
+        true
+    }
+}
+
+/// The refusal of a prompt the client cannot be asked: -32021, which a legacy `tools/call`
+/// answers as the `confirmation_required` tool failure (X22).
+fn cannot_ask() -> Answer {
+    Answer::error(
+        Cause::MissingCapability,
+        "Missing required client capability",
+    )
 }
 
 /// The first prompt of a new chain.

@@ -19,7 +19,14 @@
 //!   other request meanwhile.
 //! - **June (2025-06-18)**: titled single-selects (`oneOf` of `{const, title}`) are lowered to
 //!   plain `enum`s and `mode` is dropped; a multi-select (array) or URL elicitation is the
-//!   `confirmation_required` failure before anything is sent or recorded here.
+//!   `confirmation_required` failure before anything is sent or recorded.
+//! - **Before any pending record**: what the session's lent capabilities cannot cover (the
+//!   revision's own limits: June has no multi-select) is checked by the continuation path
+//!   itself, with [`may_record`], before it records a chain or a new prompt: the loop runs
+//!   each core invocation inside the session's [`Asking`] scope, so the check sees the
+//!   revision of the session the request came from, and a modern request (no scope) is never
+//!   refused by it. The capability-gated builders (`elicit_form`, `elicit_url`, `sample`,
+//!   `list_roots`) already refuse what the lent capabilities lack before any prompt exists.
 //! - **November (2025-11-25)**: a URL elicitation gets a fresh adapter-owned
 //!   `elicitationId` (128 random bits).
 //! - **Progress** is forwarded only when it grows and at least [`PROGRESS_SPACING`] after the
@@ -37,7 +44,7 @@ use tokio::sync::oneshot;
 use super::outbox::LegacyOutbox;
 use super::translate::Original;
 use crate::codec::{encode, EgressLimits};
-use crate::core::{Caller, CancelToken};
+use crate::core::{Caller, CancelToken, InputRequest};
 use crate::server::encode::error_reply;
 use crate::server::lock;
 use crate::server::{Cause, Outbox, Reply, Server};
@@ -68,6 +75,44 @@ type Slot = oneshot::Sender<ClientAnswer>;
 
 /// One server-sent request to make: `(key, method, params)`.
 type Ask = (String, String, Option<Value>);
+
+/// What the session a request came from can be asked: set by [`Interaction::run`] around
+/// each core invocation of one of its requests, read by [`may_record`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asking {
+    /// The session's negotiated revision.
+    version: &'static str,
+}
+
+tokio::task_local! {
+    /// The [`Asking`] of the legacy session whose request this task is serving, if any.
+    static ASKING: Asking;
+}
+
+/// Whether the continuation path may record a prompt asking `requests` (O127, "before any
+/// pending record"): `false` when the request being served comes from a legacy session whose
+/// revision cannot be asked one of them ([`askable`]); `true` for every modern request.
+pub(crate) fn may_record(requests: &BTreeMap<String, InputRequest>) -> bool {
+    ASKING
+        .try_with(|asking| askable(asking.version, requests))
+        .unwrap_or(true)
+}
+
+/// O127, pure: whether a client of revision `version` can be asked every one of `requests`
+/// (the lowering [`adapt`] applies succeeds for each; nothing random is drawn).
+#[must_use]
+pub(crate) fn askable(version: &str, requests: &BTreeMap<String, InputRequest>) -> bool {
+    requests.values().all(|request| {
+        if request.method() != "elicitation/create" {
+            return true;
+        }
+        let mut params = request.params().cloned();
+        params
+            .as_mut()
+            .and_then(Value::as_object_mut)
+            .is_some_and(|p| lower_elicitation(version, p).is_ok())
+    })
+}
 
 /// The client side of one legacy session: the server-sent requests awaiting an answer.
 #[derive(Debug)]
@@ -249,18 +294,30 @@ impl Interaction {
                 pace: Arc::clone(&pace),
                 reply: Mutex::new(None),
             });
-            server
-                .serve(
-                    caller.clone(),
-                    Message::Request(Request {
-                        id: request.id.clone(),
-                        method: request.method.clone(),
-                        params: request.params.clone(),
-                    }),
-                    Arc::clone(&capture) as Arc<dyn Outbox>,
-                    cancel.clone(),
-                )
-                .await;
+            let served = server.serve(
+                caller.clone(),
+                Message::Request(Request {
+                    id: request.id.clone(),
+                    method: request.method.clone(),
+                    params: request.params.clone(),
+                }),
+                Arc::clone(&capture) as Arc<dyn Outbox>,
+                cancel.clone(),
+            );
+            match &self.peer {
+                Some(peer) => {
+                    ASKING
+                        .scope(
+                            Asking {
+                                version: peer.version,
+                            },
+                            served,
+                        )
+                        .await;
+                }
+                // Stateless legacy HTTP lends no capabilities: every builder refuses already.
+                None => served.await,
+            }
             let Some(reply) = lock(&capture.reply).take() else {
                 return; // cancelled: no reply at all
             };
@@ -359,8 +416,23 @@ fn adapt(version: &str, requests: Vec<(String, Value)>) -> Result<Vec<Ask>, ()> 
     Ok(out)
 }
 
-/// O127 for one `elicitation/create`'s params.
+/// O127 for one `elicitation/create`'s params: [`lower_elicitation`], then a November URL
+/// gets its fresh adapter-owned `elicitationId`.
 fn adapt_elicitation(version: &str, params: &mut Map<String, Value>) -> Result<(), ()> {
+    lower_elicitation(version, params)?;
+    if version != JUNE && params.get("mode").and_then(Value::as_str) == Some("url") {
+        params.insert(
+            "elicitationId".to_owned(),
+            Value::String(fresh_elicitation_id().ok_or(())?),
+        );
+    }
+    Ok(())
+}
+
+/// The revision's lowering of one `elicitation/create`'s params, deterministic: June drops
+/// `mode` and lowers titled single-selects to plain enums; `Err` when June is asked a URL or a
+/// multi-select (or a `oneOf` option without `const`). November is unchanged.
+fn lower_elicitation(version: &str, params: &mut Map<String, Value>) -> Result<(), ()> {
     let url = params.get("mode").and_then(Value::as_str) == Some("url");
     if version == JUNE {
         if url {
@@ -384,11 +456,6 @@ fn adapt_elicitation(version: &str, params: &mut Map<String, Value>) -> Result<(
                 property.insert("enum".to_owned(), Value::Array(values.ok_or(())?));
             }
         }
-    } else if url {
-        params.insert(
-            "elicitationId".to_owned(),
-            Value::String(fresh_elicitation_id().ok_or(())?),
-        );
     }
     Ok(())
 }
@@ -530,6 +597,71 @@ mod tests {
             adapt_elicitation(JUNE, june.as_object_mut().unwrap()),
             Err(())
         );
+    }
+
+    #[test]
+    fn o127_askable_is_the_pure_pre_record_check_of_each_revision() {
+        use crate::core::{ClientCapabilities, Invocation};
+        let inv =
+            Invocation::new(Caller::anonymous()).with_capabilities(ClientCapabilities::from_value(
+                json!({"elicitation": {"form": {}, "url": {}}, "roots": {}}),
+            ));
+        let one = |request: InputRequest| BTreeMap::from([("input".to_owned(), request)]);
+        let single = one(inv
+            .elicit_form(
+                "m",
+                json!({"type": "object", "properties": {"t": {"type": "string",
+                "oneOf": [{"const": "a", "title": "A"}]}}}),
+            )
+            .unwrap());
+        let multi = one(inv
+            .elicit_form(
+                "m",
+                json!({"type": "object", "properties": {"m": {"type": "array",
+                "items": {"type": "string", "enum": ["a"]}}}}),
+            )
+            .unwrap());
+        let url = one(inv.elicit_url("m", "https://example.com/x").unwrap());
+        let roots = one(inv.list_roots().unwrap());
+        for asks in [&single, &roots] {
+            assert!(askable(JUNE, asks));
+            assert!(askable("2025-11-25", asks));
+        }
+        for asks in [&multi, &url] {
+            assert!(!askable(JUNE, asks), "June cannot be asked {asks:?}");
+            assert!(askable("2025-11-25", asks));
+        }
+        // One request June cannot be asked refuses the whole round.
+        let mut both = single.clone();
+        both.extend(multi.into_iter().map(|(_, r)| ("other".to_owned(), r)));
+        assert!(!askable(JUNE, &both));
+        // Outside a legacy session's scope (a modern request) nothing is refused.
+        assert!(may_record(&both));
+    }
+
+    #[tokio::test]
+    async fn o127_may_record_reads_the_scope_of_the_session_being_served() {
+        use crate::core::{ClientCapabilities, Invocation};
+        let inv = Invocation::new(Caller::anonymous())
+            .with_capabilities(ClientCapabilities::from_value(json!({"elicitation": {}})));
+        let multi = BTreeMap::from([(
+            "input".to_owned(),
+            inv.elicit_form(
+                "m",
+                json!({"type": "object", "properties": {"m": {"type": "array",
+                "items": {"type": "string", "enum": ["a"]}}}}),
+            )
+            .unwrap(),
+        )]);
+        let june = ASKING.scope(Asking { version: JUNE }, async { may_record(&multi) });
+        assert!(!june.await);
+        let november = ASKING.scope(
+            Asking {
+                version: "2025-11-25",
+            },
+            async { may_record(&multi) },
+        );
+        assert!(november.await);
     }
 
     #[test]
