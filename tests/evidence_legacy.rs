@@ -15,7 +15,10 @@
 //! `http`): the fixtures behind `server::http::serve` on 127.0.0.1, each POST carrying the
 //! session id the `initialize` answer gave, recorded by `http::HttpPeer` from the JSON or
 //! SSE reply it read; a notification counts as accepted on a 202 with no body, and the
-//! session's `DELETE /mcp` as a result on 204 and an error on the 404 of an ended session.
+//! session's `DELETE /mcp` as a result on 204 and an error on the 404 of an ended session;
+//! its `GET /mcp` (the standalone SSE stream) as a result on a 200 event stream, which then
+//! carries the session's `notifications/resources/updated`, and as an error on the 409 of a
+//! second stream and the 404 of an ended session.
 
 #![forbid(unsafe_code)]
 
@@ -478,6 +481,8 @@ mod http {
             hyper_util::client::legacy::connect::HttpConnector,
             http_body_util::Full<hyper::body::Bytes>,
         >,
+        /// The server behind the socket (to announce changes in-process).
+        server: Server,
         /// The session id the last `initialize` answer carried.
         session: Option<String>,
         /// The negotiated version, sent as `MCP-Protocol-Version` once a session is open.
@@ -492,8 +497,9 @@ mod http {
                 .await
                 .expect("bind");
             let addr = listener.local_addr().expect("addr");
+            let server = legacy_fixture_server();
             let service = McpHttp::new(
-                legacy_fixture_server(),
+                server.clone(),
                 HttpConfig {
                     path: Some(DEFAULT_PATH.into()),
                     ..HttpConfig::default()
@@ -506,6 +512,7 @@ mod http {
                     hyper_util::rt::TokioExecutor::new(),
                 )
                 .build_http(),
+                server,
                 session: None,
                 version: None,
                 next_id: 0,
@@ -686,6 +693,162 @@ mod http {
             rec.observed(LEGACY_HTTP, &delete_kind(), outcome);
             reply
         }
+    }
+
+    /// The contract operation kind of the session's standalone stream.
+    fn get_kind() -> String {
+        format!("GET {}", strict_mcp::server::http::DEFAULT_PATH)
+    }
+
+    impl HttpPeer {
+        /// GETs the session's standalone stream (`Accept: text/event-stream` and the session's
+        /// headers): a 200 SSE response is recorded as a result and its body returned; a
+        /// refusal with a JSON-RPC error body (409, 404) as an error, with its status and body.
+        async fn get_stream(&self, rec: &Recorder) -> Result<hyper::body::Incoming, (u16, Value)> {
+            use http_body_util::BodyExt;
+            let mut b = hyper::Request::builder()
+                .method("GET")
+                .uri(&self.url)
+                .header("accept", "text/event-stream");
+            if let Some(session) = &self.session {
+                b = b.header("mcp-session-id", session);
+            }
+            if let Some(version) = &self.version {
+                b = b.header("mcp-protocol-version", version);
+            }
+            let request = b
+                .body(http_body_util::Full::new(hyper::body::Bytes::new()))
+                .expect("request");
+            let response = tokio::time::timeout(EXCHANGE_TIMEOUT, self.client.request(request))
+                .await
+                .expect("GET answered in time")
+                .expect("HTTP exchange");
+            let status = response.status().as_u16();
+            let sse = response
+                .headers()
+                .get("content-type")
+                .is_some_and(|c| c.as_bytes().starts_with(b"text/event-stream"));
+            if status == 200 && sse {
+                rec.observed(LEGACY_HTTP, &get_kind(), Outcome::Result);
+                return Ok(response.into_body());
+            }
+            let bytes = tokio::time::timeout(EXCHANGE_TIMEOUT, response.into_body().collect())
+                .await
+                .expect("refusal body in time")
+                .expect("body")
+                .to_bytes();
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+                panic!(
+                    "GET {status}: not JSON ({e}): {}",
+                    String::from_utf8_lossy(&bytes)
+                )
+            });
+            assert!(body.get("error").is_some(), "GET {status}: {body}");
+            rec.observed(LEGACY_HTTP, &get_kind(), Outcome::Error);
+            Err((status, body))
+        }
+    }
+
+    /// The next event's `data` on a standalone stream, as JSON; `None` once the stream ended.
+    async fn next_event(stream: &mut hyper::body::Incoming) -> Option<Value> {
+        use http_body_util::BodyExt;
+        let mut buffer = String::new();
+        let read = async {
+            loop {
+                let frame = stream.frame().await?.expect("frame");
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                buffer.push_str(std::str::from_utf8(&data).expect("UTF-8 events"));
+                while let Some(end) = buffer.find("\n\n") {
+                    let event: String = buffer.drain(..end + 2).collect();
+                    if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) {
+                        return Some(serde_json::from_str(data).expect("JSON event"));
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(EXCHANGE_TIMEOUT, read)
+            .await
+            .unwrap_or_else(|_| panic!("no event in {EXCHANGE_TIMEOUT:?}"))
+    }
+
+    /// B23, D37, O115: `GET /mcp` on a live legacy session opens its standalone SSE stream
+    /// (200, `text/event-stream`), which carries the `notifications/resources/updated` of a
+    /// URI the session subscribed to, at each served legacy version; DELETE ends the stream.
+    #[tokio::test]
+    async fn o115_legacy_http_server_get_opens_the_standalone_stream() {
+        let rec = support::evidence::recorder!();
+        for version in ["2025-06-18", "2025-11-25"] {
+            let mut p = HttpPeer::start().await;
+            assert_eq!(p.initialize(&rec, version).await, init_result(1, version));
+            p.notify(&rec, "notifications/initialized").await;
+            let mut stream = p.get_stream(&rec).await.expect("the stream opens");
+            let subscribed = p
+                .request(
+                    &rec,
+                    "resources/subscribe",
+                    Some(json!({"uri": "test://static-text"})),
+                )
+                .await;
+            assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+            p.server.resource_updated("test://other");
+            p.server.resource_updated("test://static-text");
+            assert_eq!(
+                next_event(&mut stream).await,
+                Some(
+                    json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                            "params": {"uri": "test://static-text"}})
+                ),
+                "only the subscribed URI's update, on the standalone stream"
+            );
+            let end = p.delete(&rec).await;
+            assert_eq!((end.status, end.message), (204, None));
+            assert_eq!(
+                next_event(&mut stream).await,
+                None,
+                "DELETE ends the stream"
+            );
+        }
+    }
+
+    /// D37, D38, O115: a second `GET /mcp` while the session's stream is open is 409 (at most
+    /// `MAX_STREAMS_PER_SESSION`), a GET without a live session's id is 404 with -32001.
+    #[tokio::test]
+    async fn o115_legacy_http_server_refuses_a_second_or_ended_stream() {
+        let rec = support::evidence::recorder!();
+        let mut p = HttpPeer::start().await;
+        assert_eq!(
+            p.initialize(&rec, "2025-11-25").await,
+            init_result(1, "2025-11-25")
+        );
+        let _open = p.get_stream(&rec).await.expect("the first stream opens");
+        let (status, body) = p
+            .get_stream(&rec)
+            .await
+            .expect_err("a second one is refused");
+        assert_eq!(
+            (status, body),
+            (
+                strict_mcp::server::legacy::sessions::STREAM_CONFLICT_STATUS,
+                json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600,
+                       "message": "a standalone stream is already open for this session"}})
+            )
+        );
+        let end = p.delete(&rec).await;
+        assert_eq!((end.status, end.message), (204, None));
+        let (status, body) = p
+            .get_stream(&rec)
+            .await
+            .expect_err("an ended session has none");
+        assert_eq!(
+            (status, body),
+            (
+                404,
+                json!({"jsonrpc": "2.0", "id": null,
+                       "error": {"code": -32001, "message": "Session not found"}})
+            )
+        );
     }
 
     /// B23, D37, X7, O115: over legacy Streamable HTTP, at each served legacy version, every
