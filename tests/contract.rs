@@ -506,12 +506,33 @@ mod legacy {
             && session_takes(method)
     }
 
-    /// Whether HTTP method `http_method` with a live session's id is served (answered with
-    /// anything but 405), as the operation kind `<METHOD> <path>`.
+    /// A standalone stream the probe attaches: it takes nothing and stays open.
+    struct ProbeStream;
+
+    impl strict_mcp::server::legacy::notify::SessionStream for ProbeStream {
+        fn send(&self, _line: String) -> bool {
+            true
+        }
+        fn is_open(&self) -> bool {
+            true
+        }
+        fn close(&self) {}
+    }
+
+    /// Whether HTTP method `http_method` with a live session's id is served, as the
+    /// operation kind `<METHOD> <path>`: GET when the session table attaches a standalone
+    /// stream to the session (`Sessions::open_stream`, what the HTTP host asks for a GET),
+    /// any other method when it is answered with anything but 405.
     pub fn http_endpoint_serves(http_method: &str) -> bool {
         let server = server();
         let caller = Caller::new("probe");
         let id = http_session(&server, &caller);
+        if http_method == "GET" {
+            return server
+                .legacy_sessions()
+                .open_stream(&server, &caller, &id, Arc::new(ProbeStream))
+                .is_ok();
+        }
         server
             .legacy_sessions()
             .other_method(&server, &caller, http_method, &id)
@@ -899,9 +920,11 @@ fn o115_fault_legacy_method_without_operation() {
 fn o114_legacy_http_probe_reads_the_route_set() {
     let mut want = legacy::probe();
     want.insert("DELETE /mcp".to_owned());
+    want.insert("GET /mcp".to_owned());
     assert_eq!(legacy::http_probe(), want);
     assert!(legacy::http_endpoint_serves("DELETE"));
-    assert!(!legacy::http_endpoint_serves("GET"));
+    assert!(legacy::http_endpoint_serves("GET"));
+    assert!(!legacy::http_endpoint_serves("PUT"));
     assert!(legacy::http_session_serves("resources/subscribe"));
     assert!(!legacy::http_session_serves("tasks/get"));
     assert!(!legacy::http_session_serves("notifications/initialized"));
@@ -912,14 +935,14 @@ fn o114_legacy_http_probe_reads_the_route_set() {
 }
 
 /// O114: a legacy HTTP method without an operation fails the inventory, naming the pair; so
-/// do the session's DELETE without one and a method the HTTP session starts to serve (here
-/// `GET /mcp`, a standalone stream).
+/// do the session's DELETE or GET without one and a method the HTTP session starts to serve
+/// (here a hypothetical `PUT /mcp`).
 #[cfg(feature = "legacy")]
 #[test]
 fn o115_fault_legacy_http_method_without_operation() {
     let c = contract();
     let want = wanted(&cli_methods(CLI_SUBCOMMANDS));
-    for method in ["ping", "DELETE /mcp"] {
+    for method in ["ping", "DELETE /mcp", "GET /mcp"] {
         let mut have = exposures(&c);
         assert!(have.remove(&(LEGACY_HTTP_TRANSPORT.to_owned(), method.to_owned())));
         let faults = inventory_faults(&have, &want);
@@ -933,11 +956,11 @@ fn o115_fault_legacy_http_method_without_operation() {
         );
     }
     let mut want = want;
-    want.insert((LEGACY_HTTP_TRANSPORT.to_owned(), "GET /mcp".to_owned()));
+    want.insert((LEGACY_HTTP_TRANSPORT.to_owned(), "PUT /mcp".to_owned()));
     let faults = inventory_faults(&exposures(&c), &want);
     assert_eq!(faults.len(), 1, "{faults:#?}");
     assert!(
-        faults[0].starts_with("(legacy-http-server, GET /mcp): the code exposes"),
+        faults[0].starts_with("(legacy-http-server, PUT /mcp): the code exposes"),
         "{}",
         faults[0]
     );
