@@ -633,7 +633,7 @@ mod tests {
         }
         // One request June cannot be asked refuses the whole round.
         let mut both = single.clone();
-        both.extend(multi.into_iter().map(|(_, r)| ("other".to_owned(), r)));
+        both.extend(multi.into_values().map(|r| ("other".to_owned(), r)));
         assert!(!askable(JUNE, &both));
         // Outside a legacy session's scope (a modern request) nothing is refused.
         assert!(may_record(&both));
