@@ -286,7 +286,7 @@ fn f9_bad_uris_and_templates_refused() {
 /// decodes into): a `u64` size up to `MAX_RESOURCE_SIZE` is listed exactly, one past it is a
 /// typed registration error rather than a wrapped negative size.
 #[test]
-fn o87_f1_resource_size_is_listed_up_to_its_bound_and_refused_one_past() {
+fn o87_f11_resource_size_is_listed_up_to_its_bound_and_refused_one_past() {
     let with_size = |size: u64| {
         RegistryBuilder::new()
             .resource(
