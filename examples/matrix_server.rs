@@ -319,10 +319,10 @@ fn registry() -> Registry {
                 let name = args.get("name").cloned().unwrap_or_default();
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!("Say hello to {name}.")),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text(format!("Say hello to {name}.")),
+                    )],
                 }))
             })
             .description("Greets someone.")

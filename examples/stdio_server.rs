@@ -48,10 +48,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let name = args.get("name").cloned().unwrap_or_default();
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!("Say hello to {name}.")),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text(format!("Say hello to {name}.")),
+                    )],
                 }))
             })
             .argument("name", "Whom to greet.", true),

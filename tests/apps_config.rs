@@ -184,7 +184,7 @@ fn o65_encoded_configuration_without_html_at_most_64_kib() {
 /// the minimal configuration.
 fn minimal_body(html_json: &str) -> String {
     format!(
-        r#"{{"_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"mcp","version":"unreleased"}}}},"cacheScope":"private","contents":[{{"uri":"ui://a","mimeType":"text/html;profile=mcp-app","text":{html_json},"_meta":{{"ui":{{"csp":{{"baseUriDomains":[],"connectDomains":[],"frameDomains":[],"resourceDomains":[]}}}}}}}}],"resultType":"complete","ttlMs":0}}"#
+        r#"{{"_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"mcp","version":"unreleased"}}}},"cacheScope":"private","contents":[{{"_meta":{{"ui":{{"csp":{{"baseUriDomains":[],"connectDomains":[],"frameDomains":[],"resourceDomains":[]}}}}}},"mimeType":"text/html;profile=mcp-app","text":{html_json},"uri":"ui://a"}}],"resultType":"complete","ttlMs":0}}"#
     )
 }
 

@@ -75,6 +75,6 @@ async fn o61_n2_n10_a_legacy_session_sees_the_extension_hints_and_shell() {
     );
     assert_eq!(
         send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"ui://legacy/shell"}}"#, true).await,
-        r#"{"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"ui://legacy/shell","mimeType":"text/html;profile=mcp-app","text":"<!doctype html>","_meta":{"ui":{"csp":{"baseUriDomains":[],"connectDomains":[],"frameDomains":[],"resourceDomains":[]}}}}]}}"#
+        r#"{"jsonrpc":"2.0","id":2,"result":{"contents":[{"_meta":{"ui":{"csp":{"baseUriDomains":[],"connectDomains":[],"frameDomains":[],"resourceDomains":[]}}},"mimeType":"text/html;profile=mcp-app","text":"<!doctype html>","uri":"ui://legacy/shell"}]}}"#
     );
 }

@@ -116,10 +116,11 @@ fn shell_reply() -> String {
     format!(
         concat!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{info}}},"#,
-            r#""cacheScope":"private","contents":[{{"uri":"ui://strict/shell","mimeType":"text/html;profile=mcp-app","text":{html},"#,
+            r#""cacheScope":"private","contents":[{{"#,
             r#""_meta":{{"ui":{{"csp":{{"baseUriDomains":["http://127.0.0.1:8080"],"connectDomains":["wss://rt.example.com"],"#,
             r#""frameDomains":[],"resourceDomains":["https://*.cdn.example"]}},"domain":"shell.example","#,
-            r#""permissions":{{"camera":{{}},"clipboardWrite":{{}}}},"prefersBorder":false}}}}}}],"#,
+            r#""permissions":{{"camera":{{}},"clipboardWrite":{{}}}},"prefersBorder":false}}}},"#,
+            r#""mimeType":"text/html;profile=mcp-app","text":{html},"uri":"ui://strict/shell"}}],"#,
             r#""resultType":"complete","ttlMs":0}}}}"#
         ),
         info = INFO,
@@ -315,7 +316,7 @@ async fn o64_n5_the_shell_is_omitted_from_resource_lists() {
     assert_eq!(
         listed,
         format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{INFO}}},"cacheScope":"private","resources":[{{"uri":"mem://other","name":"other"}}],"resultType":"complete","ttlMs":0}}}}"#
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{INFO}}},"cacheScope":"private","resources":[{{"name":"other","uri":"mem://other"}}],"resultType":"complete","ttlMs":0}}}}"#
         )
     );
     // A shell-only server lists nothing, and the shell is still readable.

@@ -105,7 +105,7 @@ fn failure_result(code: &str, message: &str, retryable: bool) -> String {
         r#"{{"failure":{{"code":"{code}","message":"{message}","retryable":{retryable}}}}}"#
     );
     format!(
-        r#"{{"content":[{{"type":"text","text":{}}}],"structuredContent":{failure},"isError":true}}"#,
+        r#"{{"content":[{{"text":{},"type":"text"}}],"structuredContent":{failure},"isError":true}}"#,
         serde_json::to_string(&failure).unwrap()
     )
 }
@@ -263,7 +263,7 @@ fn e8_explicit_null_on_an_optional_property_is_absent() {
     let raw = search_call(r#""raw","arguments":{"n":null,"m":123456789012345678901234567890}"#);
     assert!(
         raw.starts_with(
-            r#"{"content":[{"type":"text","text":"{\"m\":123456789012345678901234567890}"}]"#
+            r#"{"content":[{"text":"{\"m\":123456789012345678901234567890}","type":"text"}]"#
         ),
         "{raw}"
     );

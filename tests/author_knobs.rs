@@ -243,7 +243,7 @@ async fn o36_a_configured_request_cap_holds_over_http_and_in_the_codec() {
     assert_eq!(status, 200, "{reply}");
     assert_eq!(
         reply["result"]["content"],
-        json!([{"type":"text","text":"ok"}])
+        json!([{"text":"ok","type":"text"}])
     );
     let (status, reply) = post(&mcp, echo_body(MIN_REQUEST_BYTES + 1)).await;
     assert_eq!(status, 413);
@@ -338,7 +338,7 @@ async fn tool_time_out_per_tool_at_the_bound_and_one_past_on_virtual_time() {
     .await;
     assert_eq!(
         reply["result"]["content"],
-        json!([{"type":"text","text":"done"}]),
+        json!([{"text":"done","type":"text"}]),
         "{reply}"
     );
     let reply = serve_json(

@@ -110,7 +110,7 @@ async fn g_prompt_constructors_share_one_reply_shape_and_one_line_arguments() {
     .await;
     assert_eq!(
         got["result"]["messages"],
-        json!([{"role":"user","content":{"type":"text","text":"Review this Rust code."}}])
+        json!([{"role":"user","content":{"text":"Review this Rust code.","type":"text"}}])
     );
     assert!(got["result"].get("description").is_none(), "{got}");
     let got = serve(
@@ -124,7 +124,7 @@ async fn g_prompt_constructors_share_one_reply_shape_and_one_line_arguments() {
     assert_eq!(got["result"]["description"], json!("A greeting"));
     assert_eq!(
         got["result"]["messages"],
-        json!([{"role":"user","content":{"type":"text","text":"Say hello to Ada."}}])
+        json!([{"role":"user","content":{"text":"Say hello to Ada.","type":"text"}}])
     );
     let got = serve(&server, &request("prompts/get", r#""name":"ask""#)).await;
     assert_eq!(

@@ -2,16 +2,21 @@
 
 use serde_json::Number;
 use strict_mcp::core::descriptor::{
-    Annotations, ContentBlock, Resource, ResourceContents, Role, ToolAnnotations,
+    Annotations, ContentBlock, Resource, ResourceContents, Role, TextContent, ToolAnnotations,
 };
+use strict_mcp::wire::content::{decode_block, ContentBlockError};
 
 fn roundtrip(block: &ContentBlock, expected: &str) {
     let text = serde_json::to_string(block).unwrap();
     assert_eq!(text, expected);
-    let back: ContentBlock = serde_json::from_str(&text).unwrap();
+    let back = decode_block(0, serde_json::from_str(&text).unwrap()).unwrap();
     assert_eq!(&back, block);
 }
 
+/// Every block kind, with the presence of empty and zero members (O19). The generated types
+/// write their members in the schema's (alphabetical) order, so `type` comes last; the bytes
+/// changed deliberately from the hand-written `{"type":"text","text":…}` order (X: JSON
+/// objects are unordered and the schema is the spec's shape).
 #[test]
 fn o19_all_content_variants_and_presence() {
     let zero = Annotations {
@@ -20,53 +25,77 @@ fn o19_all_content_variants_and_presence() {
         ..Default::default()
     };
     roundtrip(
-        &ContentBlock::Text {
-            text: String::new(),
+        &ContentBlock::TextContent(TextContent {
             annotations: Some(zero.clone()),
-            meta: None,
-        },
-        r#"{"type":"text","text":"","annotations":{"audience":["user","assistant"],"priority":0}}"#,
+            ..TextContent::new("")
+        }),
+        r#"{"annotations":{"audience":["user","assistant"],"priority":0},"text":"","type":"text"}"#,
     );
     roundtrip(
-        &ContentBlock::Image {
-            data: String::new(),
-            mime_type: "image/png".into(),
-            annotations: None,
-            meta: None,
-        },
-        r#"{"type":"image","data":"","mimeType":"image/png"}"#,
+        &ContentBlock::image("", "image/png"),
+        r#"{"data":"","mimeType":"image/png","type":"image"}"#,
     );
     roundtrip(
-        &ContentBlock::Audio {
-            data: "AAA=".into(),
-            mime_type: "audio/wav".into(),
-            annotations: None,
-            meta: None,
-        },
-        r#"{"type":"audio","data":"AAA=","mimeType":"audio/wav"}"#,
+        &ContentBlock::audio("AAA=", "audio/wav"),
+        r#"{"data":"AAA=","mimeType":"audio/wav","type":"audio"}"#,
     );
     let mut link = Resource::new("file:///a.txt", "a");
     link.size = Some(0);
     roundtrip(
-        &ContentBlock::ResourceLink(Box::new(link)),
-        r#"{"type":"resource_link","uri":"file:///a.txt","name":"a","size":0}"#,
+        &ContentBlock::resource_link(link),
+        r#"{"name":"a","size":0,"type":"resource_link","uri":"file:///a.txt"}"#,
     );
     roundtrip(
-        &ContentBlock::Resource {
-            resource: ResourceContents::text("file:///a.txt", "").with_mime_type("text/plain"),
-            annotations: None,
-            meta: None,
-        },
-        r#"{"type":"resource","resource":{"uri":"file:///a.txt","mimeType":"text/plain","text":""}}"#,
+        &ContentBlock::embedded(
+            ResourceContents::text("file:///a.txt", "").with_mime_type("text/plain"),
+        ),
+        r#"{"resource":{"mimeType":"text/plain","text":"","uri":"file:///a.txt"},"type":"resource"}"#,
     );
     roundtrip(
-        &ContentBlock::Resource {
-            resource: ResourceContents::blob("mem://b", b""),
-            annotations: None,
-            meta: None,
-        },
-        r#"{"type":"resource","resource":{"uri":"mem://b","blob":""}}"#,
+        &ContentBlock::embedded(ResourceContents::blob("mem://b", b"")),
+        r#"{"resource":{"blob":"","uri":"mem://b"},"type":"resource"}"#,
     );
+}
+
+/// A block decoded through the tag-first decoder equals the authored one, and a `type` this
+/// revision does not define is a typed refusal naming the block (E18, O74).
+#[test]
+fn e18_o74_blocks_decode_by_their_tag_into_the_authored_value() {
+    let blocks = [
+        ContentBlock::text("t"),
+        ContentBlock::image("AAA=", "image/png"),
+        ContentBlock::audio("AAA=", "audio/wav"),
+        ContentBlock::resource_link(Resource::new("file:///a", "a")),
+        ContentBlock::embedded(ResourceContents::text("mem://t", "x")),
+        ContentBlock::embedded(ResourceContents::blob("mem://b", b"\x00")),
+    ];
+    for (index, block) in blocks.iter().enumerate() {
+        let value = serde_json::to_value(block).unwrap();
+        assert_eq!(&decode_block(index, value).unwrap(), block);
+    }
+    assert_eq!(
+        decode_block(3, serde_json::json!({"type": "video", "text": "t"})).unwrap_err(),
+        ContentBlockError::UnknownType {
+            index: 3,
+            type_: "video".to_owned()
+        }
+    );
+    // Equality sees every member: kinds, annotations and unknown members all count.
+    assert_ne!(
+        ContentBlock::text("t"),
+        ContentBlock::image("t", "image/png")
+    );
+    let mut annotated = TextContent::new("t");
+    annotated.annotations = Some(Annotations::default());
+    assert_ne!(
+        ContentBlock::TextContent(annotated),
+        ContentBlock::text("t")
+    );
+    let mut extra = TextContent::new("t");
+    extra.extra.insert("x-k".to_owned(), serde_json::json!(1));
+    assert_ne!(ContentBlock::TextContent(extra), ContentBlock::text("t"));
+    assert_eq!(ContentBlock::text("t").as_text(), Some("t"));
+    assert_eq!(ContentBlock::image("t", "image/png").as_text(), None);
 }
 
 #[test]
@@ -77,7 +106,7 @@ fn priority_decimals_take_the_shortest_form() {
     // Without arbitrary_precision serde_json keeps the value, not the digits: 0.50 → 0.5.
     assert_eq!(
         serde_json::to_string(&block).unwrap(),
-        r#"{"type":"text","text":"x","annotations":{"priority":0.5}}"#
+        r#"{"annotations":{"priority":0.5},"text":"x","type":"text"}"#
     );
 }
 

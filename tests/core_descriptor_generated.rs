@@ -1,8 +1,10 @@
-//! The hand-written descriptors are the generated schema types, member for member (O87, O19).
+//! The descriptors are the generated schema types, member for member (O87, O19).
 //!
-//! `core::descriptor` uses the generated types for its leaf descriptors (`Icon`,
-//! `ToolAnnotations`, `Annotations`, `PromptArgument`) and keeps its other structs for exact
-//! bytes and shape (its module doc says why). These tests are what keeps that honest: every fully populated descriptor decodes into
+//! `core::descriptor` re-exports the generated types for its leaf descriptors (`Icon`,
+//! `ToolAnnotations`, `Annotations`, `PromptArgument`, `Prompt`), the content blocks
+//! (`ContentBlock` and its five kinds), `ResourceContents`, `Resource`, `ResourceTemplate`
+//! and `PromptMessage`, and keeps `Tool` and `CallToolResult` for exact bytes (its module
+//! doc says why). These tests are what keeps that honest: every fully populated descriptor decodes into
 //! the generated type the client decodes into with nothing left in a flattened `extra` map
 //! (no misspelt or invented member), and a schema example carrying every member decodes into
 //! the descriptor and re-encodes to the same value (no member missing).
@@ -14,9 +16,10 @@ use serde_json::{json, Map, Number, Value};
 
 type Extra = Map<String, Value>;
 use strict_mcp::core::descriptor::{
-    Annotations, CacheHints, CacheScope, CallToolResult, ContentBlock, Icon, IconTheme, Prompt,
-    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
-    ToolAnnotations,
+    Annotations, AudioContent, BlobResourceContents, CacheHints, CacheScope, CallToolResult,
+    ContentBlock, EmbeddedResource, Icon, IconTheme, ImageContent, Prompt, PromptArgument,
+    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, TextContent,
+    TextResourceContents, Tool, ToolAnnotations,
 };
 use strict_mcp::wire;
 
@@ -46,58 +49,53 @@ fn annotations() -> Annotations {
 
 fn resource() -> Resource {
     Resource {
-        uri: "file:///a.txt".into(),
-        name: "a".into(),
         title: Some("A".into()),
         description: Some("d".into()),
         mime_type: Some("text/plain".into()),
         size: Some(0),
-        icons: Some(vec![icon()]),
+        icons: Some(vec![icon()].into()),
         annotations: Some(annotations()),
-        meta: Some(meta()),
+        meta: Some(meta().into()),
+        ..Resource::new("file:///a.txt", "a")
     }
 }
 
 fn blocks() -> Vec<ContentBlock> {
     vec![
-        ContentBlock::Text {
-            text: "t".into(),
+        ContentBlock::TextContent(TextContent {
             annotations: Some(annotations()),
-            meta: Some(meta()),
-        },
-        ContentBlock::Image {
-            data: "AAA=".into(),
-            mime_type: "image/png".into(),
+            meta: Some(meta().into()),
+            ..TextContent::new("t")
+        }),
+        ContentBlock::ImageContent(ImageContent {
             annotations: Some(annotations()),
-            meta: Some(meta()),
-        },
-        ContentBlock::Audio {
-            data: "AAA=".into(),
-            mime_type: "audio/wav".into(),
+            meta: Some(meta().into()),
+            ..ImageContent::new("AAA=", "image/png")
+        }),
+        ContentBlock::AudioContent(AudioContent {
             annotations: Some(annotations()),
-            meta: Some(meta()),
-        },
-        ContentBlock::ResourceLink(Box::new(resource())),
-        ContentBlock::Resource {
-            resource: ResourceContents::Text {
-                uri: "mem://t".into(),
-                mime_type: Some("text/plain".into()),
-                text: String::new(),
-                meta: Some(meta()),
-            },
+            meta: Some(meta().into()),
+            ..AudioContent::new("AAA=", "audio/wav")
+        }),
+        ContentBlock::resource_link(resource()),
+        ContentBlock::EmbeddedResource(EmbeddedResource {
             annotations: Some(annotations()),
-            meta: Some(meta()),
-        },
-        ContentBlock::Resource {
-            resource: ResourceContents::Blob {
-                uri: "mem://b".into(),
+            meta: Some(meta().into()),
+            ..EmbeddedResource::new(ResourceContents::TextResourceContents(
+                TextResourceContents {
+                    mime_type: Some("text/plain".into()),
+                    meta: Some(meta().into()),
+                    ..TextResourceContents::new("mem://t", "")
+                },
+            ))
+        }),
+        ContentBlock::embedded(ResourceContents::BlobResourceContents(
+            BlobResourceContents {
                 mime_type: Some("application/octet-stream".into()),
-                blob: String::new(),
-                meta: Some(meta()),
+                meta: Some(meta().into()),
+                ..BlobResourceContents::new("mem://b", b"")
             },
-            annotations: None,
-            meta: None,
-        },
+        )),
     ]
 }
 
@@ -218,14 +216,13 @@ fn o87_resource_template_and_prompt_are_the_generated_shapes() {
     lossless::<Resource>(serde_json::to_value(resource()).unwrap());
 
     let template = ResourceTemplate {
-        uri_template: "file:///{path}".into(),
-        name: "files".into(),
         title: Some("Files".into()),
         description: Some("d".into()),
         mime_type: Some("text/plain".into()),
-        icons: Some(vec![icon()]),
+        icons: Some(vec![icon()].into()),
         annotations: Some(annotations()),
-        meta: Some(meta()),
+        meta: Some(meta().into()),
+        ..ResourceTemplate::new("file:///{path}", "files")
     };
     let t: wire::ResourceTemplate = decode(&template, json!({}));
     no_extra("ResourceTemplate", &t.extra);
@@ -258,10 +255,7 @@ fn o87_resource_template_and_prompt_are_the_generated_shapes() {
     lossless::<Prompt>(serde_json::to_value(&prompt).unwrap());
 
     for block in blocks() {
-        let message = PromptMessage {
-            role: Role::Assistant,
-            content: block,
-        };
+        let message = PromptMessage::new(Role::Assistant, block);
         let m: wire::PromptMessage = decode(&message, json!({}));
         no_extra("PromptMessage", &m.extra);
         block_ok(&m.content);
@@ -330,4 +324,96 @@ fn o87_generated_enums_keep_the_bytes() {
     // Wrong tags are refused, as before.
     assert!(serde_json::from_str::<Role>(r#""User""#).is_err());
     assert!(serde_json::from_str::<CacheScope>(r#""shared""#).is_err());
+}
+
+/// One unknown member per generated type, at its own level: kept in that type's `extra`,
+/// not dropped and not misplaced.
+fn with_unknown(mut value: Value, at: &[&str]) -> Value {
+    let mut target = &mut value;
+    for key in at {
+        target = &mut target[*key];
+    }
+    target
+        .as_object_mut()
+        .expect("an object")
+        .insert("x-unknown".into(), json!({"kept": [1, "two"]}));
+    value
+}
+
+fn kept(what: &str, extra: &Extra) {
+    assert_eq!(
+        extra.get("x-unknown"),
+        Some(&json!({"kept": [1, "two"]})),
+        "{what}: the unknown member is not in extra"
+    );
+    assert_eq!(extra.len(), 1, "{what}: {extra:?}");
+}
+
+/// Every type this crate now takes from the generated code keeps a member it does not name in
+/// its flattened `extra` and writes it back (O87, O121): the server's authoring types lose no
+/// member a peer or a newer schema adds.
+#[test]
+fn o87_o121_an_unknown_member_survives_in_extra_and_is_written_back() {
+    for (index, block) in blocks().into_iter().enumerate() {
+        let value = with_unknown(serde_json::to_value(&block).unwrap(), &[]);
+        // Decoded the way the client decodes (by tag), and the way serde would (untagged).
+        let decoded = strict_mcp::wire::content::decode_block(index, value.clone()).unwrap();
+        let untagged: ContentBlock = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(decoded, untagged);
+        assert_ne!(decoded, block, "the unknown member counts in equality");
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), value);
+        match &decoded {
+            ContentBlock::TextContent(b) => kept("TextContent", &b.extra),
+            ContentBlock::ImageContent(b) => kept("ImageContent", &b.extra),
+            ContentBlock::AudioContent(b) => kept("AudioContent", &b.extra),
+            ContentBlock::ResourceLink(b) => kept("ResourceLink", &b.extra),
+            ContentBlock::EmbeddedResource(b) => kept("EmbeddedResource", &b.extra),
+        }
+    }
+    // The embedded contents keep theirs one level down, the block's own `extra` stays empty.
+    for block in &blocks()[4..] {
+        let value = with_unknown(serde_json::to_value(block).unwrap(), &["resource"]);
+        let ContentBlock::EmbeddedResource(e) =
+            strict_mcp::wire::content::decode_block(0, value.clone()).unwrap()
+        else {
+            panic!("not an embedded resource: {value}");
+        };
+        no_extra("EmbeddedResource", &e.extra);
+        match &e.resource {
+            ResourceContents::TextResourceContents(c) => kept("TextResourceContents", &c.extra),
+            ResourceContents::BlobResourceContents(c) => kept("BlobResourceContents", &c.extra),
+        }
+        assert_eq!(serde_json::to_value(&e).unwrap(), value);
+    }
+
+    let value = with_unknown(serde_json::to_value(resource()).unwrap(), &[]);
+    let r: Resource = serde_json::from_value(value.clone()).unwrap();
+    kept("Resource", &r.extra);
+    assert_eq!(serde_json::to_value(&r).unwrap(), value);
+    // A link made from it carries the unknown member along.
+    let link = serde_json::to_value(ContentBlock::resource_link(r)).unwrap();
+    assert_eq!(link["x-unknown"], json!({"kept": [1, "two"]}));
+    assert_eq!(link["type"], json!("resource_link"));
+
+    let template = ResourceTemplate::new("file:///{path}", "files");
+    let value = with_unknown(serde_json::to_value(&template).unwrap(), &[]);
+    let t: ResourceTemplate = serde_json::from_value(value.clone()).unwrap();
+    kept("ResourceTemplate", &t.extra);
+    assert_ne!(t, template);
+    assert_eq!(serde_json::to_value(&t).unwrap(), value);
+
+    let message = PromptMessage::user("hi");
+    let value = with_unknown(serde_json::to_value(&message).unwrap(), &[]);
+    let m: PromptMessage = serde_json::from_value(value.clone()).unwrap();
+    kept("PromptMessage", &m.extra);
+    assert_ne!(m, message);
+    assert_eq!(serde_json::to_value(&m).unwrap(), value);
+    let value = with_unknown(serde_json::to_value(&message).unwrap(), &["content"]);
+    let m: PromptMessage = serde_json::from_value(value.clone()).unwrap();
+    no_extra("PromptMessage", &m.extra);
+    let ContentBlock::TextContent(c) = &m.content else {
+        panic!("not text: {value}");
+    };
+    kept("TextContent", &c.extra);
+    assert_eq!(serde_json::to_value(&m).unwrap(), value);
 }

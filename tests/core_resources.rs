@@ -9,7 +9,7 @@ use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents
 use strict_mcp::core::{
     Access, BuildError, Caller, CompletionRef, CoreError, Invocation, Outcome, Policy, PromptDef,
     PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, ResourceError,
-    TemplateDef,
+    TemplateDef, MAX_RESOURCE_SIZE,
 };
 
 struct SecretPolicy;
@@ -111,14 +111,14 @@ fn registry() -> Registry {
             PromptDef::typed("review", |_i: Invocation, a: ReviewArgs| async move {
                 Ok(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!(
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text(format!(
                             "Review {} ({})",
                             a.language,
                             a.focus.unwrap_or_default()
                         )),
-                    }],
+                    )],
                 })
             })
             .complete(
@@ -157,7 +157,7 @@ async fn f4_o33_empty_text_and_blob_keep_their_field_and_cache_hints() {
     let reg = registry();
     assert_eq!(
         read(&reg, "u", "mem://empty").await.unwrap(),
-        r#"{"contents":[{"uri":"mem://empty","text":""},{"uri":"mem://empty","blob":""}],"ttlMs":0,"cacheScope":"private"}"#
+        r#"{"contents":[{"text":"","uri":"mem://empty"},{"blob":"","uri":"mem://empty"}],"ttlMs":0,"cacheScope":"private"}"#
     );
 }
 
@@ -174,7 +174,7 @@ async fn f5_o34_unknown_hidden_notfound_are_identical_32602_with_uri() {
     }
     assert_eq!(
         read(&reg, "root", "mem://secret").await.unwrap(),
-        r#"{"contents":[{"uri":"mem://secret","text":"s3cr3t"}],"ttlMs":0,"cacheScope":"private"}"#
+        r#"{"contents":[{"text":"s3cr3t","uri":"mem://secret"}],"ttlMs":0,"cacheScope":"private"}"#
     );
     let listed: Vec<String> = reg
         .list_resources(&Caller::new("u"), None)
@@ -219,7 +219,7 @@ async fn o32_partial_bundle_is_a_successful_read_with_report() {
     let reg = registry();
     assert_eq!(
         read(&reg, "u", "mem://bundle").await.unwrap(),
-        r#"{"contents":[{"uri":"mem://bundle","text":"part"}],"ttlMs":0,"cacheScope":"private","_meta":{"dev.strict-mcp/partial":{"omitted":["mem://bundle/b"],"warning":"one file was skipped"}}}"#
+        r#"{"contents":[{"text":"part","uri":"mem://bundle"}],"ttlMs":0,"cacheScope":"private","_meta":{"dev.strict-mcp/partial":{"omitted":["mem://bundle/b"],"warning":"one file was skipped"}}}"#
     );
 }
 
@@ -228,7 +228,7 @@ async fn f3_templates_match_and_list() {
     let reg = registry();
     assert_eq!(
         read(&reg, "u", "mem://notes/42/v7").await.unwrap(),
-        r#"{"contents":[{"uri":"mem://notes/42/v7","text":"42@7"}],"ttlMs":0,"cacheScope":"private"}"#
+        r#"{"contents":[{"text":"42@7","uri":"mem://notes/42/v7"}],"ttlMs":0,"cacheScope":"private"}"#
     );
     assert!(read(&reg, "u", "mem://notes/4/2/v7").await.is_err());
     assert!(read(&reg, "u", "mem://notes//v7").await.is_err());
@@ -237,7 +237,7 @@ async fn f3_templates_match_and_list() {
         .unwrap();
     assert_eq!(
         page.to_result("resourceTemplates").get(),
-        r#"{"resourceTemplates":[{"uriTemplate":"mem://notes/{id}/v{rev}","name":"note"}],"ttlMs":0,"cacheScope":"private"}"#
+        r#"{"resourceTemplates":[{"name":"note","uriTemplate":"mem://notes/{id}/v{rev}"}],"ttlMs":0,"cacheScope":"private"}"#
     );
 }
 
@@ -282,6 +282,49 @@ fn f9_bad_uris_and_templates_refused() {
     assert!(matches!(t("mem://static"), BuildError::Resource { .. }));
 }
 
+/// The generated `Resource` holds `size` as `i64` (the schema's integer, what the client
+/// decodes into): a `u64` size up to `MAX_RESOURCE_SIZE` is listed exactly, one past it is a
+/// typed registration error rather than a wrapped negative size.
+#[test]
+fn o87_f11_resource_size_is_listed_up_to_its_bound_and_refused_one_past() {
+    let with_size = |size: u64| {
+        RegistryBuilder::new()
+            .resource(
+                ResourceDef::new(
+                    "mem://huge",
+                    "huge",
+                    |_i: Invocation, _u: String| async move { Err(ResourceError::NotFound) },
+                )
+                .size(size),
+            )
+            .build()
+    };
+    assert_eq!(MAX_RESOURCE_SIZE, 9_223_372_036_854_775_807);
+    let reg = with_size(MAX_RESOURCE_SIZE).unwrap();
+    let page = reg.list_resources(&Caller::new("u"), None).unwrap();
+    assert_eq!(
+        serde_json::to_string(&page.items).unwrap(),
+        r#"[{"name":"huge","size":9223372036854775807,"uri":"mem://huge"}]"#
+    );
+    let past = with_size(MAX_RESOURCE_SIZE + 1).unwrap_err();
+    assert_eq!(
+        past,
+        BuildError::Resource {
+            uri: "mem://huge".to_owned(),
+            reason: "size 9223372036854775808 is past 9223372036854775807 (the schema's integer)"
+                .to_owned(),
+        }
+    );
+    assert_eq!(
+        with_size(u64::MAX).unwrap_err().to_string(),
+        "resource `mem://huge`: size 18446744073709551615 is past 9223372036854775807 (the schema's integer)"
+    );
+    // Zero is a size (present on the wire), not an absent one.
+    let zero = with_size(0).unwrap();
+    let page = zero.list_resources(&Caller::new("u"), None).unwrap();
+    assert_eq!(page.items[0].size, Some(0));
+}
+
 #[tokio::test]
 async fn g3_g5_typed_prompt_arguments() {
     let reg = registry();
@@ -307,7 +350,7 @@ async fn g3_g5_typed_prompt_arguments() {
     match reply {
         Outcome::Complete(r) => assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            r#"{"messages":[{"role":"user","content":{"type":"text","text":"Review rust ()"}}]}"#
+            r#"{"messages":[{"content":{"text":"Review rust ()","type":"text"},"role":"user"}]}"#
         ),
         Outcome::InputRequired { .. } => panic!(),
     }

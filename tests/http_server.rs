@@ -170,10 +170,10 @@ fn catalogue(b: RegistryBuilder) -> RegistryBuilder {
                 }
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!("Greet in {}.", args["style"])),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text(format!("Greet in {}.", args["style"])),
+                    )],
                 }))
             },
         )

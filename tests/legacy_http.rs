@@ -270,7 +270,7 @@ async fn b23_http_a_call_with_notifications_answers_sse_with_the_legacy_reply_la
             "\n\n",
             r#"data: {"jsonrpc":"2.0","method":"notifications/message","params":{"data":{"seen":"hi"},"level":"info","logger":"echo"}}"#,
             "\n\n",
-            r#"data: {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"value\":{\"text\":\"hi\"}}"}],"structuredContent":{"value":{"text":"hi"}}}}"#,
+            r#"data: {"jsonrpc":"2.0","id":2,"result":{"content":[{"text":"{\"value\":{\"text\":\"hi\"}}","type":"text"}],"structuredContent":{"value":{"text":"hi"}}}}"#,
             "\n\n",
         )
     );
@@ -536,7 +536,7 @@ async fn legacy_http_requests_in_flight_per_session_at_the_bound_and_one_past() 
     let done = held.await.unwrap();
     assert_eq!(
         done.body,
-        r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"{\"value\":{\"text\":\"held\"}}"}],"structuredContent":{"value":{"text":"held"}}}}"#
+        r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"text":"{\"value\":{\"text\":\"held\"}}","type":"text"}],"structuredContent":{"value":{"text":"held"}}}}"#
     );
     // Done: the session serves again.
     let mut again = call(&host, "POST", &headers, LIST).await;

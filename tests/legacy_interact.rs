@@ -92,7 +92,7 @@ fn registry(count: &Count) -> Registry {
             )?)
         }))
         .tool(asking("sample", count, |inv| {
-            Ok(inv.sample(json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}))?)
+            Ok(inv.sample(json!({"messages":[{"role":"user","content":{"text":"hi","type":"text"}}],"maxTokens":5}))?)
         }))
         .tool(asking("roots", count, |inv| Ok(inv.list_roots()?)))
         .tool(
@@ -140,7 +140,7 @@ fn call(id: u32, tool: &str) -> String {
 fn text_result(id: u32, text: &str) -> String {
     let text = Value::String(text.to_owned()).to_string();
     format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":{text}}}]}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"text":{text},"type":"text"}}]}}}}"#
     )
 }
 
@@ -234,12 +234,12 @@ async fn o126_stdio_sampling_and_roots_are_asked_of_the_client() {
         p.recv().await,
         r#"{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"maxTokens":5,"messages":[{"content":{"text":"hi","type":"text"},"role":"user"}]}}"#
     );
-    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"yo"},"model":"m"}}"#).await;
+    p.send(r#"{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"text":"yo","type":"text"},"model":"m"}}"#).await;
     assert_eq!(
         p.recv().await,
         text_result(
             3,
-            r#"answer: {"role":"assistant","content":{"type":"text","text":"yo"},"model":"m"}"#
+            r#"answer: {"role":"assistant","content":{"text":"yo","type":"text"},"model":"m"}"#
         )
     );
     p.send(&call(4, "roots")).await;

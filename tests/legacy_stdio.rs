@@ -81,10 +81,7 @@ fn registry() -> Registry {
             |_inv: Invocation, _args: std::collections::BTreeMap<String, String>| async move {
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text("hi"),
-                    }],
+                    messages: vec![PromptMessage::new(Role::User, ContentBlock::text("hi"))],
                 }))
             },
         ))
@@ -275,7 +272,7 @@ async fn o28_tools_list_and_call_come_from_the_same_registry_and_policy() {
         .await;
     assert_eq!(
         called,
-        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"value\":{\"text\":\"hi\"}}"}],"structuredContent":{"value":{"text":"hi"}}}}"#
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"text":"{\"value\":{\"text\":\"hi\"}}","type":"text"}],"structuredContent":{"value":{"text":"hi"}}}}"#
     );
     let hidden = p
         .exchange(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"secret","arguments":{"text":"x"}}}"#)
@@ -361,7 +358,7 @@ async fn o28_resources_prompts_and_completion_list_in_the_legacy_shape() {
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":1,"method":"resources/list","params":{}}"#)
             .await,
-        r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"uri":"mem://hello","name":"hello"},{"uri":"mem://wait","name":"wait"}]}}"#
+        r#"{"jsonrpc":"2.0","id":1,"result":{"resources":[{"name":"hello","uri":"mem://hello"},{"name":"wait","uri":"mem://wait"}]}}"#
     );
     assert_eq!(
         p.exchange(r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"greet"}}"#)

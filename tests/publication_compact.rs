@@ -154,8 +154,8 @@ fn inner(name: &str, arguments: &str) -> String {
 
 fn unavailable_text() -> &'static str {
     concat!(
-        r#"{"content":[{"type":"text","text":"{\"failure\":{\"code\":\"unavailable_tool\","#,
-        r#"\"message\":\"No tool of that name is available to the caller.\",\"retryable\":false}}"}],"#,
+        r#"{"content":[{"text":"{\"failure\":{\"code\":\"unavailable_tool\","#,
+        r#"\"message\":\"No tool of that name is available to the caller.\",\"retryable\":false}}","type":"text"}],"#,
         r#""structuredContent":{"failure":{"code":"unavailable_tool","#,
         r#""message":"No tool of that name is available to the caller.","retryable":false}},"isError":true}"#
     )
@@ -230,7 +230,7 @@ fn o14_o15_success_is_wrapped_as_value_with_text_copy() {
     let text = call_text(&reg, "call_tool", &inner("add", r#"{"a":2,"b":40}"#)).unwrap();
     assert_eq!(
         text,
-        r#"{"content":[{"type":"text","text":"{\"value\":{\"sum\":42}}"}],"structuredContent":{"value":{"sum":42}}}"#
+        r#"{"content":[{"text":"{\"value\":{\"sum\":42}}","type":"text"}],"structuredContent":{"value":{"sum":42}}}"#
     );
     // The Map form carries the same body.
     let publication = Publication::new(Mode::Compact);
@@ -254,7 +254,7 @@ fn o14_explicit_null_stays_present() {
     let text = call_text(&reg, "call_tool", &inner("null_out", "{}")).unwrap();
     assert_eq!(
         text,
-        r#"{"content":[{"type":"text","text":"{\"value\":null}"}],"structuredContent":{"value":null}}"#
+        r#"{"content":[{"text":"{\"value\":null}","type":"text"}],"structuredContent":{"value":null}}"#
     );
 }
 
@@ -262,7 +262,7 @@ fn o14_explicit_null_stays_present() {
 fn o14_absent_output_stays_absent() {
     let reg = registry();
     let text = call_text(&reg, "call_tool", &inner("text_only", "{}")).unwrap();
-    assert_eq!(text, r#"{"content":[{"type":"text","text":"just words"}]}"#);
+    assert_eq!(text, r#"{"content":[{"text":"just words","type":"text"}]}"#);
 }
 
 #[test]
@@ -289,8 +289,8 @@ fn o17_failure_envelope_with_text_copy() {
     assert_eq!(
         text,
         concat!(
-            r#"{"content":[{"type":"text","text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
-            r#"\"message\":\"prefix is empty\",\"retryable\":false}}"}],"#,
+            r#"{"content":[{"text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
+            r#"\"message\":\"prefix is empty\",\"retryable\":false}}","type":"text"}],"#,
             r#""structuredContent":{"failure":{"code":"invalid_arguments","message":"prefix is empty","#,
             r#""retryable":false}},"isError":true}"#
         )
@@ -466,7 +466,7 @@ fn o12_search_sees_only_visible_tools_and_runs_no_handler() {
     assert_eq!(
         text,
         concat!(
-            r#"{"content":[{"type":"text","text":"{\"tools\":[{\"name\":\"multiply_counted\",\"description\":\"Multiplies.\"}],\"truncated\":false}"}],"#,
+            r#"{"content":[{"text":"{\"tools\":[{\"name\":\"multiply_counted\",\"description\":\"Multiplies.\"}],\"truncated\":false}","type":"text"}],"#,
             r#""structuredContent":{"tools":[{"name":"multiply_counted","description":"Multiplies."}],"truncated":false}}"#
         )
     );
@@ -589,7 +589,7 @@ fn mrtr_call_tool_passes_input_required_through_and_continues() {
     };
     assert_eq!(
         text,
-        r#"{"content":[{"type":"text","text":"{\"value\":{\"deleted\":\"x\"}}"}],"structuredContent":{"value":{"deleted":"x"}}}"#
+        r#"{"content":[{"text":"{\"value\":{\"deleted\":\"x\"}}","type":"text"}],"structuredContent":{"value":{"deleted":"x"}}}"#
     );
 }
 
@@ -598,8 +598,8 @@ fn failure_result_builds_a_complete_body() {
     let publication = Publication::new(Mode::Compact);
     let map = publication.failure_result(FailureCode::ResultTooLarge, "The result is too large.");
     let expected = concat!(
-        r#"{"content":[{"type":"text","text":"{\"failure\":{\"code\":\"result_too_large\","#,
-        r#"\"message\":\"The result is too large.\",\"retryable\":false}}"}],"#,
+        r#"{"content":[{"text":"{\"failure\":{\"code\":\"result_too_large\","#,
+        r#"\"message\":\"The result is too large.\",\"retryable\":false}}","type":"text"}],"#,
         r#""structuredContent":{"failure":{"code":"result_too_large","#,
         r#""message":"The result is too large.","retryable":false}},"isError":true}"#
     );
@@ -632,9 +632,9 @@ fn o15_ordered_content_is_kept_and_followed_by_the_envelope_copy() {
     assert_eq!(
         call_text(&reg, "call_tool", &inner("report", "{}")).unwrap(),
         concat!(
-            r#"{"content":[{"type":"text","text":"first"},{"type":"text","text":"second"},"#,
-            r#"{"type":"text","text":"{\"rows\": 2}"},"#,
-            r#"{"type":"text","text":"{\"value\":{\"rows\":2}}"}],"#,
+            r#"{"content":[{"text":"first","type":"text"},{"text":"second","type":"text"},"#,
+            r#"{"text":"{\"rows\": 2}","type":"text"},"#,
+            r#"{"text":"{\"value\":{\"rows\":2}}","type":"text"}],"#,
             r#""structuredContent":{"value":{"rows":2}}}"#
         )
     );

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Number, Value};
 use strict_mcp::core::descriptor::{
-    Annotations, ContentBlock, Resource, ResourceContents, Role, ToolAnnotations,
+    Annotations, AudioContent, ContentBlock, EmbeddedResource, Resource, ResourceContents, Role,
+    TextContent, TextResourceContents, ToolAnnotations,
 };
 use strict_mcp::core::schema::CompiledSchema;
 use strict_mcp::core::{
@@ -306,7 +307,7 @@ fn o24_compact_names_are_ordinary_direct_tools() {
     );
     assert_eq!(
         call(&publication, &reg, "search_tools", r#"{"a":1,"b":2}"#).unwrap(),
-        r#"{"content":[{"type":"text","text":"{\"value\":{\"sum\":3}}"}],"structuredContent":{"value":{"sum":3}}}"#
+        r#"{"content":[{"text":"{\"value\":{\"sum\":3}}","type":"text"}],"structuredContent":{"value":{"sum":3}}}"#
     );
     // `call_tool` is not a direct tool unless registered.
     assert_eq!(
@@ -470,13 +471,13 @@ fn o14_o17_direct_calls_use_the_same_envelopes() {
     let publication = Publication::new(Mode::Direct);
     assert_eq!(
         call(&publication, &reg, "add", r#"{"a":2,"b":40}"#).unwrap(),
-        r#"{"content":[{"type":"text","text":"{\"value\":{\"sum\":42}}"}],"structuredContent":{"value":{"sum":42}}}"#
+        r#"{"content":[{"text":"{\"value\":{\"sum\":42}}","type":"text"}],"structuredContent":{"value":{"sum":42}}}"#
     );
     assert_eq!(
         call(&publication, &reg, "add", r#"{"a":-1,"b":40}"#).unwrap(),
         concat!(
-            r#"{"content":[{"type":"text","text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
-            r#"\"message\":\"a is negative\",\"retryable\":false}}"}],"#,
+            r#"{"content":[{"text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
+            r#"\"message\":\"a is negative\",\"retryable\":false}}","type":"text"}],"#,
             r#""structuredContent":{"failure":{"code":"invalid_arguments","message":"a is negative","#,
             r#""retryable":false}},"isError":true}"#
         )
@@ -487,7 +488,7 @@ fn o14_o17_direct_calls_use_the_same_envelopes() {
     );
     assert_eq!(
         call(&publication, &reg, "null_out", "{}").unwrap(),
-        r#"{"content":[{"type":"text","text":"{\"value\":null}"}],"structuredContent":{"value":null}}"#
+        r#"{"content":[{"text":"{\"value\":null}","type":"text"}],"structuredContent":{"value":null}}"#
     );
     // Schema-invalid arguments of a known tool: a failure with diagnostics, which the
     // published union admits (O25).
@@ -574,46 +575,33 @@ fn o19_o20_six_content_variants_keep_field_presence() {
     block_meta.insert("side".to_owned(), json!("block"));
     let mut link = Resource::new("file:///a.txt", "a.txt");
     link.annotations = Some(zero.clone());
-    link.meta = Some(block_meta.clone());
+    link.meta = Some(block_meta.clone().into());
     let blocks = vec![
-        ContentBlock::Text {
-            text: String::new(),
+        ContentBlock::TextContent(TextContent {
             annotations: Some(zero.clone()),
-            meta: None,
-        },
-        ContentBlock::Image {
-            data: String::new(),
-            mime_type: "image/png".to_owned(),
-            annotations: None,
-            meta: None,
-        },
-        ContentBlock::Audio {
-            data: "AA==".to_owned(),
-            mime_type: "audio/wav".to_owned(),
-            annotations: None,
-            meta: Some(block_meta.clone()),
-        },
-        ContentBlock::ResourceLink(Box::new(link)),
-        ContentBlock::Resource {
-            resource: ResourceContents::Text {
-                uri: "mem://t".to_owned(),
-                mime_type: None,
-                text: String::new(),
-                meta: Some(inner_meta.clone()),
-            },
-            annotations: None,
-            meta: Some(block_meta),
-        },
-        ContentBlock::Resource {
-            resource: ResourceContents::Blob {
-                uri: "mem://b".to_owned(),
-                mime_type: Some("application/octet-stream".to_owned()),
-                blob: String::new(),
-                meta: None,
-            },
+            ..TextContent::new("")
+        }),
+        ContentBlock::image("", "image/png"),
+        ContentBlock::AudioContent(AudioContent {
+            meta: Some(block_meta.clone().into()),
+            ..AudioContent::new("AA==", "audio/wav")
+        }),
+        ContentBlock::resource_link(link),
+        ContentBlock::EmbeddedResource(EmbeddedResource {
+            meta: Some(block_meta.into()),
+            ..EmbeddedResource::new(ResourceContents::TextResourceContents(
+                TextResourceContents {
+                    meta: Some(inner_meta.into()),
+                    ..TextResourceContents::new("mem://t", "")
+                },
+            ))
+        }),
+        ContentBlock::EmbeddedResource(EmbeddedResource {
             annotations: Some(zero),
-            meta: None,
-        },
+            ..EmbeddedResource::new(
+                ResourceContents::blob("mem://b", b"").with_mime_type("application/octet-stream"),
+            )
+        }),
     ];
     let tool = ToolDef::dynamic(
         "variants",
@@ -632,12 +620,12 @@ fn o19_o20_six_content_variants_keep_field_presence() {
     let reg = RegistryBuilder::new().tool(tool).build().unwrap();
     let expected = concat!(
         r#"{"content":["#,
-        r#"{"type":"text","text":"","annotations":{"audience":["user"],"priority":0}},"#,
-        r#"{"type":"image","data":"","mimeType":"image/png"},"#,
-        r#"{"type":"audio","data":"AA==","mimeType":"audio/wav","_meta":{"side":"block"}},"#,
-        r#"{"type":"resource_link","uri":"file:///a.txt","name":"a.txt","annotations":{"audience":["user"],"priority":0},"_meta":{"side":"block"}},"#,
-        r#"{"type":"resource","resource":{"uri":"mem://t","text":"","_meta":{"side":"resource"}},"_meta":{"side":"block"}},"#,
-        r#"{"type":"resource","resource":{"uri":"mem://b","mimeType":"application/octet-stream","blob":""},"annotations":{"audience":["user"],"priority":0}}"#,
+        r#"{"annotations":{"audience":["user"],"priority":0},"text":"","type":"text"},"#,
+        r#"{"data":"","mimeType":"image/png","type":"image"},"#,
+        r#"{"data":"AA==","_meta":{"side":"block"},"mimeType":"audio/wav","type":"audio"},"#,
+        r#"{"annotations":{"audience":["user"],"priority":0},"_meta":{"side":"block"},"name":"a.txt","type":"resource_link","uri":"file:///a.txt"},"#,
+        r#"{"_meta":{"side":"block"},"resource":{"_meta":{"side":"resource"},"text":"","uri":"mem://t"},"type":"resource"},"#,
+        r#"{"annotations":{"audience":["user"],"priority":0},"resource":{"blob":"","mimeType":"application/octet-stream","uri":"mem://b"},"type":"resource"}"#,
         r#"]}"#
     );
     for mode in [Mode::Direct, Mode::Compact] {

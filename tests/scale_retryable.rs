@@ -95,10 +95,10 @@ fn registry(probes: &Arc<Probes>) -> Registry {
                         probes.prompted.fetch_add(1, Ordering::SeqCst);
                         Ok(Outcome::Complete(PromptReply {
                             description: None,
-                            messages: vec![PromptMessage {
-                                role: Role::User,
-                                content: ContentBlock::text("confirmed"),
-                            }],
+                            messages: vec![PromptMessage::new(
+                                Role::User,
+                                ContentBlock::text("confirmed"),
+                            )],
                         }))
                     }
                 }

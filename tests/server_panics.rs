@@ -34,10 +34,7 @@ fn registry() -> Registry {
                 |_inv: Invocation, _args: BTreeMap<String, String>| async move {
                     Ok(Outcome::Complete(PromptReply {
                         description: None,
-                        messages: vec![PromptMessage {
-                            role: Role::User,
-                            content: ContentBlock::text("hello"),
-                        }],
+                        messages: vec![PromptMessage::new(Role::User, ContentBlock::text("hello"))],
                     }))
                 },
             )

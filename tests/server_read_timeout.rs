@@ -314,10 +314,10 @@ async fn o39_a_prompt_over_the_response_bound_is_32603_with_retryable_false() {
             |_i: Invocation, _args: BTreeMap<String, String>| async move {
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text("a".repeat(16 * 1024 * 1024)),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text("a".repeat(16 * 1024 * 1024)),
+                    )],
                 }))
             },
         ))

@@ -85,10 +85,7 @@ fn ask_prompt(probes: Arc<Probes>) -> PromptDef {
                 };
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(text),
-                    }],
+                    messages: vec![PromptMessage::new(Role::User, ContentBlock::text(text))],
                 }))
             }
         },

@@ -266,7 +266,7 @@ fn envelope_line(id: &str, envelope: &str, is_error: bool) -> String {
     let copy = serde_json::to_string(envelope).unwrap();
     result_line(
         id,
-        &format!(r#"[{{"type":"text","text":{copy}}}]"#),
+        &format!(r#"[{{"text":{copy},"type":"text"}}]"#),
         Some(envelope),
         is_error,
     )
@@ -355,7 +355,7 @@ async fn f1_f3_f4_o31_resources_list_templates_and_read() {
     assert_eq!(
         list,
         format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{},"cacheScope":"private","resources":[{{"uri":"mem://readme","name":"readme","description":"A static text resource.","mimeType":"text/plain"}},{{"uri":"mem://stuck","name":"stuck","description":"Never ends and ignores cancellation."}}],"resultType":"complete","ttlMs":0}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{},"cacheScope":"private","resources":[{{"description":"A static text resource.","mimeType":"text/plain","name":"readme","uri":"mem://readme"}},{{"description":"Never ends and ignores cancellation.","name":"stuck","uri":"mem://stuck"}}],"resultType":"complete","ttlMs":0}}}}"#,
             info_meta()
         )
     );
@@ -365,7 +365,7 @@ async fn f1_f3_f4_o31_resources_list_templates_and_read() {
     assert_eq!(
         templates,
         format!(
-            r#"{{"jsonrpc":"2.0","id":2,"result":{{"_meta":{},"cacheScope":"private","resourceTemplates":[{{"uriTemplate":"mem://items/{{id}}","name":"item","description":"Items by id."}}],"resultType":"complete","ttlMs":0}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":2,"result":{{"_meta":{},"cacheScope":"private","resourceTemplates":[{{"description":"Items by id.","name":"item","uriTemplate":"mem://items/{{id}}"}}],"resultType":"complete","ttlMs":0}}}}"#,
             info_meta()
         )
     );
@@ -1011,7 +1011,7 @@ async fn o14_o15_compact_value_null_and_absent_envelopes_are_byte_exact() {
         .await;
     assert_eq!(
         absent,
-        result_line("3", r#"[{"type":"text","text":"plain"}]"#, None, false)
+        result_line("3", r#"[{"text":"plain","type":"text"}]"#, None, false)
     );
     // An optional field left out stays out; given, it is present.
     let without = c
@@ -1121,7 +1121,7 @@ async fn o13_o18_x17_unknown_tools_and_malformed_envelopes() {
         .await;
     assert_eq!(
         filler,
-        result_line("3", r#"[{"type":"text","text":"tool_07"}]"#, None, false)
+        result_line("3", r#"[{"text":"tool_07","type":"text"}]"#, None, false)
     );
     // O18, X17, E11: an unknown outer tool is -32602, and so is an application tool named
     // directly (compact publishes only the three tools).
@@ -1397,7 +1397,7 @@ async fn o23_o24_direct_calls_native_tools_and_unknown_is_32602() {
         .await;
     assert_eq!(
         filler,
-        result_line("3", r#"[{"type":"text","text":"tool_44"}]"#, None, false)
+        result_line("3", r#"[{"text":"tool_44","type":"text"}]"#, None, false)
     );
     // O23, X17: unknown names (the compact tool names included, O24) are -32602.
     for (id, name) in [(4, "nope"), (5, "call_tool"), (6, "search_tools")] {
@@ -1844,7 +1844,7 @@ async fn f4_g4_g10_l2_l3_o50_conformance_server_serves_fixtures_over_real_pipes(
     }
     assert_eq!(
         c.recv().await["result"]["content"],
-        json!([{"type":"text","text":"Logging test completed"}])
+        json!([{"text":"Logging test completed","type":"text"}])
     );
     // Above the messages' level, and without logLevel at all: the reply comes first.
     let quiet = c.call(8, "tools/call", &log_meta("warning")).await;

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use strict_mcp::core::descriptor::{ContentBlock, PromptMessage, ResourceContents, Role};
+use strict_mcp::core::descriptor::{
+    BlobResourceContents, ContentBlock, PromptMessage, ResourceContents, Role,
+};
 use strict_mcp::core::{
     CoreError, DynamicOutput, FailureCode, InputRequest, Invocation, LogLevel, Outcome, PromptDef,
     PromptError, PromptReply, ReadReply, Registry, RegistryBuilder, ResourceDef, SkillTree, Skills,
@@ -90,20 +92,11 @@ fn text(text: impl Into<String>) -> Result<DynamicOutput, ToolError> {
 }
 
 fn image() -> ContentBlock {
-    ContentBlock::Image {
-        data: RED_PIXEL_PNG.to_owned(),
-        mime_type: "image/png".to_owned(),
-        annotations: None,
-        meta: None,
-    }
+    ContentBlock::image(RED_PIXEL_PNG, "image/png")
 }
 
 fn embedded(uri: &str, mime: &str, body: &str) -> ContentBlock {
-    ContentBlock::Resource {
-        resource: ResourceContents::text(uri, body).with_mime_type(mime),
-        annotations: None,
-        meta: None,
-    }
+    ContentBlock::embedded(ResourceContents::text(uri, body).with_mime_type(mime))
 }
 
 /// A no-argument tool that always completes with `content`.
@@ -300,12 +293,7 @@ fn tools() -> Vec<ToolDef> {
             vec![image()]
         }),
         fixed("test_audio_content", "Returns one WAV audio block.", || {
-            vec![ContentBlock::Audio {
-                data: SILENT_WAV.to_owned(),
-                mime_type: "audio/wav".to_owned(),
-                annotations: None,
-                meta: None,
-            }]
+            vec![ContentBlock::audio(SILENT_WAV, "audio/wav")]
         }),
         fixed(
             "test_embedded_resource",
@@ -583,12 +571,13 @@ fn resources() -> Vec<ResourceDef> {
             "test://static-binary",
             "static-binary",
             |_inv: Invocation, uri: String| async move {
-                Ok(ReadReply::new(vec![ResourceContents::Blob {
-                    uri,
-                    mime_type: Some("image/png".to_owned()),
+                // The constant is already base64: it becomes the `blob` as it is.
+                let png = BlobResourceContents {
                     blob: RED_PIXEL_PNG.to_owned(),
-                    meta: None,
-                }]))
+                    mime_type: Some("image/png".to_owned()),
+                    ..BlobResourceContents::new(uri, b"")
+                };
+                Ok(ReadReply::new(vec![png.into()]))
             },
         )
         .description("A static binary resource (a 1×1 PNG).")
@@ -620,10 +609,7 @@ fn template() -> TemplateDef {
 // Prompts
 
 fn user(content: ContentBlock) -> PromptMessage {
-    PromptMessage {
-        role: Role::User,
-        content,
-    }
+    PromptMessage::new(Role::User, content)
 }
 
 fn reply(messages: Vec<PromptMessage>) -> Result<Outcome<PromptReply>, PromptError> {

@@ -87,10 +87,10 @@ pub fn registry(catalogue: &Arc<Catalogue>, base: fn() -> RegistryBuilder) -> Re
             PromptDef::new("test_dynamic_prompt", |_inv, _args| async move {
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text("This prompt was added at run time."),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text("This prompt was added at run time."),
+                    )],
                 }))
             })
             .description("Present after an odd number of test_trigger_prompt_change calls."),

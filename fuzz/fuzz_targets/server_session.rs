@@ -154,10 +154,7 @@ fn registry() -> &'static Registry {
                     let name = args.get("name").cloned().unwrap_or_default();
                     Ok(Outcome::Complete(PromptReply {
                         description: None,
-                        messages: vec![PromptMessage {
-                            role: Role::User,
-                            content: ContentBlock::text(format!("Hello {name}.")),
-                        }],
+                        messages: vec![PromptMessage::new(Role::User, ContentBlock::text(format!("Hello {name}.")))],
                     }))
                 })
                 .argument("name", "Whom to greet.", false),

@@ -469,10 +469,10 @@ pub fn registry(page_size: usize) -> Result<Registry, crate::core::BuildError> {
                 let name = args.get("name").cloned().unwrap_or_default();
                 Ok(Outcome::Complete(PromptReply {
                     description: None,
-                    messages: vec![PromptMessage {
-                        role: Role::User,
-                        content: ContentBlock::text(format!("Say hello to {name}.")),
-                    }],
+                    messages: vec![PromptMessage::new(
+                        Role::User,
+                        ContentBlock::text(format!("Say hello to {name}.")),
+                    )],
                 }))
             })
             .description("Asks the model to greet someone.")

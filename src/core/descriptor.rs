@@ -1,32 +1,48 @@
 //! Descriptor types that serialise to exactly the 2026-07-28 wire shapes.
 //!
-//! The leaf descriptors are the generated schema types themselves (`crate::wire`, typify
-//! output of the pinned schema), the very types the client decodes into: [`Icon`],
-//! [`ToolAnnotations`], [`Annotations`], [`PromptArgument`], [`Prompt`], [`Role`] and
-//! [`CacheScope`].
-//! typify derives neither `Default` nor `PartialEq`; both are implemented here, so the
-//! authoring API keeps `ToolAnnotations { read_only_hint: Some(false), ..Default::default() }`.
-//! They write their members in `schema.json`'s order, which is alphabetical
-//! (`{"destructiveHint":…,"readOnlyHint":…,"title":…}`), and keep any member the schema
-//! does not name in their flattened `extra` map (empty unless a caller fills it).
+//! Most descriptors are the generated schema types themselves (`crate::wire`, typify output
+//! of the pinned schema), the very types the client decodes into:
 //!
-//! The structs that stay hand-written do so for exact bytes or shape:
+//! - leaf descriptors: [`Icon`], [`ToolAnnotations`], [`Annotations`], [`PromptArgument`],
+//!   [`Prompt`], [`Role`] and [`CacheScope`];
+//! - content: [`ContentBlock`], the untagged union of [`TextContent`], [`ImageContent`],
+//!   [`AudioContent`], [`ResourceLink`] and [`EmbeddedResource`] (matched as
+//!   `ContentBlock::TextContent(t)`, built with [`ContentBlock::text`], [`ContentBlock::image`],
+//!   [`ContentBlock::audio`], [`ContentBlock::resource_link`], [`ContentBlock::embedded`]);
+//! - resources: [`ResourceContents`] (the generated union of [`TextResourceContents`] and
+//!   [`BlobResourceContents`], both as read and as embedded), [`Resource`] and
+//!   [`ResourceTemplate`];
+//! - [`PromptMessage`].
+//!
+//! typify derives neither `Default` nor `PartialEq`; both are implemented here (equality
+//! destructures every member, so a member a new schema adds is a compile error until it is
+//! compared), with small constructors (`Icon::new`, `Resource::new`, `TextContent::new`, …),
+//! so struct-update authoring keeps working. They write their members in `schema.json`'s
+//! order, which is alphabetical (`{"text":"hi","type":"text"}`: `type` comes last; JSON
+//! objects are unordered and the schema is the spec's shape), and keep any member the schema
+//! does not name in their flattened `extra` map (empty unless a caller or a peer fills it,
+//! written back as received). To decode a block from a peer use
+//! [`crate::wire::content::decode_block`], which reads the `type` tag first instead of trying
+//! the union's variants in turn.
+//!
+//! The generated [`Resource`] holds `size` as `i64`; the authoring API
+//! ([`ResourceDef::size`](crate::core::ResourceDef::size)) takes a `u64` and the registry
+//! refuses one past [`MAX_RESOURCE_SIZE`](crate::core::MAX_RESOURCE_SIZE) with a typed
+//! [`BuildError::Resource`](crate::core::BuildError::Resource) rather than wrapping it.
+//!
+//! The structs that stay hand-written do so for exact bytes:
 //!
 //! - [`Tool`] keeps its schemas and [`CallToolResult`] its structured content as the
 //!   registered raw JSON text; the generated `ToolInputSchema` and `structuredContent`
 //!   re-parse into maps (keys re-sorted, numbers through serde_json). Both are built from
-//!   the generated leaf types above, and the server compares and projects a `Tool` through
+//!   the generated types above, and the server compares and projects a `Tool` through
 //!   its own `PartialEq` and `Serialize` rather than listing its members again.
-//! - [`ContentBlock`] and [`ResourceContents`] are tagged enums with struct variants
-//!   (`ContentBlock::Text { text, .. }`), which the public API matches on; the generated
-//!   `ContentBlock` is an untagged enum of structs. Blocks write `type` first
-//!   (`{"type":"text","text":…}`), the schema.ts order existing peers' snapshots rely on.
-//! - [`Resource`] and [`ResourceTemplate`] keep `size` as `u64` (`i64` there).
 //!
 //! That these are the schema's shapes, member for member, is checked rather than assumed:
 //! `tests/core_descriptor_generated.rs` decodes each fully populated descriptor into its
-//! generated type with no member left in `extra`, and decodes a full schema example of each
-//! into the descriptor with no member lost.
+//! generated type with no member left in `extra`, decodes a full schema example of each
+//! into the descriptor with no member lost, and shows an unknown member of every generated
+//! type surviving in its `extra`.
 //!
 //! Optional members are omitted when `None`; an explicit `Some(false)` or `Some(0)` stays on
 //! the wire. Schemas and structured results are kept as raw JSON text so their
@@ -222,76 +238,117 @@ impl PartialEq for Annotations {
 
 impl Eq for Annotations {}
 
-/// Contents of a resource: text or base64 blob. Empty bodies keep their field.
+/// A binary resource's contents: the generated `BlobResourceContents` (`uri`, base64 `blob`,
+/// optional `mimeType`, `_meta`). An empty `blob` keeps its member.
+pub use crate::wire::BlobResourceContents;
+/// A text resource's contents: the generated `TextResourceContents` (`uri`, `text`, optional
+/// `mimeType`, `_meta`). An empty `text` keeps its member.
+pub use crate::wire::TextResourceContents;
+
+/// Contents of a resource, as read and as embedded: the generated union
+/// (`EmbeddedResourceResource`) of [`TextResourceContents`] and [`BlobResourceContents`].
+/// Empty bodies keep their member; members in the schema's (alphabetical) order.
 ///
 /// ```
 /// use strict_mcp::core::descriptor::ResourceContents;
 /// let c = ResourceContents::text("mem://a", "");
-/// assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"uri":"mem://a","text":""}"#);
+/// assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"text":"","uri":"mem://a"}"#);
+/// let ResourceContents::TextResourceContents(t) = &c else { panic!("text") };
+/// assert_eq!(t.text, "");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ResourceContents {
-    /// `TextResourceContents`.
-    Text {
-        /// Resource URI.
-        uri: String,
-        /// MIME type.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-        mime_type: Option<String>,
-        /// The text (may be empty).
-        text: String,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `BlobResourceContents`.
-    Blob {
-        /// Resource URI.
-        uri: String,
-        /// MIME type.
-        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
-        mime_type: Option<String>,
-        /// Base64 data (may be empty).
-        blob: String,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
+pub use crate::wire::EmbeddedResourceResource as ResourceContents;
+
+impl TextResourceContents {
+    /// Text contents without MIME type.
+    #[must_use]
+    pub fn new(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        TextResourceContents {
+            meta: None,
+            mime_type: None,
+            text: text.into(),
+            uri: uri.into(),
+            extra: Map::new(),
+        }
+    }
 }
+
+impl PartialEq for TextResourceContents {
+    fn eq(&self, other: &Self) -> bool {
+        let TextResourceContents {
+            meta,
+            mime_type,
+            text,
+            uri,
+            extra,
+        } = self;
+        meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *text == other.text
+            && *uri == other.uri
+            && *extra == other.extra
+    }
+}
+
+impl Eq for TextResourceContents {}
+
+impl BlobResourceContents {
+    /// Blob contents without MIME type; `data` is base64-encoded here.
+    #[must_use]
+    pub fn new(uri: impl Into<String>, data: &[u8]) -> Self {
+        use base64::Engine as _;
+        BlobResourceContents {
+            blob: base64::engine::general_purpose::STANDARD.encode(data),
+            meta: None,
+            mime_type: None,
+            uri: uri.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for BlobResourceContents {
+    fn eq(&self, other: &Self) -> bool {
+        let BlobResourceContents {
+            blob,
+            meta,
+            mime_type,
+            uri,
+            extra,
+        } = self;
+        *blob == other.blob
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *uri == other.uri
+            && *extra == other.extra
+    }
+}
+
+impl Eq for BlobResourceContents {}
 
 impl ResourceContents {
     /// Text contents without MIME type.
     #[must_use]
     pub fn text(uri: impl Into<String>, text: impl Into<String>) -> Self {
-        ResourceContents::Text {
-            uri: uri.into(),
-            mime_type: None,
-            text: text.into(),
-            meta: None,
-        }
+        ResourceContents::TextResourceContents(TextResourceContents::new(uri, text))
     }
 
     /// Blob contents; `data` is base64-encoded here.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::ResourceContents;
+    /// let c = ResourceContents::blob("mem://b", b"hi").with_mime_type("application/octet-stream");
+    /// assert_eq!(serde_json::to_string(&c).unwrap(),
+    ///     r#"{"blob":"aGk=","mimeType":"application/octet-stream","uri":"mem://b"}"#);
+    /// ```
     #[must_use]
     pub fn blob(uri: impl Into<String>, data: &[u8]) -> Self {
-        use base64::Engine as _;
-        ResourceContents::Blob {
-            uri: uri.into(),
-            mime_type: None,
-            blob: base64::engine::general_purpose::STANDARD.encode(data),
-            meta: None,
-        }
+        ResourceContents::BlobResourceContents(BlobResourceContents::new(uri, data))
     }
 
     /// Sets the MIME type.
     #[must_use]
     pub fn with_mime_type(mut self, mime: impl Into<String>) -> Self {
-        match &mut self {
-            ResourceContents::Text { mime_type, .. } | ResourceContents::Blob { mime_type, .. } => {
-                *mime_type = Some(mime.into());
-            }
-        }
+        *self.mime_type_mut() = Some(mime.into());
         self
     }
 
@@ -299,163 +356,479 @@ impl ResourceContents {
     #[must_use]
     pub fn uri(&self) -> &str {
         match self {
-            ResourceContents::Text { uri, .. } | ResourceContents::Blob { uri, .. } => uri,
+            ResourceContents::TextResourceContents(c) => &c.uri,
+            ResourceContents::BlobResourceContents(c) => &c.uri,
+        }
+    }
+
+    /// The MIME type, if set.
+    #[must_use]
+    pub fn mime_type(&self) -> Option<&str> {
+        match self {
+            ResourceContents::TextResourceContents(c) => c.mime_type.as_deref(),
+            ResourceContents::BlobResourceContents(c) => c.mime_type.as_deref(),
+        }
+    }
+
+    /// The MIME type, to set or clear.
+    pub fn mime_type_mut(&mut self) -> &mut Option<String> {
+        match self {
+            ResourceContents::TextResourceContents(c) => &mut c.mime_type,
+            ResourceContents::BlobResourceContents(c) => &mut c.mime_type,
         }
     }
 }
 
-/// A content block (`ContentBlock`).
+impl PartialEq for ResourceContents {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                ResourceContents::TextResourceContents(a),
+                ResourceContents::TextResourceContents(b),
+            ) => a == b,
+            (
+                ResourceContents::BlobResourceContents(a),
+                ResourceContents::BlobResourceContents(b),
+            ) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for ResourceContents {}
+
+/// An audio block: the generated `AudioContent` (base64 `data`, required `mimeType`).
+pub use crate::wire::AudioContent;
+/// `AudioContent`'s `type` tag (`"audio"`).
+pub use crate::wire::AudioContentType;
+/// An embedded resource block: the generated `EmbeddedResource` (its [`ResourceContents`]).
+pub use crate::wire::EmbeddedResource;
+/// `EmbeddedResource`'s `type` tag (`"resource"`).
+pub use crate::wire::EmbeddedResourceType;
+/// An image block: the generated `ImageContent` (base64 `data`, required `mimeType`).
+pub use crate::wire::ImageContent;
+/// `ImageContent`'s `type` tag (`"image"`).
+pub use crate::wire::ImageContentType;
+/// A link to a resource: the generated `ResourceLink` (a [`Resource`]'s members and `type`).
+pub use crate::wire::ResourceLink;
+/// The `icons` of a [`ResourceLink`] (the generated newtype over `Vec<Icon>`).
+pub use crate::wire::ResourceLinkIcons;
+/// `ResourceLink`'s `type` tag (`"resource_link"`).
+pub use crate::wire::ResourceLinkType;
+/// A text block: the generated `TextContent`.
+pub use crate::wire::TextContent;
+/// `TextContent`'s `type` tag (`"text"`).
+pub use crate::wire::TextContentType;
+
+/// A content block: the generated `ContentBlock`, an untagged union of [`TextContent`],
+/// [`ImageContent`], [`AudioContent`], [`ResourceLink`] and [`EmbeddedResource`], each of
+/// which carries its own constant `type`. It writes the schema's (alphabetical) member order,
+/// so `type` comes last. To decode a block received from a peer, use
+/// [`crate::wire::content::decode_block`], which reads the tag first (serde's untagged decode
+/// tries every variant in turn) and names the refused block.
 ///
 /// ```
 /// use strict_mcp::core::descriptor::ContentBlock;
-/// assert_eq!(serde_json::to_string(&ContentBlock::text("hi")).unwrap(),
-///     r#"{"type":"text","text":"hi"}"#);
+/// let block = ContentBlock::text("hi");
+/// assert_eq!(serde_json::to_string(&block).unwrap(), r#"{"text":"hi","type":"text"}"#);
+/// assert_eq!(block.as_text(), Some("hi"));
+/// let ContentBlock::TextContent(t) = &block else { panic!("text") };
+/// assert_eq!(t.text, "hi");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
-    /// `TextContent`.
-    Text {
-        /// The text.
-        text: String,
-        /// Annotations.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `ImageContent`.
-    Image {
-        /// Base64 data.
-        data: String,
-        /// MIME type (required).
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Annotations.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `AudioContent`.
-    Audio {
-        /// Base64 data.
-        data: String,
-        /// MIME type (required).
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        /// Annotations.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
-    /// `ResourceLink`.
-    ResourceLink(Box<Resource>),
-    /// `EmbeddedResource`.
-    Resource {
-        /// The embedded contents.
-        resource: ResourceContents,
-        /// Annotations.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        annotations: Option<Annotations>,
-        /// Metadata.
-        #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-        meta: Option<Meta>,
-    },
+pub use crate::wire::ContentBlock;
+
+impl TextContent {
+    /// A text block with no annotations or metadata.
+    #[must_use]
+    pub fn new(text: impl Into<String>) -> Self {
+        TextContent {
+            annotations: None,
+            meta: None,
+            text: text.into(),
+            type_: TextContentType::Text,
+            extra: Map::new(),
+        }
+    }
 }
+
+impl PartialEq for TextContent {
+    fn eq(&self, other: &Self) -> bool {
+        let TextContent {
+            annotations,
+            meta,
+            text,
+            type_,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && meta.as_deref() == other.meta.as_deref()
+            && *text == other.text
+            && *type_ == other.type_
+            && *extra == other.extra
+    }
+}
+
+impl Eq for TextContent {}
+
+impl ImageContent {
+    /// An image block; `data` is the base64 text of the image.
+    #[must_use]
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ImageContent {
+            annotations: None,
+            data: data.into(),
+            meta: None,
+            mime_type: mime_type.into(),
+            type_: ImageContentType::Image,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for ImageContent {
+    fn eq(&self, other: &Self) -> bool {
+        let ImageContent {
+            annotations,
+            data,
+            meta,
+            mime_type,
+            type_,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && *data == other.data
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *type_ == other.type_
+            && *extra == other.extra
+    }
+}
+
+impl Eq for ImageContent {}
+
+impl AudioContent {
+    /// An audio block; `data` is the base64 text of the audio.
+    #[must_use]
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        AudioContent {
+            annotations: None,
+            data: data.into(),
+            meta: None,
+            mime_type: mime_type.into(),
+            type_: AudioContentType::Audio,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for AudioContent {
+    fn eq(&self, other: &Self) -> bool {
+        let AudioContent {
+            annotations,
+            data,
+            meta,
+            mime_type,
+            type_,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && *data == other.data
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *type_ == other.type_
+            && *extra == other.extra
+    }
+}
+
+impl Eq for AudioContent {}
+
+/// A link carries every member of the resource it names; nothing is dropped.
+impl From<Resource> for ResourceLink {
+    fn from(resource: Resource) -> Self {
+        let Resource {
+            annotations,
+            description,
+            icons,
+            meta,
+            mime_type,
+            name,
+            size,
+            title,
+            uri,
+            extra,
+        } = resource;
+        ResourceLink {
+            annotations,
+            description,
+            icons: icons.map(|i| ResourceLinkIcons(i.0)),
+            meta,
+            mime_type,
+            name,
+            size,
+            title,
+            type_: ResourceLinkType::ResourceLink,
+            uri,
+            extra,
+        }
+    }
+}
+
+impl PartialEq for ResourceLink {
+    fn eq(&self, other: &Self) -> bool {
+        let ResourceLink {
+            annotations,
+            description,
+            icons,
+            meta,
+            mime_type,
+            name,
+            size,
+            title,
+            type_,
+            uri,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && *description == other.description
+            && icons.as_deref() == other.icons.as_deref()
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *name == other.name
+            && *size == other.size
+            && *title == other.title
+            && *type_ == other.type_
+            && *uri == other.uri
+            && *extra == other.extra
+    }
+}
+
+impl Eq for ResourceLink {}
+
+impl EmbeddedResource {
+    /// An embedded resource block with no annotations or metadata.
+    #[must_use]
+    pub fn new(resource: ResourceContents) -> Self {
+        EmbeddedResource {
+            annotations: None,
+            meta: None,
+            resource,
+            type_: EmbeddedResourceType::Resource,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for EmbeddedResource {
+    fn eq(&self, other: &Self) -> bool {
+        let EmbeddedResource {
+            annotations,
+            meta,
+            resource,
+            type_,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && meta.as_deref() == other.meta.as_deref()
+            && *resource == other.resource
+            && *type_ == other.type_
+            && *extra == other.extra
+    }
+}
+
+impl Eq for EmbeddedResource {}
 
 impl ContentBlock {
     /// A plain text block.
     #[must_use]
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text {
-            text: text.into(),
-            annotations: None,
-            meta: None,
+        ContentBlock::TextContent(TextContent::new(text))
+    }
+
+    /// An image block; `data` is the base64 text of the image.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::ContentBlock;
+    /// assert_eq!(serde_json::to_string(&ContentBlock::image("AAA=", "image/png")).unwrap(),
+    ///     r#"{"data":"AAA=","mimeType":"image/png","type":"image"}"#);
+    /// ```
+    #[must_use]
+    pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ContentBlock::ImageContent(ImageContent::new(data, mime_type))
+    }
+
+    /// An audio block; `data` is the base64 text of the audio.
+    #[must_use]
+    pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        ContentBlock::AudioContent(AudioContent::new(data, mime_type))
+    }
+
+    /// A `resource_link` block naming `resource` (all of its members).
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::{ContentBlock, Resource};
+    /// let link = ContentBlock::resource_link(Resource::new("file:///a.txt", "a"));
+    /// assert_eq!(serde_json::to_string(&link).unwrap(),
+    ///     r#"{"name":"a","type":"resource_link","uri":"file:///a.txt"}"#);
+    /// ```
+    #[must_use]
+    pub fn resource_link(resource: Resource) -> Self {
+        ContentBlock::ResourceLink(resource.into())
+    }
+
+    /// An embedded resource block.
+    ///
+    /// ```
+    /// use strict_mcp::core::descriptor::{ContentBlock, ResourceContents};
+    /// let block = ContentBlock::embedded(ResourceContents::text("mem://a", "x"));
+    /// assert_eq!(serde_json::to_string(&block).unwrap(),
+    ///     r#"{"resource":{"text":"x","uri":"mem://a"},"type":"resource"}"#);
+    /// ```
+    #[must_use]
+    pub fn embedded(resource: ResourceContents) -> Self {
+        ContentBlock::EmbeddedResource(EmbeddedResource::new(resource))
+    }
+
+    /// The text of a text block (`None` for every other kind).
+    #[must_use]
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::TextContent(t) => Some(&t.text),
+            _ => None,
         }
     }
 }
 
-/// A resource as listed (`Resource`), also the body of a `resource_link` block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Resource {
-    /// URI.
-    pub uri: String,
-    /// Programmatic name.
-    pub name: String,
-    /// Display title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Raw size in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-    /// Icons.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// Annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+impl PartialEq for ContentBlock {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ContentBlock::TextContent(a), ContentBlock::TextContent(b)) => a == b,
+            (ContentBlock::ImageContent(a), ContentBlock::ImageContent(b)) => a == b,
+            (ContentBlock::AudioContent(a), ContentBlock::AudioContent(b)) => a == b,
+            (ContentBlock::ResourceLink(a), ContentBlock::ResourceLink(b)) => a == b,
+            (ContentBlock::EmbeddedResource(a), ContentBlock::EmbeddedResource(b)) => a == b,
+            _ => false,
+        }
+    }
 }
+
+impl Eq for ContentBlock {}
+
+/// A resource as listed: the generated `Resource` (`uri`, `name`, optional `title`,
+/// `description`, `mimeType`, `size`, `icons`, `annotations`, `_meta`), members in the
+/// schema's (alphabetical) order. Its `size` is the generated `i64`: the authoring API
+/// ([`ResourceDef::size`](crate::core::ResourceDef::size)) takes a `u64` and refuses one past
+/// [`MAX_RESOURCE_SIZE`](crate::core::MAX_RESOURCE_SIZE) when the registry is built.
+///
+/// ```
+/// use strict_mcp::core::descriptor::Resource;
+/// let mut r = Resource::new("file:///a.txt", "a");
+/// r.size = Some(0);
+/// assert_eq!(serde_json::to_string(&r).unwrap(),
+///     r#"{"name":"a","size":0,"uri":"file:///a.txt"}"#);
+/// ```
+pub use crate::wire::Resource;
+/// The `icons` of a [`Resource`] (the generated newtype over `Vec<Icon>`).
+pub use crate::wire::ResourceIcons;
 
 impl Resource {
     /// A resource with only `uri` and `name`.
     #[must_use]
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Resource {
-            uri: uri.into(),
-            name: name.into(),
-            title: None,
-            description: None,
-            mime_type: None,
-            size: None,
-            icons: None,
             annotations: None,
+            description: None,
+            icons: None,
             meta: None,
+            mime_type: None,
+            name: name.into(),
+            size: None,
+            title: None,
+            uri: uri.into(),
+            extra: Map::new(),
         }
     }
 }
 
-/// A resource template (`ResourceTemplate`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceTemplate {
-    /// RFC 6570 template.
-    pub uri_template: String,
-    /// Programmatic name.
-    pub name: String,
-    /// Display title.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// MIME type of matching resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mime_type: Option<String>,
-    /// Icons.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// Annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// Metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+impl PartialEq for Resource {
+    fn eq(&self, other: &Self) -> bool {
+        let Resource {
+            annotations,
+            description,
+            icons,
+            meta,
+            mime_type,
+            name,
+            size,
+            title,
+            uri,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && *description == other.description
+            && icons.as_deref() == other.icons.as_deref()
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *name == other.name
+            && *size == other.size
+            && *title == other.title
+            && *uri == other.uri
+            && *extra == other.extra
+    }
 }
+
+impl Eq for Resource {}
+
+/// A resource template: the generated `ResourceTemplate` (`uriTemplate`, `name`, optional
+/// `title`, `description`, `mimeType`, `icons`, `annotations`, `_meta`), members in the
+/// schema's (alphabetical) order.
+pub use crate::wire::ResourceTemplate;
+/// The `icons` of a [`ResourceTemplate`] (the generated newtype over `Vec<Icon>`).
+pub use crate::wire::ResourceTemplateIcons;
+
+impl ResourceTemplate {
+    /// A template with only `uriTemplate` and `name`.
+    #[must_use]
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            annotations: None,
+            description: None,
+            icons: None,
+            meta: None,
+            mime_type: None,
+            name: name.into(),
+            title: None,
+            uri_template: uri_template.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
+impl PartialEq for ResourceTemplate {
+    fn eq(&self, other: &Self) -> bool {
+        let ResourceTemplate {
+            annotations,
+            description,
+            icons,
+            meta,
+            mime_type,
+            name,
+            title,
+            uri_template,
+            extra,
+        } = self;
+        *annotations == other.annotations
+            && *description == other.description
+            && icons.as_deref() == other.icons.as_deref()
+            && meta.as_deref() == other.meta.as_deref()
+            && *mime_type == other.mime_type
+            && *name == other.name
+            && *title == other.title
+            && *uri_template == other.uri_template
+            && *extra == other.extra
+    }
+}
+
+impl Eq for ResourceTemplate {}
 
 /// A prompt argument: the generated `PromptArgument` (`name`, optional `title`,
 /// `description`, `required`), members in the schema's (alphabetical) order.
@@ -533,40 +906,52 @@ impl PartialEq for Prompt {
     }
 }
 
-/// One message of a prompt (`PromptMessage`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PromptMessage {
-    /// Who speaks.
-    pub role: Role,
-    /// What is said.
-    pub content: ContentBlock,
-}
+/// One message of a prompt: the generated `PromptMessage` (`content`, `role`), members in the
+/// schema's (alphabetical) order.
+///
+/// ```
+/// use strict_mcp::core::descriptor::PromptMessage;
+/// assert_eq!(serde_json::to_string(&PromptMessage::user("Hi")).unwrap(),
+///     r#"{"content":{"text":"Hi","type":"text"},"role":"user"}"#);
+/// ```
+pub use crate::wire::PromptMessage;
 
 impl PromptMessage {
+    /// A message from `role`.
+    #[must_use]
+    pub fn new(role: Role, content: ContentBlock) -> Self {
+        PromptMessage {
+            content,
+            role,
+            extra: Map::new(),
+        }
+    }
+
     /// A text message from the user.
-    ///
-    /// ```
-    /// use strict_mcp::core::descriptor::PromptMessage;
-    /// assert_eq!(serde_json::to_string(&PromptMessage::user("Hi")).unwrap(),
-    ///     r#"{"role":"user","content":{"type":"text","text":"Hi"}}"#);
-    /// ```
     #[must_use]
     pub fn user(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::User,
-            content: ContentBlock::text(text),
-        }
+        PromptMessage::new(Role::User, ContentBlock::text(text))
     }
 
     /// A text message from the assistant.
     #[must_use]
     pub fn assistant(text: impl Into<String>) -> Self {
-        PromptMessage {
-            role: Role::Assistant,
-            content: ContentBlock::text(text),
-        }
+        PromptMessage::new(Role::Assistant, ContentBlock::text(text))
     }
 }
+
+impl PartialEq for PromptMessage {
+    fn eq(&self, other: &Self) -> bool {
+        let PromptMessage {
+            content,
+            role,
+            extra,
+        } = self;
+        *content == other.content && *role == other.role && *extra == other.extra
+    }
+}
+
+impl Eq for PromptMessage {}
 
 /// `cacheScope` of a cacheable result: the generated enum (`"public"` or `"private"`).
 pub use crate::wire::CacheableResultCacheScope as CacheScope;

@@ -118,7 +118,8 @@ pub use registry::{
     DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT,
 };
 pub use resource::{
-    timeout_in_range, ReadReply, ResourceDef, ResourceError, TemplateDef, MAX_TIMEOUT, MIN_TIMEOUT,
+    timeout_in_range, ReadReply, ResourceDef, ResourceError, TemplateDef, MAX_RESOURCE_SIZE,
+    MAX_TIMEOUT, MIN_TIMEOUT,
 };
 pub use schema::failure_envelope_schema;
 pub use skills::{

@@ -31,7 +31,7 @@ pub const MAX_COMPLETION_VALUES: usize = 100;
 /// let two = PromptReply::new(vec![PromptMessage::user("Review this Rust code.")]);
 /// assert_eq!(one, two);
 /// assert_eq!(serde_json::to_string(&one.description("A review")).unwrap(),
-///     r#"{"description":"A review","messages":[{"role":"user","content":{"type":"text","text":"Review this Rust code."}}]}"#);
+///     r#"{"description":"A review","messages":[{"content":{"text":"Review this Rust code.","type":"text"},"role":"user"}]}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptReply {

@@ -107,9 +107,10 @@ fn build_resources(
     hasher: &mut Sha256,
 ) -> Result<BTreeMap<String, ResourceDef>, BuildError> {
     let mut resources = BTreeMap::new();
-    for def in defs {
+    for mut def in defs {
         check_uri(def.uri())?;
         check_timeout(def.timeout, "resource", def.uri())?;
+        def.check_size()?;
         if resources.contains_key(def.uri()) {
             return Err(BuildError::Duplicate {
                 kind: "resource",
@@ -447,16 +448,12 @@ fn echo_mime_type(
 ) {
     use crate::core::descriptor::ResourceContents;
     for item in contents {
-        match item {
-            ResourceContents::Text {
-                uri: at, mime_type, ..
-            }
-            | ResourceContents::Blob {
-                uri: at, mime_type, ..
-            } if at == uri && mime_type.is_none() => {
-                *mime_type = Some(declared.to_owned());
-            }
-            ResourceContents::Text { .. } | ResourceContents::Blob { .. } => {}
+        let (at, mime_type) = match item {
+            ResourceContents::TextResourceContents(c) => (&c.uri, &mut c.mime_type),
+            ResourceContents::BlobResourceContents(c) => (&c.uri, &mut c.mime_type),
+        };
+        if at == uri && mime_type.is_none() {
+            *mime_type = Some(declared.to_owned());
         }
     }
 }

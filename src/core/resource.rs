@@ -27,6 +27,12 @@ pub fn timeout_in_range(timeout: Duration) -> bool {
     (MIN_TIMEOUT..=MAX_TIMEOUT).contains(&timeout)
 }
 
+/// Largest `size` a resource may declare: the schema's `size` is a JSON integer that the
+/// generated `Resource` (the type the client decodes into) holds as `i64`, so a larger
+/// `u64` could not be read back. [`ResourceDef::size`] past it is refused when the registry
+/// is built, never wrapped.
+pub const MAX_RESOURCE_SIZE: u64 = i64::MAX.unsigned_abs();
+
 /// The `_meta` key under which a partial bundle's report travels.
 pub const PARTIAL_META_KEY: &str = "dev.strict-mcp/partial";
 
@@ -114,6 +120,9 @@ pub struct ResourceDef {
     pub(crate) descriptor: Resource,
     pub(crate) handler: ReadHandler,
     pub(crate) timeout: Option<Duration>,
+    /// The declared size as given; checked against [`MAX_RESOURCE_SIZE`] and written into
+    /// the descriptor when the registry is built.
+    pub(crate) size: Option<u64>,
 }
 
 impl fmt::Debug for ResourceDef {
@@ -148,6 +157,7 @@ impl ResourceDef {
                 Box::pin(async move { fut.await.map(Outcome::Complete) })
             }),
             timeout: None,
+            size: None,
         }
     }
 
@@ -237,11 +247,26 @@ impl ResourceDef {
         self
     }
 
-    /// Raw size in bytes.
+    /// Raw size in bytes, at most [`MAX_RESOURCE_SIZE`] (a larger one makes
+    /// [`RegistryBuilder::build`](crate::core::RegistryBuilder::build) fail with
+    /// [`BuildError::Resource`]).
     #[must_use]
     pub fn size(mut self, size: u64) -> Self {
-        self.descriptor.size = Some(size);
+        self.size = Some(size);
         self
+    }
+
+    /// Writes the declared size into the descriptor, refusing one past [`MAX_RESOURCE_SIZE`].
+    pub(crate) fn check_size(&mut self) -> Result<(), BuildError> {
+        let Some(size) = self.size else {
+            return Ok(());
+        };
+        let size = i64::try_from(size).map_err(|_| BuildError::Resource {
+            uri: self.descriptor.uri.clone(),
+            reason: format!("size {size} is past {MAX_RESOURCE_SIZE} (the schema's integer)"),
+        })?;
+        self.descriptor.size = Some(size);
+        Ok(())
     }
 }
 
@@ -279,16 +304,7 @@ impl TemplateDef {
     {
         let handler = Arc::new(handler);
         TemplateDef {
-            descriptor: ResourceTemplate {
-                uri_template: uri_template.into(),
-                name: name.into(),
-                title: None,
-                description: None,
-                mime_type: None,
-                icons: None,
-                annotations: None,
-                meta: None,
-            },
+            descriptor: ResourceTemplate::new(uri_template, name),
             handler: Arc::new(move |inv, uri, vars| {
                 let fut = handler(inv, uri, vars);
                 Box::pin(async move { fut.await.map(Outcome::Complete) })

@@ -421,6 +421,12 @@ fn manifest_dir(path: &str) -> Option<Option<&str>> {
         .map(Some)
 }
 
+/// A file's `size` member: a slice holds at most `isize::MAX` bytes, which an `i64` holds
+/// (the fallback is unreachable and never wraps).
+fn byte_size(bytes: &[u8]) -> i64 {
+    i64::try_from(bytes.len()).unwrap_or(i64::MAX)
+}
+
 /// Every served directory (each skill root and every directory below one) with its direct
 /// children, by URI.
 fn directories(
@@ -432,10 +438,10 @@ fn directories(
         .iter()
         .filter_map(|s| wire::skill_root(&s.uri))
         .collect();
-    let mut children: BTreeMap<String, BTreeSet<(String, Option<u64>)>> = BTreeMap::new();
+    let mut children: BTreeMap<String, BTreeSet<(String, Option<i64>)>> = BTreeMap::new();
     for (path, bytes) in files {
         let uri = uri_of(path);
-        let mut child = (uri.clone(), Some(bytes.len() as u64));
+        let mut child = (uri.clone(), Some(byte_size(bytes)));
         let mut at = uri.as_str();
         while let Some(cut) = at.rfind('/') {
             let parent = &at[..cut];
@@ -691,7 +697,7 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&root.children).unwrap(),
             format!(
-                r#"[{{"uri":"skill://pdf-processing/SKILL.md","name":"SKILL.md","mimeType":"text/markdown","size":{}}},{{"uri":"skill://pdf-processing/references","name":"references","mimeType":"inode/directory"}}]"#,
+                r#"[{{"mimeType":"text/markdown","name":"SKILL.md","size":{},"uri":"skill://pdf-processing/SKILL.md"}},{{"mimeType":"inode/directory","name":"references","uri":"skill://pdf-processing/references"}}]"#,
                 PDF.len()
             )
         );

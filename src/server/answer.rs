@@ -319,7 +319,7 @@ mod tests {
         let info = raw(r#"{"name":"s\u00e9","version":"1.0"}"#.to_owned());
         for body in [
             "{}",
-            r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#,
+            r#"{"content":[{"text":"hi","type":"text"}],"isError":false}"#,
             r#"{"structuredContent":{"n":1.0,"m":18446744073709551617},"content":[]}"#,
             r#"{"_meta":{"a.b/c":1,"z":"\u0041"},"content":[]}"#,
             r#"{"_meta":{"io.modelcontextprotocol/serverInfo":0},"x":1}"#,

@@ -54,10 +54,10 @@ pub fn greet(text: fn(&RawValue, &Invocation) -> String) -> PromptDef {
             };
             Ok(Outcome::Complete(PromptReply {
                 description: None,
-                messages: vec![PromptMessage {
-                    role: Role::User,
-                    content: ContentBlock::text(text(answer, &inv)),
-                }],
+                messages: vec![PromptMessage::new(
+                    Role::User,
+                    ContentBlock::text(text(answer, &inv)),
+                )],
             }))
         },
     )

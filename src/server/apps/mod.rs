@@ -34,7 +34,7 @@ use super::encode::encode_result_raw;
 use super::publication::{compact_tools_text, Publication, ResultParts};
 use super::Reply;
 use crate::codec::EgressLimits;
-use crate::core::descriptor::{Resource, ResourceContents};
+use crate::core::descriptor::{Resource, ResourceContents, TextResourceContents};
 use crate::core::{AppView, FailureCode, Page, ReadReply, MCP_APP_MIME_TYPE};
 use crate::wire::jsonrpc::RequestId;
 
@@ -306,12 +306,10 @@ impl Shell {
         apps.check()?;
         let mut meta = Map::new();
         meta.insert("ui".into(), apps.ui_meta());
-        let reply = ReadReply::new(vec![ResourceContents::Text {
-            uri: apps.uri.clone(),
-            mime_type: Some(MCP_APP_MIME_TYPE.to_owned()),
-            text: apps.html,
-            meta: Some(meta),
-        }]);
+        let mut contents = TextResourceContents::new(apps.uri.clone(), apps.html);
+        contents.mime_type = Some(MCP_APP_MIME_TYPE.to_owned());
+        contents.meta = Some(meta.into());
+        let reply = ReadReply::new(vec![ResourceContents::TextResourceContents(contents)]);
         // Serialising strings and maps cannot fail; the bound below is the real check.
         let body = serde_json::to_string(&reply).unwrap_or_default();
         drop(reply);

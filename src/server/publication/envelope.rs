@@ -308,9 +308,15 @@ pub(crate) fn success_parts(
     let Some(structured) = structured else {
         return (content, None);
     };
+    // Only a bare text block is the fallback copy: one the tool annotated or gave metadata
+    // (or any member of its own) is content in its own right and stays.
     let own_copy = matches!(
         content.last(),
-        Some(ContentBlock::Text { text, annotations: None, meta: None }) if text == structured.get()
+        Some(ContentBlock::TextContent(t))
+            if t.text == structured.get()
+                && t.annotations.is_none()
+                && t.meta.is_none()
+                && t.extra.is_empty()
     );
     if own_copy {
         content.pop();

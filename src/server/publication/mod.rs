@@ -457,7 +457,7 @@ fn fallback_failure_text(code: FailureCode) -> String {
     );
     let escaped = serde_json::to_string(&envelope).unwrap_or_else(|_| "\"\"".to_owned());
     format!(
-        "{{\"content\":[{{\"type\":\"text\",\"text\":{escaped}}}],\"structuredContent\":{envelope},\"isError\":true}}"
+        "{{\"content\":[{{\"text\":{escaped},\"type\":\"text\"}}],\"structuredContent\":{envelope},\"isError\":true}}"
     )
 }
 
