@@ -2,7 +2,7 @@
 //! policy only about the tools up to its end plus one (O21 pages, O28 policy on every
 //! request), not about the whole catalogue, and the lazy walk keeps the cursor rules: a
 //! cursor exactly at the end of what the caller sees gives an empty last page, one past it
-//! is -32602.
+//! is -32602. `search_tools` asks it only about the matches that decide its answer.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -128,4 +128,37 @@ fn o21_o28_a_cursor_at_the_end_of_a_narrowed_view_is_empty_and_past_it_is_refuse
             .unwrap_err(),
         CoreError::InvalidCursor
     );
+}
+
+/// `search_tools` over 10 000 tools asks the policy only about the matches that decide the
+/// answer (O28): one for a query one tool matches, the limit and one more for a query every
+/// tool matches with the same score, and the answer is the same as before the index.
+#[test]
+fn o28_search_over_10k_tools_asks_the_policy_only_about_deciding_matches() {
+    let policy = Arc::new(Counting::default());
+    let reg = registry(10_000, &policy);
+    let caller = Caller::new("alice");
+    let (one, asked) = asked_during(&policy, || {
+        reg.search_tools(&caller, "t05000", None).unwrap()
+    });
+    let names: Vec<&str> = one.tools.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["t05000"]);
+    assert!(!one.truncated);
+    assert_eq!(asked, 1);
+    let (every, asked) = asked_during(&policy, || {
+        reg.search_tools(&caller, "t", Some(20)).unwrap()
+    });
+    let names: Vec<String> = every.tools.iter().map(|h| h.name.clone()).collect();
+    let expected: Vec<String> = (0..20).map(|i| format!("t{i:05}")).collect();
+    assert_eq!(names, expected);
+    assert!(every.truncated);
+    assert_eq!(asked, 21);
+    // Narrowed: the hidden matches are asked about and left out; t00019 is the last visible.
+    policy.narrow.store(true, Ordering::SeqCst);
+    let (narrow, asked) = asked_during(&policy, || {
+        reg.search_tools(&caller, "t", Some(20)).unwrap()
+    });
+    assert_eq!(narrow.tools.len(), 20);
+    assert!(!narrow.truncated);
+    assert_eq!(asked, 10_000);
 }
