@@ -871,6 +871,16 @@ impl Registry {
 
     /// `tools/list`: the caller's visible tools, by name, paginated.
     ///
+    /// The cursor carries the last name served (a version-2 cursor) and the next page
+    /// seeks to it in the name-ordered index, so a page costs O(log n + page) plus the policy
+    /// checks of its candidates (its tools, the hidden ones between them and one more to know
+    /// whether a next page exists; O28), wherever it lies in the catalogue (issue #23). A
+    /// cursor is bound to the registry digest, so the name it carries is always one of this
+    /// registry's (a cursor of a changed registry is refused, -32602). When the policy hides
+    /// or shows tools between two pages, the walk resumes after the last name served: a tool
+    /// that stays visible is never skipped or repeated; nothing visible after it is an empty
+    /// last page.
+    ///
     /// # Errors
     /// -32602 for an invalid, foreign or expired cursor.
     pub fn list_tools(
@@ -878,13 +888,53 @@ impl Registry {
         caller: &Caller,
         cursor: Option<&str>,
     ) -> Result<Page<Tool>, CoreError> {
-        let visible = self
-            .inner
+        use std::ops::Bound;
+        let inner = &self.inner;
+        let now = inner.clock.now_ms();
+        let after = match cursor {
+            None => None,
+            Some(c) => {
+                Some(
+                    inner
+                        .cursor_key
+                        .open_after(ListKind::Tools, caller, &inner.digest, c, now)?,
+                )
+            }
+        };
+        let start = match &after {
+            None => Bound::Unbounded,
+            Some(name) => Bound::Excluded(name.as_str()),
+        };
+        let mut visible = inner
             .tools
-            .values()
-            .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
-            .map(|t| &t.descriptor);
-        self.paginate(ListKind::Tools, caller, cursor, visible)
+            .range::<str, _>((start, Bound::Unbounded))
+            .map(|(_, t)| t)
+            .filter(|t| inner.policy.tool(caller, &t.def.name).is_visible());
+        let items: Vec<Tool> = visible
+            .by_ref()
+            .take(inner.page_size)
+            .map(|t| t.descriptor.clone())
+            .collect();
+        let next_cursor = match items.last() {
+            Some(last) if visible.next().is_some() => Some(
+                inner
+                    .cursor_key
+                    .mint_after(
+                        ListKind::Tools,
+                        caller,
+                        &inner.digest,
+                        &last.name,
+                        now.saturating_add(inner.cursor_ttl_ms),
+                    )
+                    .ok_or(CoreError::Internal { retryable: false })?,
+            ),
+            _ => None,
+        };
+        Ok(Page {
+            items,
+            next_cursor,
+            cache: CacheHints::PRIVATE_NO_STORE,
+        })
     }
 
     /// One visible tool definition (compact `get_tool_details`, direct pre-dispatch check).
