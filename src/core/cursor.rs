@@ -4,6 +4,11 @@
 //! truncated HMAC-SHA256 over the payload, the caller's scope and the registry digest. A
 //! cursor that was altered, minted for another caller, another list or another registry, or
 //! that has expired is refused with -32602.
+//!
+//! `tools/list` cursors (version 2) carry the last name served instead of an offset:
+//! `base64url(2 ‖ list kind ‖ expiry ‖ name ‖ tag)`, so the next page seeks to that name in
+//! the registry's sorted index (O(log n)) instead of walking every earlier visible tool
+//! (issue #23). The same tag binds them to the caller, the list and the registry.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -19,6 +24,13 @@ const VERSION: u8 = 1;
 const PAYLOAD_LEN: usize = 14;
 const TAG_LEN: usize = 16;
 const DOMAIN: &[u8] = b"strict-mcp/cursor/v1";
+/// The version of a cursor that carries the last key served ([`CursorKey::mint_after`]).
+const VERSION_AFTER: u8 = 2;
+/// Version, kind and expiry before the key of a version-2 cursor.
+const AFTER_HEAD_LEN: usize = 10;
+/// Longest key a version-2 cursor carries: a tool name is at most 128 bytes (the registry
+/// refuses longer ones), so 128 keeps every cursor under 208 characters.
+pub(crate) const MAX_AFTER_KEY_LEN: usize = 128;
 
 /// The server's cursor key (32 bytes). Instances that share it accept each other's cursors.
 #[derive(Clone)]
@@ -114,6 +126,77 @@ impl CursorKey {
     }
 }
 
+impl CursorKey {
+    /// A cursor that resumes after `key` (the last item served), for lists whose order is a
+    /// sorted index by key. `key` is 1..=[`MAX_AFTER_KEY_LEN`] bytes; `None` for anything
+    /// else (the caller then mints no cursor and fails closed).
+    pub(crate) fn mint_after(
+        &self,
+        kind: ListKind,
+        caller: &Caller,
+        registry: &[u8; 32],
+        key: &str,
+        expires_ms: u64,
+    ) -> Option<String> {
+        if !(1..=MAX_AFTER_KEY_LEN).contains(&key.len()) {
+            return None;
+        }
+        let mut buf = Vec::with_capacity(AFTER_HEAD_LEN + key.len() + TAG_LEN);
+        buf.push(VERSION_AFTER);
+        buf.push(kind as u8);
+        buf.extend_from_slice(&expires_ms.to_be_bytes());
+        buf.extend_from_slice(key.as_bytes());
+        let tag = self.tag(&buf, caller, registry).finalize().into_bytes();
+        buf.extend_from_slice(&tag[..TAG_LEN]);
+        Some(URL_SAFE_NO_PAD.encode(buf))
+    }
+
+    /// The key a [`CursorKey::mint_after`] cursor resumes after, once its tag, version, list
+    /// kind and expiry are checked.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidCursor`] for anything else (an offset cursor included).
+    pub(crate) fn open_after(
+        &self,
+        kind: ListKind,
+        caller: &Caller,
+        registry: &[u8; 32],
+        cursor: &str,
+        now_ms: u64,
+    ) -> Result<String, CoreError> {
+        // Checked before decoding, so an oversized cursor costs no allocation.
+        if cursor.len() > (AFTER_HEAD_LEN + MAX_AFTER_KEY_LEN + TAG_LEN).div_ceil(3) * 4 {
+            return Err(CoreError::InvalidCursor);
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(cursor)
+            .map_err(|_| CoreError::InvalidCursor)?;
+        let key_len = bytes
+            .len()
+            .checked_sub(AFTER_HEAD_LEN + TAG_LEN)
+            .ok_or(CoreError::InvalidCursor)?;
+        if !(1..=MAX_AFTER_KEY_LEN).contains(&key_len) {
+            return Err(CoreError::InvalidCursor);
+        }
+        let (payload, tag) = bytes.split_at(AFTER_HEAD_LEN + key_len);
+        self.tag(payload, caller, registry)
+            .verify_truncated_left(tag)
+            .map_err(|_| CoreError::InvalidCursor)?;
+        if payload[0] != VERSION_AFTER || payload[1] != kind as u8 {
+            return Err(CoreError::InvalidCursor);
+        }
+        let expires = u64::from_be_bytes(
+            payload[2..AFTER_HEAD_LEN]
+                .try_into()
+                .map_err(|_| CoreError::InvalidCursor)?,
+        );
+        if now_ms >= expires {
+            return Err(CoreError::InvalidCursor);
+        }
+        String::from_utf8(payload[AFTER_HEAD_LEN..].to_vec()).map_err(|_| CoreError::InvalidCursor)
+    }
+}
+
 /// Which list a cursor belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -131,4 +214,110 @@ pub enum ListKind {
     /// `resources/directory/read` (Skills extension); the cursor is also bound to the
     /// directory's URI.
     Directory = 6,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: [u8; 32] = [7; 32];
+
+    fn key() -> CursorKey {
+        CursorKey::new([5; 32])
+    }
+
+    /// O21, issue #23: a `tools/list` cursor carries the last name served, bound like an
+    /// offset cursor to the caller, the list, the registry and its expiry.
+    #[test]
+    fn o21_an_after_cursor_round_trips_and_is_bound() {
+        let alice = Caller::new("alice");
+        let c = key()
+            .mint_after(ListKind::Tools, &alice, &DIGEST, "t00019", 1_000)
+            .unwrap();
+        let open = |k: &CursorKey, kind, who: &Caller, digest: &[u8; 32], now| {
+            k.open_after(kind, who, digest, &c, now)
+        };
+        assert_eq!(
+            open(&key(), ListKind::Tools, &alice, &DIGEST, 999).unwrap(),
+            "t00019"
+        );
+        let refused = Err(CoreError::InvalidCursor);
+        assert_eq!(
+            open(&key(), ListKind::Tools, &alice, &DIGEST, 1_000),
+            refused
+        );
+        assert_eq!(open(&key(), ListKind::Prompts, &alice, &DIGEST, 0), refused);
+        assert_eq!(
+            open(&key(), ListKind::Tools, &Caller::new("bob"), &DIGEST, 0),
+            refused
+        );
+        assert_eq!(open(&key(), ListKind::Tools, &alice, &[8; 32], 0), refused);
+        assert_eq!(
+            open(
+                &CursorKey::new([6; 32]),
+                ListKind::Tools,
+                &alice,
+                &DIGEST,
+                0
+            ),
+            refused
+        );
+    }
+
+    /// An offset cursor is never read as an after cursor, nor the reverse, even where the
+    /// lengths coincide (a 4-byte name makes both 30 bytes, under the same tag).
+    #[test]
+    fn o21_offset_and_after_cursors_do_not_cross() {
+        let alice = Caller::new("alice");
+        let offset = key().mint(ListKind::Tools, &alice, &DIGEST, 20, 1_000);
+        let after = key()
+            .mint_after(ListKind::Tools, &alice, &DIGEST, "abcd", 1_000)
+            .unwrap();
+        assert_eq!(offset.len(), after.len());
+        assert_eq!(
+            key().open_after(ListKind::Tools, &alice, &DIGEST, &offset, 0),
+            Err(CoreError::InvalidCursor)
+        );
+        assert_eq!(
+            key().open(ListKind::Tools, &alice, &DIGEST, &after, 0),
+            Err(CoreError::InvalidCursor)
+        );
+    }
+
+    /// The key bound: 128 bytes (the longest tool name) is minted and opened; 129 is not
+    /// minted, and a cursor text longer than the longest valid one is refused before it is
+    /// decoded. An empty key is never minted.
+    #[test]
+    fn the_after_key_is_bounded_at_128_bytes_and_one_past() {
+        let alice = Caller::new("alice");
+        let at = "n".repeat(MAX_AFTER_KEY_LEN);
+        let c = key()
+            .mint_after(ListKind::Tools, &alice, &DIGEST, &at, 1_000)
+            .unwrap();
+        assert_eq!(c.len(), 206);
+        assert_eq!(
+            key()
+                .open_after(ListKind::Tools, &alice, &DIGEST, &c, 0)
+                .unwrap(),
+            at
+        );
+        let past = "n".repeat(MAX_AFTER_KEY_LEN + 1);
+        assert_eq!(
+            key().mint_after(ListKind::Tools, &alice, &DIGEST, &past, 1_000),
+            None
+        );
+        assert_eq!(
+            key().mint_after(ListKind::Tools, &alice, &DIGEST, "", 1_000),
+            None
+        );
+        let long = format!("{c}AAAA");
+        assert_eq!(
+            key().open_after(ListKind::Tools, &alice, &DIGEST, &long, 0),
+            Err(CoreError::InvalidCursor)
+        );
+        assert_eq!(
+            key().open_after(ListKind::Tools, &alice, &DIGEST, "", 0),
+            Err(CoreError::InvalidCursor)
+        );
+    }
 }

@@ -92,6 +92,7 @@ mod registry;
 mod resource;
 pub mod schema;
 pub mod seal;
+mod search;
 mod skills;
 pub mod store;
 pub mod tasks;

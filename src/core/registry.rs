@@ -25,6 +25,7 @@ use crate::core::resource::{
     ResourceDef, ResourceError, TemplateDef,
 };
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
+use crate::core::search::{self, SearchText};
 use crate::core::skills::Skills;
 use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
@@ -57,6 +58,8 @@ struct CompiledTemplate {
 
 struct Inner {
     tools: BTreeMap<String, CompiledTool>,
+    /// `search_tools`' lower-cased texts, one per tool in `tools`' (name) order.
+    search: Vec<SearchText>,
     resources: BTreeMap<String, ResourceDef>,
     templates: Vec<CompiledTemplate>,
     prompts: BTreeMap<String, PromptDef>,
@@ -407,6 +410,18 @@ impl RegistryBuilder {
         // The digest covers the catalogue in this order: tools, resources, templates, prompts.
         let mut hasher = Sha256::new();
         let tools = build_tools(self.tools, &mut hasher)?;
+        let search = tools
+            .values()
+            .map(|t| {
+                let d = &t.def;
+                SearchText::new(
+                    &d.name,
+                    d.title.as_deref(),
+                    d.description.as_deref(),
+                    &d.keywords,
+                )
+            })
+            .collect();
         let resources = build_resources(self.resources, &mut hasher)?;
         let templates = build_templates(self.templates, &mut hasher)?;
         let prompts = build_prompts(self.prompts, &mut hasher)?;
@@ -421,6 +436,7 @@ impl RegistryBuilder {
         Ok(Registry {
             inner: Arc::new(Inner {
                 tools,
+                search,
                 resources,
                 templates,
                 prompts,
@@ -852,6 +868,16 @@ impl Registry {
 
     /// `tools/list`: the caller's visible tools, by name, paginated.
     ///
+    /// The cursor carries the last name served (a version-2 cursor) and the next page
+    /// seeks to it in the name-ordered index, so a page costs O(log n + page) plus the policy
+    /// checks of its candidates (its tools, the hidden ones between them and one more to know
+    /// whether a next page exists; O28), wherever it lies in the catalogue (issue #23). A
+    /// cursor is bound to the registry digest, so the name it carries is always one of this
+    /// registry's (a cursor of a changed registry is refused, -32602). When the policy hides
+    /// or shows tools between two pages, the walk resumes after the last name served: a tool
+    /// that stays visible is never skipped or repeated; nothing visible after it is an empty
+    /// last page.
+    ///
     /// # Errors
     /// -32602 for an invalid, foreign or expired cursor.
     pub fn list_tools(
@@ -859,13 +885,53 @@ impl Registry {
         caller: &Caller,
         cursor: Option<&str>,
     ) -> Result<Page<Tool>, CoreError> {
-        let visible = self
-            .inner
+        use std::ops::Bound;
+        let inner = &self.inner;
+        let now = inner.clock.now_ms();
+        let after = match cursor {
+            None => None,
+            Some(c) => {
+                Some(
+                    inner
+                        .cursor_key
+                        .open_after(ListKind::Tools, caller, &inner.digest, c, now)?,
+                )
+            }
+        };
+        let start = match &after {
+            None => Bound::Unbounded,
+            Some(name) => Bound::Excluded(name.as_str()),
+        };
+        let mut visible = inner
             .tools
-            .values()
-            .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
-            .map(|t| &t.descriptor);
-        self.paginate(ListKind::Tools, caller, cursor, visible)
+            .range::<str, _>((start, Bound::Unbounded))
+            .map(|(_, t)| t)
+            .filter(|t| inner.policy.tool(caller, &t.def.name).is_visible());
+        let items: Vec<Tool> = visible
+            .by_ref()
+            .take(inner.page_size)
+            .map(|t| t.descriptor.clone())
+            .collect();
+        let next_cursor = match items.last() {
+            Some(last) if visible.next().is_some() => Some(
+                inner
+                    .cursor_key
+                    .mint_after(
+                        ListKind::Tools,
+                        caller,
+                        &inner.digest,
+                        &last.name,
+                        now.saturating_add(inner.cursor_ttl_ms),
+                    )
+                    .ok_or(CoreError::Internal { retryable: false })?,
+            ),
+            _ => None,
+        };
+        Ok(Page {
+            items,
+            next_cursor,
+            cache: CacheHints::PRIVATE_NO_STORE,
+        })
     }
 
     /// One visible tool definition (compact `get_tool_details`, direct pre-dispatch check).
@@ -925,30 +991,19 @@ impl Registry {
                 message: format!("limit must be between 1 and {MAX_SEARCH_LIMIT}"),
             });
         }
-        let tokens: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| !t.is_empty())
-            .map(str::to_lowercase)
-            .collect();
-        let mut scored: Vec<(u32, &CompiledTool)> = self
-            .inner
-            .tools
-            .values()
-            .filter(|t| self.inner.policy.tool(caller, &t.def.name).is_visible())
-            .filter_map(|t| {
-                if tokens.is_empty() {
-                    return Some((0, t));
-                }
-                let score = score_tool(&t.def, &tokens);
-                (score > 0).then_some((score, t))
-            })
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.def.name.cmp(&b.1.def.name)));
-        let truncated = scored.len() > limit as usize;
-        let tools = scored
+        // The texts were lower-cased at build; the best `limit` are kept in a bounded heap;
+        // the policy runs (O28) for each match that changes the answer (`search::top`).
+        let tokens = search::query_tokens(query);
+        let policy = &self.inner.policy;
+        let (kept, truncated) = search::top(
+            self.inner.search.iter().zip(self.inner.tools.values()),
+            &tokens,
+            limit as usize,
+            |t: &&CompiledTool| policy.tool(caller, &t.def.name).is_visible(),
+        );
+        let tools = kept
             .into_iter()
-            .take(limit as usize)
-            .map(|(_, t)| SearchHit {
+            .map(|t| SearchHit {
                 name: t.def.name.clone(),
                 title: t.def.title.clone(),
                 description: t.def.description.clone(),
@@ -1483,36 +1538,4 @@ fn invalid_result() -> ToolFailure {
         FailureCode::InvalidResult,
         "The tool produced a result that does not match its output schema.",
     )
-}
-
-fn score_tool(def: &ToolDef, tokens: &[String]) -> u32 {
-    let name = def.name.to_lowercase();
-    let title = def.title.as_deref().unwrap_or("").to_lowercase();
-    let description = def.description.as_deref().unwrap_or("").to_lowercase();
-    let keywords: Vec<String> = def.keywords.iter().map(|k| k.to_lowercase()).collect();
-    let name_words: Vec<&str> = name.split(|c: char| !c.is_alphanumeric()).collect();
-    let mut total = 0;
-    for token in tokens {
-        let mut score = 0;
-        if name == *token {
-            score += 100;
-        } else if name_words.contains(&token.as_str()) {
-            score += 60;
-        } else if name.contains(token.as_str()) {
-            score += 30;
-        }
-        if title.contains(token.as_str()) {
-            score += 20;
-        }
-        if keywords.iter().any(|k| k == token) {
-            score += 25;
-        } else if keywords.iter().any(|k| k.contains(token.as_str())) {
-            score += 10;
-        }
-        if description.contains(token.as_str()) {
-            score += 5;
-        }
-        total += score;
-    }
-    total
 }

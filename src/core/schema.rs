@@ -160,40 +160,53 @@ impl CompiledSchema {
         &self.value
     }
 
-    /// Validates exact instance bytes: depth bound first, then parse, then validate.
+    /// Validates exact instance bytes: parse, depth bound, then validate.
     /// Returns the parsed value on success (never modified: no defaults).
+    ///
+    /// The depth bound is checked on the parsed value (its containers, not its bytes: a
+    /// 1 MiB string is one node, where a byte scan read every byte of it, issue #23's size
+    /// curve); serde_json's own recursion limit (128, above [`MAX_INSTANCE_DEPTH`]) bounds the
+    /// parse. Text that does not parse is scanned for its depth, so a too-deep malformed text
+    /// is still reported as too deep, exactly as when the scan ran first.
     ///
     /// # Errors
     /// Diagnostics naming pointer, keyword, expected type and allowed keys.
     pub fn validate_bytes(&self, bytes: &str) -> Result<Value, Vec<Diagnostic>> {
-        if depth_within(bytes, MAX_INSTANCE_DEPTH).is_err() {
-            return Err(vec![Diagnostic {
+        let too_deep = || {
+            vec![Diagnostic {
                 pointer: String::new(),
                 keyword: "depth".to_owned(),
                 message: format!("value nesting exceeds {MAX_INSTANCE_DEPTH} levels"),
                 expected: None,
                 allowed_keys: None,
-            }]);
-        }
-        let value: Value = serde_json::from_str(bytes).map_err(|e| {
-            // serde_json refuses numbers beyond the f64 range (about ±1.8e308): valid JSON
-            // the validator cannot represent. Say so instead of calling it malformed.
-            let (keyword, message) = if e.to_string().starts_with("number out of range") {
-                (
-                    "number",
-                    "a number is beyond the range this server can validate (about ±1.8e308)",
-                )
-            } else {
-                ("json", "the value is not well-formed JSON")
-            };
-            vec![Diagnostic {
-                pointer: String::new(),
-                keyword: keyword.to_owned(),
-                message: message.to_owned(),
-                expected: None,
-                allowed_keys: None,
             }]
-        })?;
+        };
+        let value: Value = match serde_json::from_str(bytes) {
+            Ok(value) => value,
+            Err(_) if depth_within(bytes, MAX_INSTANCE_DEPTH).is_err() => return Err(too_deep()),
+            Err(e) => {
+                // serde_json refuses numbers beyond the f64 range (about ±1.8e308): valid JSON
+                // the validator cannot represent. Say so instead of calling it malformed.
+                let (keyword, message) = if e.to_string().starts_with("number out of range") {
+                    (
+                        "number",
+                        "a number is beyond the range this server can validate (about ±1.8e308)",
+                    )
+                } else {
+                    ("json", "the value is not well-formed JSON")
+                };
+                return Err(vec![Diagnostic {
+                    pointer: String::new(),
+                    keyword: keyword.to_owned(),
+                    message: message.to_owned(),
+                    expected: None,
+                    allowed_keys: None,
+                }]);
+            }
+        };
+        if deeper_than(&value, MAX_INSTANCE_DEPTH) {
+            return Err(too_deep());
+        }
         self.validate_value(&value)?;
         Ok(value)
     }
@@ -610,6 +623,16 @@ pub fn depth_within(text: &str, max: usize) -> Result<(), ()> {
         }
     }
     Ok(())
+}
+
+/// Whether `value` nests containers (arrays, objects) more than `max` levels deep: the depth
+/// [`depth_within`] measures on its text (a top-level object is depth 1, a scalar 0).
+fn deeper_than(value: &Value, max: usize) -> bool {
+    match value {
+        Value::Array(items) => max == 0 || items.iter().any(|v| deeper_than(v, max - 1)),
+        Value::Object(members) => max == 0 || members.values().any(|v| deeper_than(v, max - 1)),
+        _ => false,
+    }
 }
 
 /// Which side of a tool a derived schema describes.

@@ -13,7 +13,12 @@
 //!   per request and its ratio to the 10-tool row, and the registry build time (O27: every
 //!   schema is compiled while the registry is built).
 //!
-//! `strict_curves size|registry [SECONDS_PER_ROW]` (default 1 s of CPU per row).
+//! - `strict_curves pages`: direct `tools/list` pages 1 / 50 / 500 (the cursor of each page got
+//!   by walking the pages before it once) of registries of 1 000 and 10 000 typed tools;
+//!   CPU per request and its ratio to page 1 of the same registry (a page must not cost
+//!   time linear in its depth: the cursor carries the last name served).
+//!
+//! `strict_curves size|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row).
 
 #[path = "../strict_echo.rs"]
 #[allow(dead_code)]
@@ -260,6 +265,65 @@ fn registry_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The `nextCursor` of the page before page `page` (`None` for page 1), walking from the
+/// first page; `Err` when the list has fewer pages.
+fn cursor_of_page(
+    runtime: &tokio::runtime::Runtime,
+    server: &Server,
+    page: usize,
+) -> Result<Option<String>, String> {
+    let limits = server.ingress_limits();
+    let caller = Caller::new("curves");
+    let mut cursor: Option<String> = None;
+    for k in 1..page {
+        let params = match &cursor {
+            None => serde_json::json!({}),
+            Some(c) => serde_json::json!({ "cursor": c }),
+        };
+        let req = line(k as u64, "tools/list", params);
+        let sink = Arc::new(Sink::default());
+        let outbox: Arc<dyn Outbox> = sink.clone();
+        let message = decode(req.as_bytes(), &limits).expect("decodes");
+        runtime.block_on(server.serve(caller.clone(), message, outbox, CancelToken::new()));
+        let reply = sink.first.lock().unwrap().take().unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&reply).map_err(|e| e.to_string())?;
+        match v["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return Err(format!("no page {page}: page {k} is the last")),
+        }
+    }
+    Ok(cursor)
+}
+
+fn pages_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!("| tools | page | first tool of the page | µs/req | vs page 1 |");
+    println!("|---:|---:|---|---:|---:|");
+    for n in [1_000usize, 10_000] {
+        let (direct, _) = scaled_server(n, "direct")?;
+        let mut base = None;
+        for page in [1usize, 50, 500] {
+            let Ok(cursor) = cursor_of_page(&runtime, &direct, page) else {
+                continue;
+            };
+            let params = match &cursor {
+                None => serde_json::json!({}),
+                Some(c) => serde_json::json!({ "cursor": c }),
+            };
+            let first = format!("echo_{:05}", (page - 1) * 20);
+            let req = line(1, "tools/list", params);
+            let us = serve_for(&runtime, &direct, &req, budget_us, 3, |r| {
+                ok_result(r) && r.contains(&format!(r#""name":"{first}""#))
+            });
+            let b = *base.get_or_insert(us);
+            println!("| {n} | {page} | {first} | {us:.1} | {:.2} |", us / b);
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_default();
@@ -279,8 +343,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     match what.as_str() {
         "size" => size_curve(budget_us),
         "registry" => registry_curve(budget_us),
+        "pages" => pages_curve(budget_us),
         _ => {
-            eprintln!("usage: strict_curves size|registry [SECONDS_PER_ROW]");
+            eprintln!("usage: strict_curves size|registry|pages [SECONDS_PER_ROW]");
             std::process::exit(2);
         }
     }
