@@ -61,7 +61,7 @@ async fn o61_n2_n10_a_legacy_session_sees_the_extension_hints_and_shell() {
     };
     assert_eq!(
         send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}},"clientInfo":{"name":"old","version":"1"}}}"#, true).await,
-        r#"{"jsonrpc":"2.0","id":0,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/ui":{}},"logging":{},"resources":{},"tools":{}},"protocolVersion":"2025-11-25","serverInfo":{"name":"legacy-apps","version":"1"}}}"#
+        r#"{"jsonrpc":"2.0","id":0,"result":{"capabilities":{"extensions":{"io.modelcontextprotocol/ui":{}},"logging":{},"resources":{},"tools":{"listChanged":true}},"protocolVersion":"2025-11-25","serverInfo":{"name":"legacy-apps","version":"1"}}}"#
     );
     send(
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
