@@ -105,7 +105,7 @@ fn failure_result(code: &str, message: &str, retryable: bool) -> String {
         r#"{{"failure":{{"code":"{code}","message":"{message}","retryable":{retryable}}}}}"#
     );
     format!(
-        r#"{{"content":[{{"type":"text","text":{}}}],"structuredContent":{failure},"isError":true}}"#,
+        r#"{{"content":[{{"type":"text","text":{}}}],"isError":true,"structuredContent":{failure}}}"#,
         serde_json::to_string(&failure).unwrap()
     )
 }
