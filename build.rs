@@ -153,6 +153,7 @@ fn generate(mut schema: Value) -> Result<String, BuildError> {
     base_result_last(&mut schema);
     hoist_optional_presence(&mut schema);
     retain_unknown_members(&mut schema);
+    name_exact_members(&mut schema);
 
     let mut settings = typify::TypeSpaceSettings::default();
     settings.with_struct_builder(false);
@@ -164,6 +165,7 @@ fn generate(mut schema: Value) -> Result<String, BuildError> {
         settings.with_conversion(object, "::serde_json::Number", std::iter::empty());
     }
     json_types_to_serde_json(&mut settings);
+    exact_text_types(&mut settings);
 
     let root: schemars08::schema::RootSchema =
         serde_json::from_value(schema).map_err(BuildError::SchemaJson)?;
@@ -184,13 +186,14 @@ fn generate(mut schema: Value) -> Result<String, BuildError> {
 
         /// Reads a present value, `null` included, as `Some`: with `#[serde(default)]` an
         /// absent member stays `None`, so `"x": null` and a missing `x` stay distinct.
-        fn deserialize_explicit_null<'de, D>(
+        fn deserialize_explicit_null<'de, D, T>(
             deserializer: D,
-        ) -> ::std::result::Result<::std::option::Option<::serde_json::Value>, D::Error>
+        ) -> ::std::result::Result<::std::option::Option<T>, D::Error>
         where
             D: ::serde::Deserializer<'de>,
+            T: ::serde::Deserialize<'de>,
         {
-            <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)
+            <T as ::serde::Deserialize>::deserialize(deserializer)
                 .map(::std::option::Option::Some)
         }
     })
@@ -484,19 +487,72 @@ fn json_types_to_serde_json(settings: &mut typify::TypeSpaceSettings) {
     );
 }
 
-/// Pass 9 (after typify). `Option<serde_json::Value>` reads `"x": null` as `None` and then
-/// omits it, losing an explicit `null` (e.g. a tool's `structuredContent: null` or error
-/// `data: null`). Adding `deserialize_with = "deserialize_explicit_null"` to such fields
-/// keeps it as `Some(Value::Null)`.
+/// Pass 9. typify replaces only named types (`$defs` entries), so the three member schemas
+/// that must become exact-text types move into `$defs` under the names typify would give
+/// them: a `Tool`'s `inputSchema` and `outputSchema` (`ToolInputSchema`,
+/// `ToolOutputSchema`) and a `CallToolResult`'s `structuredContent`
+/// (`CallToolResultStructuredContent`), replaced in [`exact_text_types`]. The sampling
+/// `ToolResultContent` keeps its `serde_json::Value`.
+fn name_exact_members(schema: &mut Value) {
+    for (owner, member, name) in [
+        ("Tool", "inputSchema", "ToolInputSchema"),
+        ("Tool", "outputSchema", "ToolOutputSchema"),
+        (
+            "CallToolResult",
+            "structuredContent",
+            "CallToolResultStructuredContent",
+        ),
+    ] {
+        let pointer = format!("/$defs/{owner}/properties/{member}");
+        let reference = serde_json::json!({ "$ref": format!("#/$defs/{name}") });
+        let Some(moved) = schema
+            .pointer_mut(&pointer)
+            .map(|p| std::mem::replace(p, reference))
+        else {
+            continue;
+        };
+        if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+            defs.insert(name.into(), moved);
+        }
+    }
+}
+
+/// Pass 10. The server publishes registered tool schemas and tool results byte for byte,
+/// which the generated maps cannot hold; these three are replaced by the hand-written
+/// exact-text types of `src/generated/exact.rs` (which check what the generated structs
+/// checked on decode). Keys are typify's sanitised names, as in [`json_types_to_serde_json`].
+fn exact_text_types(settings: &mut typify::TypeSpaceSettings) {
+    for (generated, exact) in [
+        ("ToolInputSchema", "ToolInputSchema"),
+        ("ToolOutputSchema", "ToolOutputSchema"),
+        ("CallToolResultStructuredContent", "StructuredContent"),
+    ] {
+        settings.with_replacement(
+            generated,
+            format!("crate::generated::exact::{exact}"),
+            std::iter::empty(),
+        );
+    }
+}
+
+/// Pass 11 (after typify). `Option<serde_json::Value>` reads `"x": null` as `None` and then
+/// omits it, losing an explicit `null` (e.g. error `data: null`). Adding
+/// `deserialize_with = "deserialize_explicit_null"` to such fields keeps it as
+/// `Some(Value::Null)`; the same for a tool result's exact `structuredContent`
+/// (`Some` of the text `null`).
 struct ExplicitNull;
 
 impl VisitMut for ExplicitNull {
     fn visit_field_mut(&mut self, field: &mut syn::Field) {
         let ty = &field.ty;
         let text = quote::quote!(#ty).to_string().replace(' ', "");
-        if text == "::std::option::Option<::serde_json::Value>"
-            || text == "Option<::serde_json::Value>"
-        {
+        let explicit = [
+            "::serde_json::Value",
+            "crate::generated::exact::StructuredContent",
+        ];
+        if explicit.iter().any(|inner| {
+            text == format!("::std::option::Option<{inner}>") || text == format!("Option<{inner}>")
+        }) {
             let has_default = field.attrs.iter().any(|a| {
                 a.path().is_ident("serde") && quote::quote!(#a).to_string().contains("default")
             });

@@ -564,16 +564,14 @@ server implementing an earlier protocol version (which does not include
 `resultType`), the client MUST treat the absent field as `"complete"`.*/
     #[serde(rename = "resultType")]
     pub result_type: CallToolResultResultType,
-    /**An optional JSON value that represents the structured result of the tool call.
-
-This can be any JSON value (object, array, string, number, boolean, or null)
-that conforms to the tool's outputSchema if one is defined.*/
     #[serde(
         rename = "structuredContent",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     #[serde(default, deserialize_with = "deserialize_explicit_null")]
-    pub structured_content: ::std::option::Option<::serde_json::Value>,
+    pub structured_content: ::std::option::Option<
+        crate::generated::exact::StructuredContent,
+    >,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
@@ -9789,7 +9787,7 @@ This can be used by clients to improve the LLM's understanding of available tool
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub icons: ::std::option::Option<ToolIcons>,
     #[serde(rename = "inputSchema")]
-    pub input_schema: ToolInputSchema,
+    pub input_schema: crate::generated::exact::ToolInputSchema,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<MetaObject>,
     ///Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
@@ -9798,7 +9796,7 @@ This can be used by clients to improve the LLM's understanding of available tool
         rename = "outputSchema",
         skip_serializing_if = "::std::option::Option::is_none"
     )]
-    pub output_schema: ::std::option::Option<ToolOutputSchema>,
+    pub output_schema: ::std::option::Option<crate::generated::exact::ToolOutputSchema>,
     /**Intended for UI and end-user contexts — optimized to be human-readable and easily understood,
 even by those unfamiliar with domain-specific terminology.
 
@@ -9969,80 +9967,6 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for ToolIcons {
         Self(value)
     }
 }
-/**A JSON Schema object defining the expected parameters for the tool.
-
-Tool arguments are always JSON objects, so `type: "object"` is required at the root.
-Beyond that, any JSON Schema 2020-12 keyword may appear alongside `type` — including
-composition keywords (`oneOf`, `anyOf`, `allOf`, `not`), conditional keywords
-(`if`/`then`/`else`), reference keywords (`$ref`, `$defs`, `$anchor`), and any other
-standard validation or annotation keywords.
-
-Property schemas may carry an `x-mcp-header` annotation to mirror the
-argument value into an HTTP header on the Streamable HTTP transport. See
-the Streamable HTTP transport specification for the validity and
-extraction rules.
-
-Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct ToolInputSchema {
-    #[serde(rename = "$schema", skip_serializing_if = "::std::option::Option::is_none")]
-    pub schema: ::std::option::Option<::std::string::String>,
-    #[serde(rename = "type")]
-    pub type_: ToolInputSchemaType,
-    #[serde(flatten)]
-    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
-}
-///`ToolInputSchemaType`
-#[derive(
-    ::serde::Deserialize,
-    ::serde::Serialize,
-    Clone,
-    Copy,
-    Debug,
-    Eq,
-    Hash,
-    Ord,
-    PartialEq,
-    PartialOrd
-)]
-pub enum ToolInputSchemaType {
-    #[serde(rename = "object")]
-    Object,
-}
-impl ::std::fmt::Display for ToolInputSchemaType {
-    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-        match *self {
-            Self::Object => f.write_str("object"),
-        }
-    }
-}
-impl ::std::str::FromStr for ToolInputSchemaType {
-    type Err = self::error::ConversionError;
-    fn from_str(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        match value {
-            "object" => Ok(Self::Object),
-            _ => Err("invalid value".into()),
-        }
-    }
-}
-impl ::std::convert::TryFrom<&str> for ToolInputSchemaType {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: &str,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
-impl ::std::convert::TryFrom<::std::string::String> for ToolInputSchemaType {
-    type Error = self::error::ConversionError;
-    fn try_from(
-        value: ::std::string::String,
-    ) -> ::std::result::Result<Self, self::error::ConversionError> {
-        value.parse()
-    }
-}
 ///An optional notification from the server to the client, informing it that the list of tools it offers has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `toolsListChanged` filter field.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
 pub struct ToolListChangedNotification {
@@ -10158,17 +10082,6 @@ for ToolListChangedNotificationMethod {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
     }
-}
-/**An optional JSON Schema object defining the structure of the tool's output returned in
-the structuredContent field of a {@link CallToolResult}. This can be any valid JSON Schema 2020-12.
-
-Defaults to JSON Schema 2020-12 when no explicit `$schema` is provided.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
-pub struct ToolOutputSchema {
-    #[serde(rename = "$schema", skip_serializing_if = "::std::option::Option::is_none")]
-    pub schema: ::std::option::Option<::std::string::String>,
-    #[serde(flatten)]
-    pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The result of a tool use, provided by the user back to the assistant.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
@@ -10725,12 +10638,13 @@ pub type JsonObject = ::serde_json::Map<::std::string::String, ::serde_json::Val
 pub type JsonArray = ::std::vec::Vec<::serde_json::Value>;
 /// Reads a present value, `null` included, as `Some`: with `#[serde(default)]` an
 /// absent member stays `None`, so `"x": null` and a missing `x` stay distinct.
-fn deserialize_explicit_null<'de, D>(
+fn deserialize_explicit_null<'de, D, T>(
     deserializer: D,
-) -> ::std::result::Result<::std::option::Option<::serde_json::Value>, D::Error>
+) -> ::std::result::Result<::std::option::Option<T>, D::Error>
 where
     D: ::serde::Deserializer<'de>,
+    T: ::serde::Deserialize<'de>,
 {
-    <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)
+    <T as ::serde::Deserialize>::deserialize(deserializer)
         .map(::std::option::Option::Some)
 }

@@ -14,3 +14,7 @@
 )]
 
 include!(concat!(env!("CARGO_MANIFEST_DIR"), "/generated/wire.rs"));
+
+pub mod exact;
+
+pub use exact::{SchemaShapeError, StructuredContent, ToolInputSchema, ToolOutputSchema};

@@ -105,7 +105,7 @@ fn failure_result(code: &str, message: &str, retryable: bool) -> String {
         r#"{{"failure":{{"code":"{code}","message":"{message}","retryable":{retryable}}}}}"#
     );
     format!(
-        r#"{{"content":[{{"text":{},"type":"text"}}],"structuredContent":{failure},"isError":true}}"#,
+        r#"{{"content":[{{"text":{},"type":"text"}}],"isError":true,"structuredContent":{failure}}}"#,
         serde_json::to_string(&failure).unwrap()
     )
 }

@@ -18,8 +18,8 @@ type Extra = Map<String, Value>;
 use strict_mcp::core::descriptor::{
     Annotations, AudioContent, BlobResourceContents, CacheHints, CacheScope, CallToolResult,
     ContentBlock, EmbeddedResource, Icon, IconTheme, ImageContent, Prompt, PromptArgument,
-    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, TextContent,
-    TextResourceContents, Tool, ToolAnnotations,
+    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, SchemaShapeError,
+    TextContent, TextResourceContents, Tool, ToolAnnotations, ToolInputSchema, ToolOutputSchema,
 };
 use strict_mcp::wire;
 
@@ -263,15 +263,20 @@ fn o87_resource_template_and_prompt_are_the_generated_shapes() {
     }
 }
 
-#[test]
-fn o87_tool_and_call_result_are_the_generated_shapes() {
-    let tool = Tool {
-        name: "echo".into(),
+fn raw(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_owned()).unwrap()
+}
+
+/// A fully populated tool whose schemas carry what a map would lose: member order, a number
+/// past `f64`'s exact integers and a number written with an exponent.
+fn full_tool() -> Tool {
+    let input = r#"{"type":"object","properties":{"n":{"type":"integer","maximum":123456789012345678901234567890}},"required":["n"]}"#;
+    let output = r#"{"type":"object","properties":{"z":{"type":"number","minimum":1E2}},"$schema":"https://json-schema.org/draft/2020-12/schema"}"#;
+    Tool {
         title: Some("Echo".into()),
         description: Some("d".into()),
-        icons: Some(vec![icon()]),
-        input_schema: RawValue::from_string(r#"{"type":"object"}"#.into()).unwrap(),
-        output_schema: Some(RawValue::from_string(r#"{"type":"object"}"#.into()).unwrap()),
+        icons: Some(vec![icon()].into()),
+        output_schema: Some(ToolOutputSchema::new(raw(output)).unwrap()),
         annotations: Some(ToolAnnotations {
             title: Some("Echo".into()),
             read_only_hint: Some(true),
@@ -280,8 +285,15 @@ fn o87_tool_and_call_result_are_the_generated_shapes() {
             open_world_hint: Some(false),
             ..Default::default()
         }),
-        meta: Some(meta()),
-    };
+        meta: Some(meta().into()),
+        ..Tool::new("echo", ToolInputSchema::new(raw(input)).unwrap())
+    }
+}
+
+#[test]
+fn o87_tool_is_the_generated_tool_with_exact_schemas() {
+    let tool = full_tool();
+    // One type: the descriptor is the generated `Tool` the client decodes into.
     let t: wire::Tool = decode(&tool, json!({}));
     no_extra("Tool", &t.extra);
     icons_ok(t.icons.iter().flat_map(|i| i.iter()));
@@ -291,16 +303,141 @@ fn o87_tool_and_call_result_are_the_generated_shapes() {
     );
     // ToolAnnotations round-trips on its own too (it is also Deserialize).
     lossless::<ToolAnnotations>(serde_json::to_value(tool.annotations.as_ref()).unwrap());
+    // The registered bytes are written as registered, members in the generated order.
+    assert_eq!(
+        serde_json::to_string(&tool).unwrap(),
+        concat!(
+            r#"{"annotations":{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true,"title":"Echo"},"#,
+            r#""description":"d","icons":[{"mimeType":"image/png","sizes":["48x48"],"src":"https://example.com/i.png","theme":"dark"}],"#,
+            r#""inputSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":123456789012345678901234567890}},"required":["n"]},"#,
+            r#""_meta":{"k":1},"name":"echo","#,
+            r#""outputSchema":{"type":"object","properties":{"z":{"type":"number","minimum":1E2}},"$schema":"https://json-schema.org/draft/2020-12/schema"},"#,
+            r#""title":"Echo"}"#
+        )
+    );
+    // Schemas compare by their text.
+    let mut other = full_tool();
+    assert_eq!(tool, other);
+    other.input_schema =
+        ToolInputSchema::new(raw(r#"{"required":["n"],"type":"object"}"#)).unwrap();
+    assert_ne!(tool, other);
+}
 
+#[test]
+fn o87_an_unknown_tool_member_survives_in_extra_and_is_written_back() {
+    let text = r#"{"inputSchema":{"type":"object"},"name":"t","x-new":{"a":[1,null]}}"#;
+    let tool: Tool = serde_json::from_str(text).unwrap();
+    assert_eq!(tool.extra.get("x-new"), Some(&json!({"a": [1, null]})));
+    assert_eq!(serde_json::to_string(&tool).unwrap(), text);
+}
+
+#[test]
+fn o87_a_decoded_tool_is_refused_as_the_generated_schema_types_refused_it() {
+    let decode = |input: &str| {
+        serde_json::from_str::<Tool>(&format!(r#"{{"name":"t","inputSchema":{input}}}"#))
+            .map(|t| t.input_schema.get().to_owned())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        decode(r#"{"type":"object"}"#).as_deref(),
+        Ok(r#"{"type":"object"}"#)
+    );
+    // Escapes are read, as the generated enum read them.
+    assert!(decode(r#"{"type":"obj\u0065ct"}"#).is_ok());
+    for bad in [
+        r#"{"type":"array"}"#,
+        r#"{"properties":{}}"#,
+        r#"{"type":["object"]}"#,
+        r#"[{"type":"object"}]"#,
+        "true",
+        "null",
+        r#"{"type":"object","$schema":7}"#,
+    ] {
+        let e = decode(bad).expect_err(bad);
+        assert!(e.starts_with("inputSchema: "), "{bad}: {e}");
+    }
+    // An output schema is any object (a `$schema`, if present, a string).
+    let output = |schema: &str| {
+        serde_json::from_str::<Tool>(&format!(
+            r#"{{"name":"t","inputSchema":{{"type":"object"}},"outputSchema":{schema}}}"#
+        ))
+        .map(|t| t.output_schema.map(|s| s.get().to_owned()))
+    };
+    assert_eq!(
+        output(r#"{"type":"array"}"#).unwrap().as_deref(),
+        Some(r#"{"type":"array"}"#)
+    );
+    assert_eq!(output("null").unwrap(), None);
+    for bad in ["true", "[]", r#"{"$schema":false}"#] {
+        assert!(output(bad).is_err(), "{bad}");
+    }
+    // Built from text: the same checks, typed.
+    assert_eq!(
+        ToolInputSchema::new(raw(r#"{"type":"string"}"#)),
+        Err(SchemaShapeError::TypeNotObject)
+    );
+    assert_eq!(
+        ToolInputSchema::new(raw(r#"["object"]"#)),
+        Err(SchemaShapeError::NotAnObject)
+    );
+    assert_eq!(
+        ToolOutputSchema::new(raw(r#"{"$schema":1}"#)),
+        Err(SchemaShapeError::DialectNotAString)
+    );
+    assert!(ToolOutputSchema::new(raw("{}")).is_ok());
+}
+
+#[test]
+fn o87_call_result_is_the_generated_shape_with_exact_structured_content() {
+    let mut server_info = Map::new();
+    server_info.insert("x".into(), json!(1));
     let result = CallToolResult {
         content: blocks(),
-        structured_content: Some(RawValue::from_string(r#"{"n":1}"#.into()).unwrap()),
         is_error: Some(false),
+        meta: Some(wire::ResultMetaObject {
+            io_modelcontextprotocol_server_info: None,
+            extra: server_info,
+        }),
+        structured_content: Some(raw(r#"{"n":1}"#).into()),
     };
     // `resultType` is written by the envelope, not the descriptor.
     let r: wire::CallToolResult = decode(&result, json!({"resultType": "complete"}));
     no_extra("CallToolResult", &r.extra);
     r.content.iter().for_each(block_ok);
+
+    // Exact bytes: a number past u64 and an exponent stay as written; `null` is a value.
+    let exact = |structured: Option<&str>| {
+        let result = CallToolResult {
+            content: Vec::new(),
+            is_error: None,
+            meta: None,
+            structured_content: structured.map(|s| raw(s).into()),
+        };
+        serde_json::to_string(&result).unwrap()
+    };
+    assert_eq!(
+        exact(Some("[123456789012345678901234567890,1E2]")),
+        r#"{"content":[],"structuredContent":[123456789012345678901234567890,1E2]}"#
+    );
+    assert_eq!(
+        exact(Some("null")),
+        r#"{"content":[],"structuredContent":null}"#
+    );
+    assert_eq!(exact(None), r#"{"content":[]}"#);
+
+    // The client's generated type keeps an explicit `null` apart from an absent member.
+    let read = |text: &str| {
+        serde_json::from_str::<wire::CallToolResult>(text)
+            .unwrap()
+            .structured_content
+            .map(|s| s.get().to_owned())
+    };
+    let head = r#"{"content":[],"resultType":"complete""#;
+    assert_eq!(
+        read(&format!("{head},\"structuredContent\":null}}")).as_deref(),
+        Some("null")
+    );
+    assert_eq!(read(&format!("{head}}}")), None);
 }
 
 #[test]

@@ -406,7 +406,7 @@ async fn o109_handler_failure_is_typed() {
     let result = ToolReply::Failure(f).into_call_result().unwrap();
     assert_eq!(
         serde_json::to_string(&result).unwrap(),
-        r#"{"content":[{"text":"{\"failure\":{\"code\":\"internal\",\"message\":\"backend down\",\"retryable\":false}}","type":"text"}],"structuredContent":{"failure":{"code":"internal","message":"backend down","retryable":false}},"isError":true}"#
+        r#"{"content":[{"text":"{\"failure\":{\"code\":\"internal\",\"message\":\"backend down\",\"retryable\":false}}","type":"text"}],"isError":true,"structuredContent":{"failure":{"code":"internal","message":"backend down","retryable":false}}}"#
     );
 }
 

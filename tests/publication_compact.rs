@@ -156,8 +156,8 @@ fn unavailable_text() -> &'static str {
     concat!(
         r#"{"content":[{"text":"{\"failure\":{\"code\":\"unavailable_tool\","#,
         r#"\"message\":\"No tool of that name is available to the caller.\",\"retryable\":false}}","type":"text"}],"#,
-        r#""structuredContent":{"failure":{"code":"unavailable_tool","#,
-        r#""message":"No tool of that name is available to the caller.","retryable":false}},"isError":true}"#
+        r#""isError":true,"structuredContent":{"failure":{"code":"unavailable_tool","#,
+        r#""message":"No tool of that name is available to the caller.","retryable":false}}}"#
     )
 }
 
@@ -291,8 +291,8 @@ fn o17_failure_envelope_with_text_copy() {
         concat!(
             r#"{"content":[{"text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
             r#"\"message\":\"prefix is empty\",\"retryable\":false}}","type":"text"}],"#,
-            r#""structuredContent":{"failure":{"code":"invalid_arguments","message":"prefix is empty","#,
-            r#""retryable":false}},"isError":true}"#
+            r#""isError":true,"structuredContent":{"failure":{"code":"invalid_arguments","message":"prefix is empty","#,
+            r#""retryable":false}}}"#
         )
     );
 }
@@ -600,8 +600,8 @@ fn failure_result_builds_a_complete_body() {
     let expected = concat!(
         r#"{"content":[{"text":"{\"failure\":{\"code\":\"result_too_large\","#,
         r#"\"message\":\"The result is too large.\",\"retryable\":false}}","type":"text"}],"#,
-        r#""structuredContent":{"failure":{"code":"result_too_large","#,
-        r#""message":"The result is too large.","retryable":false}},"isError":true}"#
+        r#""isError":true,"structuredContent":{"failure":{"code":"result_too_large","#,
+        r#""message":"The result is too large.","retryable":false}}}"#
     );
     assert_eq!(
         Value::Object(map),

@@ -288,7 +288,7 @@ fn o22_definitions_keep_docs_metadata_and_explicit_false_hints() {
     assert!(text.contains(r#""annotations":{"idempotentHint":true,"readOnlyHint":false}"#));
     // A tool without hints or output schema publishes neither (O22, O26).
     assert!(
-        text.contains(r#"{"name":"plain","inputSchema":{"type":"object"}}"#),
+        text.contains(r#"{"inputSchema":{"type":"object"},"name":"plain"}"#),
         "{text}"
     );
 }
@@ -478,8 +478,8 @@ fn o14_o17_direct_calls_use_the_same_envelopes() {
         concat!(
             r#"{"content":[{"text":"{\"failure\":{\"code\":\"invalid_arguments\","#,
             r#"\"message\":\"a is negative\",\"retryable\":false}}","type":"text"}],"#,
-            r#""structuredContent":{"failure":{"code":"invalid_arguments","message":"a is negative","#,
-            r#""retryable":false}},"isError":true}"#
+            r#""isError":true,"structuredContent":{"failure":{"code":"invalid_arguments","message":"a is negative","#,
+            r#""retryable":false}}}"#
         )
     );
     assert_eq!(

@@ -579,7 +579,10 @@ impl Client {
                 "the tool declares an output schema but sent no structuredContent".to_owned(),
             ));
         };
-        schema.validate_value(structured).map_err(|diagnostics| {
+        // The exact text was written from the decoded value, so it reads back as that value.
+        let structured: Value = serde_json::from_str(structured.get())
+            .map_err(|e| invalid(format!("structuredContent: {e}")))?;
+        schema.validate_value(&structured).map_err(|diagnostics| {
             invalid(
                 diagnostics
                     .first()

@@ -30,13 +30,16 @@
 //! refuses one past [`MAX_RESOURCE_SIZE`](crate::core::MAX_RESOURCE_SIZE) with a typed
 //! [`BuildError::Resource`](crate::core::BuildError::Resource) rather than wrapping it.
 //!
-//! The structs that stay hand-written do so for exact bytes:
+//! [`Tool`] is the generated `Tool` too: `build.rs` replaces the generated schema maps
+//! (`ToolInputSchema`, `ToolOutputSchema`, which re-parse into maps with keys re-sorted and
+//! numbers through serde_json) with exact-text types of the generated layer, so the
+//! registered schema bytes are what is published and what the client decodes into, and
+//! server and client share one `Tool`. A result's `structuredContent` is the same kind of
+//! exact-text type ([`StructuredContent`]) in the generated `CallToolResult`.
 //!
-//! - [`Tool`] keeps its schemas and [`CallToolResult`] its structured content as the
-//!   registered raw JSON text; the generated `ToolInputSchema` and `structuredContent`
-//!   re-parse into maps (keys re-sorted, numbers through serde_json). Both are built from
-//!   the generated types above, and the server compares and projects a `Tool` through
-//!   its own `PartialEq` and `Serialize` rather than listing its members again.
+//! [`CallToolResult`] stays this module's struct: its members are the generated ones
+//! (`content` of the generated [`ContentBlock`]s, exact `structuredContent`, `isError`,
+//! `_meta`), written in the generated order.
 //!
 //! That these are the schema's shapes, member for member, is checked rather than assumed:
 //! `tests/core_descriptor_generated.rs` decodes each fully populated descriptor into its
@@ -49,7 +52,6 @@
 //! bytes (and numbers) never pass through a float.
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// `_meta` object.
@@ -140,57 +142,70 @@ impl ToolAnnotations {
     }
 }
 
-/// A tool definition as listed (`Tool`). Schemas are the exact registered bytes.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    /// Unique, case-sensitive name.
-    pub name: String,
-    /// Display title.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Description for the model.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// Icons.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub icons: Option<Vec<Icon>>,
-    /// Input schema (root `type: object`).
-    pub input_schema: Box<RawValue>,
-    /// Output schema, when declared.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Box<RawValue>>,
-    /// Behavioural hints.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<ToolAnnotations>,
-    /// Metadata.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+/// A tool definition as listed: the generated `Tool`, the type the client decodes
+/// `tools/list` into. Its schemas are the exact-text [`ToolInputSchema`] and
+/// [`ToolOutputSchema`] (`build.rs` puts them in place of the generated schema maps), so the
+/// registered bytes are published as they were registered. Members are written in the
+/// schema's (alphabetical) order: `annotations`, `description`, `icons`, `inputSchema`,
+/// `_meta`, `name`, `outputSchema`, `title`, then `extra`.
+///
+/// ```
+/// use serde_json::value::RawValue;
+/// use strict_mcp::core::descriptor::{Tool, ToolInputSchema};
+/// let schema = RawValue::from_string(r#"{"type":"object","properties":{}}"#.into()).unwrap();
+/// let mut tool = Tool::new("echo", ToolInputSchema::new(schema).unwrap());
+/// tool.title = Some("Echo".into());
+/// assert_eq!(serde_json::to_string(&tool).unwrap(),
+///     r#"{"inputSchema":{"type":"object","properties":{}},"name":"echo","title":"Echo"}"#);
+/// ```
+pub use crate::wire::Tool;
+/// A tool's `icons` (the generated newtype over `Vec<Icon>`).
+pub use crate::wire::ToolIcons;
+/// Exact-text schema and result members (see `crate::generated::exact`).
+pub use crate::wire::{SchemaShapeError, StructuredContent, ToolInputSchema, ToolOutputSchema};
+
+impl Tool {
+    /// A tool with only `name` and `inputSchema`.
+    #[must_use]
+    pub fn new(name: impl Into<String>, input_schema: ToolInputSchema) -> Self {
+        Tool {
+            annotations: None,
+            description: None,
+            icons: None,
+            input_schema,
+            meta: None,
+            name: name.into(),
+            output_schema: None,
+            title: None,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Schemas compare by their exact text; every member counts (the destructuring below makes
-/// a new member a compile error here until it is compared too).
+/// a new generated member a compile error here until it is compared too).
 impl PartialEq for Tool {
     fn eq(&self, other: &Self) -> bool {
         let Tool {
-            name,
-            title,
+            annotations,
             description,
             icons,
             input_schema,
-            output_schema,
-            annotations,
             meta,
+            name,
+            output_schema,
+            title,
+            extra,
         } = self;
         *name == other.name
             && *title == other.title
             && *description == other.description
-            && *icons == other.icons
-            && input_schema.get() == other.input_schema.get()
-            && output_schema.as_ref().map(|s| s.get())
-                == other.output_schema.as_ref().map(|s| s.get())
+            && icons.as_deref() == other.icons.as_deref()
+            && *input_schema == other.input_schema
+            && *output_schema == other.output_schema
             && *annotations == other.annotations
-            && *meta == other.meta
+            && meta.as_deref() == other.meta.as_deref()
+            && *extra == other.extra
     }
 }
 
@@ -974,16 +989,39 @@ impl CacheHints {
     };
 }
 
-/// A completed `tools/call` result (`CallToolResult`, without `resultType`).
+/// The `_meta` of a result (the generated `ResultMetaObject`: `serverInfo` and any other key).
+pub use crate::wire::ResultMetaObject;
+
+/// A completed `tools/call` result: the generated `CallToolResult`'s members but
+/// `resultType` (the server's envelope writes it) and `extra`, in its (alphabetical) order.
+/// `content` is this module's [`ContentBlock`]; `structuredContent` is the generated
+/// exact-text [`StructuredContent`] (an explicit `null` is `Some`, written as `null`; `None`
+/// is absent). `tests/core_descriptor_generated.rs` decodes a full one into the generated
+/// type with nothing left over.
+///
+/// ```
+/// use serde_json::value::RawValue;
+/// use strict_mcp::core::descriptor::{CallToolResult, ContentBlock};
+/// let result = CallToolResult {
+///     content: vec![ContentBlock::text("null")],
+///     is_error: None,
+///     meta: None,
+///     structured_content: Some(RawValue::from_string("null".into()).unwrap().into()),
+/// };
+/// assert_eq!(serde_json::to_string(&result).unwrap(),
+///     r#"{"content":[{"type":"text","text":"null"}],"structuredContent":null}"#);
+/// ```
 #[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// Content blocks.
     pub content: Vec<ContentBlock>,
-    /// Structured result, exact bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Box<RawValue>>,
     /// `true` for tool failures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "isError", skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// Result metadata.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMetaObject>,
+    /// Structured result, exact bytes.
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<StructuredContent>,
 }

@@ -15,7 +15,10 @@ use sha2::{Digest, Sha256};
 
 use crate::core::caller::{Caller, Clock, SystemClock};
 use crate::core::cursor::{CursorKey, ListKind};
-use crate::core::descriptor::{CacheHints, Prompt, Resource, ResourceTemplate, Tool};
+use crate::core::descriptor::{
+    CacheHints, MetaObject, Prompt, Resource, ResourceTemplate, Tool, ToolIcons, ToolInputSchema,
+    ToolOutputSchema,
+};
 use crate::core::error::{BuildError, CoreError, FailureCode, ToolError, ToolFailure};
 use crate::core::invocation::{Invocation, Outcome};
 use crate::core::policy::{Access, AllowAll, Policy};
@@ -552,15 +555,24 @@ fn compile_tool(def: ToolDef) -> Result<CompiledTool, BuildError> {
             Some(compiled)
         }
     };
+    let input_schema =
+        ToolInputSchema::new(input.raw().to_owned()).map_err(|e| BuildError::Schema {
+            kind: "tool input",
+            name: name.clone(),
+            reason: e.to_string(),
+        })?;
     let descriptor = Tool {
-        name: name.clone(),
-        title: def.title.clone(),
-        description: def.description.clone(),
-        icons: def.icons.clone(),
-        input_schema: input.raw().to_owned(),
-        output_schema: output.as_ref().map(|o| o.raw().to_owned()),
         annotations: (!def.annotations.is_empty()).then(|| def.annotations.clone()),
-        meta: def.meta.clone(),
+        description: def.description.clone(),
+        icons: def.icons.clone().map(ToolIcons::from),
+        input_schema,
+        meta: def.meta.clone().map(MetaObject::from),
+        name: name.clone(),
+        output_schema: output
+            .as_ref()
+            .map(|o| ToolOutputSchema::registered(o.raw().to_owned())),
+        title: def.title.clone(),
+        extra: serde_json::Map::new(),
     };
     Ok(CompiledTool {
         def,

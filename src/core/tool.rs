@@ -13,7 +13,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::core::descriptor::{CallToolResult, ContentBlock, Icon, Meta, ToolAnnotations};
+use crate::core::descriptor::{
+    CallToolResult, ContentBlock, Icon, Meta, StructuredContent, ToolAnnotations,
+};
 use crate::core::error::{Diagnostic, FailureCode, ToolError, ToolFailure};
 use crate::core::invocation::{InputRequest, Invocation, Outcome};
 use crate::core::schema::{derive_schema_with, SchemaProfile, Side};
@@ -557,16 +559,18 @@ impl ToolReply {
                 structured,
             } => Some(CallToolResult {
                 content,
-                structured_content: structured,
                 is_error: None,
+                meta: None,
+                structured_content: structured.map(StructuredContent::from),
             }),
             ToolReply::Failure(failure) => {
                 let text = failure.envelope().to_string();
                 let structured = RawValue::from_string(text.clone()).ok();
                 Some(CallToolResult {
                     content: vec![ContentBlock::text(text)],
-                    structured_content: structured,
                     is_error: Some(true),
+                    meta: None,
+                    structured_content: structured.map(StructuredContent::from),
                 })
             }
             ToolReply::InputRequired { .. } => None,

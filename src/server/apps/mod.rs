@@ -31,7 +31,9 @@ use serde_json::{json, Map, Value};
 
 use super::answer::{failure_result, with_identity, Answer, ResultMembers};
 use super::encode::encode_result_raw;
-use super::publication::{compact_tools_text, Publication, ResultParts};
+use super::publication::{
+    compact_tools_text, compact_tools_text_with_call_meta, Publication, ResultParts,
+};
 use super::Reply;
 use crate::codec::EgressLimits;
 use crate::core::descriptor::{Resource, ResourceContents, TextResourceContents};
@@ -326,12 +328,12 @@ impl Shell {
         if read.get().len() > max {
             return Err(too_large(read.get().len()));
         }
-        let hint = json!({ "ui": { "resourceUri": apps.uri, "visibility": VISIBILITY } });
-        let base = compact_tools_text();
-        let tools = hinted_tools(base, &format!(",\"_meta\":{hint}")).unwrap_or_else(|| {
-            tracing::error!("the compact tools body has no call_tool to link the Apps shell");
-            base.to_owned()
-        });
+        let mut hint = Map::new();
+        hint.insert(
+            "ui".into(),
+            json!({ "resourceUri": apps.uri, "visibility": VISIBILITY }),
+        );
+        let tools = compact_tools_text_with_call_meta(hint);
         Ok(Shell {
             uri: apps.uri,
             views: apps.views.into_iter().collect(),
@@ -400,42 +402,6 @@ pub(crate) fn compact_tools(shell: Option<&Shell>, text: String) -> String {
     }
 }
 
-/// `base` (`{"tools":[…]}`) with `member` (`,"key":value`) appended to the members of the
-/// tool named `call_tool`; every other byte kept. `None` when `base` has another shape or no
-/// `call_tool`.
-fn hinted_tools(base: &str, member: &str) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct List<'a> {
-        #[serde(borrow)]
-        tools: Vec<&'a RawValue>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Named {
-        name: String,
-    }
-    let list: List<'_> = serde_json::from_str(base).ok()?;
-    let mut out = String::with_capacity(base.len() + member.len());
-    out.push_str("{\"tools\":[");
-    let mut linked = false;
-    for (i, tool) in list.tools.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let text = tool.get();
-        if serde_json::from_str::<Named>(text).ok()?.name == "call_tool" {
-            out.push_str(text.strip_suffix('}')?);
-            out.push_str(member);
-            out.push('}');
-            linked = true;
-        } else {
-            out.push_str(text);
-        }
-    }
-    out.push_str("]}");
-    linked.then_some(out)
-}
-
 /// A resource page without the shell's URI (an application resource at that URI is
 /// shadowed by the mount, so it is not listed either).
 pub(crate) fn omit(shell: Option<&Shell>, mut page: Page<Resource>) -> Page<Resource> {
@@ -462,24 +428,19 @@ mod tests {
 
     #[test]
     fn o62_the_hint_goes_on_call_tool_wherever_it_is_listed() {
-        let m = r#","_meta":{"ui":{}}"#;
-        assert_eq!(
-            hinted_tools(
-                r#"{"tools":[{"name":"call_tool","n":1.10},{"name":"x"}]}"#,
-                m
-            )
-            .as_deref(),
-            Some(r#"{"tools":[{"name":"call_tool","n":1.10,"_meta":{"ui":{}}},{"name":"x"}]}"#)
-        );
-        assert_eq!(hinted_tools(r#"{"tools":[{"name":"x"}]}"#, m), None);
-        assert_eq!(
-            hinted_tools(r#"{"tools":[{"name":"call_tool"}],"nextCursor":"c"}"#, m),
-            None
-        );
-        // Today's compact body: exactly one insertion, at the end of call_tool.
+        let mut ui = Map::new();
+        ui.insert("ui".into(), json!({}));
         let base = compact_tools_text();
-        let hinted = hinted_tools(base, m).unwrap();
+        let hinted = compact_tools_text_with_call_meta(ui);
+        // Exactly one insertion, on call_tool, where the generated `Tool` writes `_meta`
+        // (after `inputSchema`, before `name`); every other byte is the plain body's.
+        let m = r#""_meta":{"ui":{}},"#;
         assert_eq!(hinted.len(), base.len() + m.len());
-        assert!(hinted.ends_with(r#""additionalProperties":false},"_meta":{"ui":{}}}]}"#));
+        assert_eq!(hinted.matches(m).count(), 1);
+        assert!(
+            hinted.contains(&format!(r#"{m}"name":"call_tool""#)),
+            "{hinted}"
+        );
+        assert_eq!(hinted.replacen(m, "", 1), base);
     }
 }

@@ -217,18 +217,18 @@ impl ResultParts {
         })
     }
 
-    /// The body as the public API returns it: `{"content", "structuredContent"?,
-    /// "isError"?}` (the member order of [`CallToolResult`]).
+    /// The body as the public API returns it: `{"content", "isError"?,
+    /// "structuredContent"?}` (the generated member order, which [`CallToolResult`] writes).
     pub(crate) fn body_text(&self) -> String {
         let mut out = String::with_capacity(self.len_hint());
         out.push_str("{\"content\":");
         out.push_str(&self.content);
+        if self.is_error {
+            out.push_str(",\"isError\":true");
+        }
         if let Some(structured) = &self.structured {
             out.push_str(",\"structuredContent\":");
             out.push_str(structured);
-        }
-        if self.is_error {
-            out.push_str(",\"isError\":true");
         }
         out.push('}');
         out

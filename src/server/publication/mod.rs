@@ -70,13 +70,15 @@ use std::sync::{Arc, RwLock};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::core::descriptor::Tool;
+use crate::core::descriptor::{Tool, ToolOutputSchema};
 use crate::core::schema::CompiledSchema;
 use crate::core::{
     Caller, CoreError, FailureCode, InputRequest, Invocation, Registry, ToolFailure, ToolReply,
 };
 
 pub use schemas::{compact_tools_text, failure_envelope_schema_text};
+
+pub(crate) use schemas::compact_tools_text_with_call_meta;
 
 pub(crate) use envelope::{CallParams, ResultParts};
 
@@ -144,12 +146,16 @@ impl WrapperPlan {
         let output = match &tool.output_schema {
             None => None,
             Some(app) => {
-                let text = schemas::wrap_output_schema(&tool.name, app)?;
+                let text = schemas::wrap_output_schema(&tool.name, app.as_raw())?;
                 let compiled = CompiledSchema::compile(&text).map_err(|reason| {
                     tracing::error!(tool = %tool.name, %reason, "output wrapper does not compile");
                     CoreError::Internal { retryable: false }
                 })?;
-                published.output_schema = Some(compiled.raw().to_owned());
+                let wrapper = ToolOutputSchema::new(compiled.raw().to_owned()).map_err(|e| {
+                    tracing::error!(tool = %tool.name, error = %e, "output wrapper is not an object");
+                    CoreError::Internal { retryable: false }
+                })?;
+                published.output_schema = Some(wrapper);
                 Some(compiled)
             }
         };
@@ -457,7 +463,7 @@ fn fallback_failure_text(code: FailureCode) -> String {
     );
     let escaped = serde_json::to_string(&envelope).unwrap_or_else(|_| "\"\"".to_owned());
     format!(
-        "{{\"content\":[{{\"text\":{escaped},\"type\":\"text\"}}],\"structuredContent\":{envelope},\"isError\":true}}"
+        "{{\"content\":[{{\"text\":{escaped},\"type\":\"text\"}}],\"isError\":true,\"structuredContent\":{envelope}}}"
     )
 }
 
@@ -558,15 +564,16 @@ fn details(
     result_parts(Vec::new(), Some(format!("{{\"tool\":{text}}}")), false)
 }
 
-/// The `get_tool_details` body: the registry's [`Tool`] as `tools/list` writes it, without
-/// `icons` and `_meta` (members in the same order: `name`, `title`, `description`,
-/// `inputSchema`, `outputSchema`, `annotations`). `outputSchema` is the application's own
-/// schema: it describes the `value` that compact `call_tool` returns. `examples` is omitted:
-/// the registry holds none.
+/// The `get_tool_details` body: the registry's [`Tool`] as `tools/list` writes it (the
+/// generated type's member order), without `icons`, `_meta` and unnamed members, which the
+/// `{tool}` branch of its output schema does not admit. `outputSchema` is the application's
+/// own schema: it describes the `value` that compact `call_tool` returns. `examples` is
+/// omitted: the registry holds none.
 fn detail(tool: Tool) -> Tool {
     Tool {
         icons: None,
         meta: None,
+        extra: Map::new(),
         ..tool
     }
 }

@@ -3,14 +3,15 @@
 //! that bundles an application schema once under a `{value}` / `{failure}` union.
 //!
 //! The compact tool schemas are publication's own wire contracts, not application tools, so
-//! they are written out here; the failure envelope schema is the core's, derived from
+//! they are written out here (the tools around them are [`Tool`]s written by serde); the failure envelope schema is the core's, derived from
 //! `ToolFailure`; application schemas always come from the registry.
 
 use std::sync::OnceLock;
 
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::core::descriptor::{Tool, ToolAnnotations, ToolInputSchema, ToolOutputSchema};
 use crate::core::schema::DRAFT_2020_12;
 use crate::core::{failure_envelope_schema, CoreError};
 
@@ -32,40 +33,121 @@ pub fn failure_envelope_schema_text() -> &'static str {
 
 /// The compact `tools/list` body as JSON text: exactly three tools, strict input schemas,
 /// output schemas for the two discovery tools and none for `call_tool`.
+///
+/// Each tool is a [`Tool`] written by serde, so its members (and its annotations' members)
+/// come in the generated type's order, as every other listed tool; only the schemas, this
+/// module's own wire contracts, are literal text.
 pub fn compact_tools_text() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        COMPACT_TOOLS_TEMPLATE.replace(FAILURE_SLOT, failure_envelope_schema_text())
-    })
+    TEXT.get_or_init(|| list_text(&compact_tools()))
+}
+
+/// [`compact_tools_text`] with `meta` as `call_tool`'s `_meta` (where the Apps shell links
+/// its view), written by serde like the rest: `_meta` lands where the generated `Tool` puts
+/// it, every other byte is the plain body's.
+pub(crate) fn compact_tools_text_with_call_meta(meta: Map<String, Value>) -> String {
+    let mut tools = compact_tools();
+    for tool in tools.iter_mut().filter(|t| t.name == "call_tool") {
+        tool.meta = Some(meta.clone().into());
+    }
+    list_text(&tools)
+}
+
+/// `{"tools":[…]}`.
+fn list_text(tools: &[Tool]) -> String {
+    // Strings, booleans and exact-text schemas: serialising cannot fail.
+    let list = serde_json::to_string(tools).expect("the compact tools serialise");
+    format!("{{\"tools\":{list}}}")
+}
+
+/// The hints of the two discovery tools: they only read the registry.
+fn discovery_hints() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(true),
+        destructive_hint: Some(false),
+        idempotent_hint: Some(true),
+        open_world_hint: Some(false),
+        ..ToolAnnotations::default()
+    }
+}
+
+/// One compact tool from its literal texts (valid JSON and object schemas by construction,
+/// which `compact_tools_are_the_generated_tool_written_by_serde` checks).
+fn compact_tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: &str,
+    output: Option<String>,
+    annotations: Option<ToolAnnotations>,
+) -> Tool {
+    let raw = |text: String| RawValue::from_string(text).expect("a literal JSON schema");
+    let input = ToolInputSchema::new(raw(input.to_owned())).expect("an object input schema");
+    let mut tool = Tool::new(name, input);
+    tool.title = Some(title.to_owned());
+    tool.description = Some(description.to_owned());
+    tool.output_schema =
+        output.map(|o| ToolOutputSchema::new(raw(o)).expect("an object output schema"));
+    tool.annotations = annotations;
+    tool
+}
+
+fn compact_tools() -> [Tool; 3] {
+    [
+        compact_tool(
+            "search_tools",
+            "Search tools",
+            "Finds tools by words from their name, title, description and keywords. Returns names to pass to get_tool_details and call_tool. Never runs a tool.",
+            SEARCH_INPUT,
+            Some(SEARCH_OUTPUT.to_owned()),
+            Some(discovery_hints()),
+        ),
+        compact_tool(
+            "get_tool_details",
+            "Get tool details",
+            "Returns one tool's full definition: input schema, output schema and hints. Call it before call_tool.",
+            DETAILS_INPUT,
+            Some(DETAILS_OUTPUT.replace(FAILURE_SLOT, failure_envelope_schema_text())),
+            Some(discovery_hints()),
+        ),
+        compact_tool(
+            "call_tool",
+            "Call a tool",
+            "Runs one tool by name with its arguments. On success structuredContent is {\"value\": result}; on failure isError is true and structuredContent is {\"failure\": {code, message, retryable, diagnostics?}}.",
+            CALL_INPUT,
+            None,
+            None,
+        ),
+    ]
 }
 
 const FAILURE_SLOT: &str = r#"{"$failure":"slot"}"#;
 
-/// The compact `tools/list` body: exactly three tools, strict input schemas,
-/// output schemas for the two discovery tools and none for `call_tool`.
-const COMPACT_TOOLS_TEMPLATE: &str = concat!(
-    r#"{"tools":["#,
-    // search_tools
-    r#"{"name":"search_tools","title":"Search tools","#,
-    r#""description":"Finds tools by words from their name, title, description and keywords. Returns names to pass to get_tool_details and call_tool. Never runs a tool.","#,
-    r#""inputSchema":{"type":"object","properties":{"#,
+const SEARCH_INPUT: &str = concat!(
+    r#"{"type":"object","properties":{"#,
     r#""query":{"type":"string","description":"Words describing the task."},"#,
     r#""limit":{"type":"integer","minimum":1,"maximum":20,"default":5,"description":"Most results to return (1 to 20, default 5)."}},"#,
-    r#""required":["query"],"additionalProperties":false},"#,
-    r#""outputSchema":{"type":"object","properties":{"#,
+    r#""required":["query"],"additionalProperties":false}"#,
+);
+
+const SEARCH_OUTPUT: &str = concat!(
+    r#"{"type":"object","properties":{"#,
     r#""tools":{"type":"array","items":{"type":"object","properties":{"#,
     r#""name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"}},"#,
     r#""required":["name"],"additionalProperties":false}},"#,
     r#""truncated":{"type":"boolean","description":"Whether more tools matched than the limit allowed."}},"#,
-    r#""required":["tools","truncated"],"additionalProperties":false},"#,
-    r#""annotations":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}},"#,
-    // get_tool_details
-    r#"{"name":"get_tool_details","title":"Get tool details","#,
-    r#""description":"Returns one tool's full definition: input schema, output schema and hints. Call it before call_tool.","#,
-    r#""inputSchema":{"type":"object","properties":{"#,
+    r#""required":["tools","truncated"],"additionalProperties":false}"#,
+);
+
+const DETAILS_INPUT: &str = concat!(
+    r#"{"type":"object","properties":{"#,
     r#""name":{"type":"string","description":"The tool name from search_tools."}},"#,
-    r#""required":["name"],"additionalProperties":false},"#,
-    r#""outputSchema":{"type":"object","oneOf":[{"type":"object","properties":{"#,
+    r#""required":["name"],"additionalProperties":false}"#,
+);
+
+/// The `{tool}` branch or the failure envelope (bundled in place of [`FAILURE_SLOT`]).
+const DETAILS_OUTPUT: &str = concat!(
+    r#"{"type":"object","oneOf":[{"type":"object","properties":{"#,
     r#""tool":{"type":"object","properties":{"#,
     r#""name":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"#,
     r#""inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"#,
@@ -74,16 +156,14 @@ const COMPACT_TOOLS_TEMPLATE: &str = concat!(
     r#""required":["tool"],"additionalProperties":false},"#,
     r##"{"$ref":"#/$defs/failure"}],"$defs":{"failure":"##,
     r#"{"$failure":"slot"}"#,
-    r#"}},"#,
-    r#""annotations":{"readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false}},"#,
-    // call_tool
-    r#"{"name":"call_tool","title":"Call a tool","#,
-    r#""description":"Runs one tool by name with its arguments. On success structuredContent is {\"value\": result}; on failure isError is true and structuredContent is {\"failure\": {code, message, retryable, diagnostics?}}.","#,
-    r#""inputSchema":{"type":"object","properties":{"#,
+    r#"}}"#,
+);
+
+const CALL_INPUT: &str = concat!(
+    r#"{"type":"object","properties":{"#,
     r#""name":{"type":"string","description":"The tool to run."},"#,
     r#""arguments":{"type":"object","description":"Arguments matching the tool's input schema."}},"#,
-    r#""required":["name"],"additionalProperties":false}}"#,
-    r#"]}"#
+    r#""required":["name"],"additionalProperties":false}"#,
 );
 
 /// Draft-specific words for the wrapper: the container of bundled schemas and the id key.
@@ -186,4 +266,70 @@ pub(crate) fn wrap_output_schema(tool: &str, app: &RawValue) -> Result<String, C
         app = bundled,
         failure = failure_envelope_schema_text(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The members of the object `text`, in order.
+    fn keys(text: &str) -> Vec<String> {
+        let raw: &RawValue = serde_json::from_str(text).expect("JSON");
+        OrderedMembers::parse(raw, "test")
+            .expect("an object")
+            .0
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    }
+
+    #[test]
+    fn compact_tools_are_the_generated_tool_written_by_serde() {
+        let text = compact_tools_text();
+        let list: &RawValue = serde_json::from_str(text).expect("JSON");
+        let members = OrderedMembers::parse(list, "list").expect("an object");
+        assert_eq!(keys(text), ["tools"]);
+        let tools: Vec<&RawValue> =
+            serde_json::from_str(members.get("tools").expect("tools").get()).expect("an array");
+        let order: Vec<Vec<String>> = tools.iter().map(|t| keys(t.get())).collect();
+        // The generated `Tool`'s (alphabetical) member order, absent members omitted.
+        let discovery = [
+            "annotations",
+            "description",
+            "inputSchema",
+            "name",
+            "outputSchema",
+            "title",
+        ];
+        assert_eq!(order[0], discovery);
+        assert_eq!(order[1], discovery);
+        assert_eq!(order[2], ["description", "inputSchema", "name", "title"]);
+        // Every schema is the literal text (the failure envelope bundled in its slot).
+        assert!(text.contains(&format!("\"inputSchema\":{SEARCH_INPUT}")));
+        assert!(text.contains(&format!("\"outputSchema\":{SEARCH_OUTPUT}")));
+        assert!(text.contains(&format!("\"inputSchema\":{DETAILS_INPUT}")));
+        assert!(text.contains(&format!("\"inputSchema\":{CALL_INPUT}")));
+        assert!(!text.contains(FAILURE_SLOT));
+        assert!(text.contains(failure_envelope_schema_text()));
+    }
+
+    #[test]
+    fn compact_annotations_are_the_generated_tool_annotations_bytes() {
+        let generated = serde_json::to_string(&crate::wire::ToolAnnotations {
+            read_only_hint: Some(true),
+            destructive_hint: Some(false),
+            idempotent_hint: Some(true),
+            open_world_hint: Some(false),
+            ..ToolAnnotations::default()
+        })
+        .expect("serialises");
+        assert_eq!(
+            generated,
+            r#"{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}"#
+        );
+        let member = format!("\"annotations\":{generated}");
+        assert_eq!(compact_tools_text().matches(&member).count(), 2);
+        // No other hint anywhere (the third `"annotations"` is a property of an output schema).
+        assert_eq!(compact_tools_text().matches("Hint\"").count(), 8);
+    }
 }
