@@ -219,7 +219,8 @@ fn n43_n44_cancel_pending_and_unknown_tasks_have_their_exit_codes() {
         return;
     };
     let url = server.url.as_str();
-    let id = start_task(url, "slow", r#"{"ms":10000}"#, "working");
+    // 60 s: still working when the cancel below comes, however loaded the machine.
+    let id = start_task(url, "slow", r#"{"ms":60000}"#, "working");
     // Still running when --for runs out: 9, with the hint to wait again.
     let o = run(url, &["tasks", "wait", &id, "--for", "1"]);
     assert_eq!(code(&o), 9, "{}", stderr(&o));

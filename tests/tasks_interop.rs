@@ -176,10 +176,11 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
     assert_eq!(failed.task.status, TaskStatus::Failed);
 
     // Cancel: acknowledged, then seen cancelled; a second cancel of the ended task is acked.
+    // The task sleeps 60 s: still working at the cancel, however slow the machine.
     let TaskCall::Task(created) = client
         .call_tool_task(
             "slow",
-            object(json!({"ms": 10000})),
+            object(json!({"ms": 60000})),
             RoundInput::first(),
             &options,
         )

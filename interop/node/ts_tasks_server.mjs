@@ -41,6 +41,9 @@ const SERVER_INFO = { name: 'strict-mcp-interop-ts-tasks', version: '0.1.0' };
 const TTL_MS = 60000;
 const POLL_MS = 50;
 const MAX_TASKS = 100;
+// The longest `slow` may sleep: a task the tests cancel sleeps 60 s, so that it is still
+// working when the cancel comes however slow the machine (10 s was the old bound).
+const MAX_SLOW_MS = 120000;
 
 /** taskId -> {status, createdAt, lastUpdatedAt, result?, error?, inputRequests?, timer?} */
 const tasks = new Map();
@@ -101,7 +104,7 @@ function buildServer() {
 
     server.registerTool(
         'slow',
-        { description: 'Sleep ms, as a task when the request declares Tasks.', inputSchema: z.object({ ms: z.number().int().min(0).max(10000) }) },
+        { description: 'Sleep ms, as a task when the request declares Tasks.', inputSchema: z.object({ ms: z.number().int().min(0).max(MAX_SLOW_MS) }) },
         async ({ ms }, ctx) => {
             if (!declared(ctx)) {
                 await new Promise(r => setTimeout(r, ms));
