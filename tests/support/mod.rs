@@ -67,3 +67,5 @@ pub mod interop;
 pub mod logs;
 /// Raw stdio, HTTP and in-memory peers shared by the evidence, equivalence and sweep tests.
 pub mod peers;
+/// Running the built `strict-mcp` binary, bounded, and reading its output (the CLI tests).
+pub mod cli;
