@@ -5,19 +5,16 @@
 //! `tasks update`). The node peer missing is a skip locally and a failure under `CI=true`.
 #![cfg(unix)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/interop.rs"]
 mod interop;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
+use cli::{code, records, stderr, stdout};
 use serde_json::Value;
-
-const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
-
-/// The longest a single CLI run may take before it counts as hung.
-const RUN_BOUND: Duration = Duration::from_secs(60);
 
 /// The TS Tasks server, killed by its pid and reaped when dropped.
 struct TasksServer {
@@ -55,46 +52,9 @@ impl Drop for TasksServer {
     }
 }
 
+/// One CLI run against the server at `url`.
 fn run(url: &str, args: &[&str]) -> Output {
-    let mut child = Command::new(EXE)
-        .args(["--url", url])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strict-mcp");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("strict-mcp {args:?} did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn records(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    cli::run(["--url", url].iter().chain(args))
 }
 
 /// `tasks call NAME --args ARGS` without waiting: the new task's id, from the human line
