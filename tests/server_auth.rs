@@ -1180,7 +1180,11 @@ async fn d44_slow_key_set_times_out_to_401_not_a_hang() {
     let token = mint(&k1, &claims("a", "mcp:use tools:call"));
     let started = tokio::time::Instant::now();
     let (status, value) = refusal(send(&service, call(Some(&token), "whoami")).await).await;
-    assert_eq!(started.elapsed(), Duration::from_millis(200), "the fetch time-out, exactly");
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(200),
+        "the fetch time-out, exactly"
+    );
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(
         value.starts_with("Bearer error=\"invalid_token\""),
@@ -1301,11 +1305,7 @@ async fn d47_dialing_fetcher_key_set_slow_huge_and_redirecting() {
     assert_eq!(principal.subject, "a");
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 
-    let (slow, _) = loopback(
-        || Response::new(Full::default()),
-        Some(SLOW_ENDPOINT_DELAY),
-    )
-    .await;
+    let (slow, _) = loopback(|| Response::new(Full::default()), Some(SLOW_ENDPOINT_DELAY)).await;
     let started = std::time::Instant::now();
     let fetcher = DialingFetcher::for_endpoint(&format!("{slow}/jwks")).unwrap();
     let result = fetcher
@@ -1315,7 +1315,10 @@ async fn d47_dialing_fetcher_key_set_slow_huge_and_redirecting() {
         ))
         .await;
     assert_eq!(result.err(), Some(FetchError::Timeout));
-    assert!(started.elapsed() < SLOW_ENDPOINT_DELAY, "did not wait for the endpoint");
+    assert!(
+        started.elapsed() < SLOW_ENDPOINT_DELAY,
+        "did not wait for the endpoint"
+    );
 
     let huge = Bytes::from(vec![b' '; MAX_JWKS_BYTES + 1]);
     let (big, _) = loopback(move || Response::new(Full::new(huge.clone())), None).await;
@@ -1379,11 +1382,7 @@ async fn d47_http_fetcher_reads_a_key_set_from_loopback() {
 
 #[tokio::test]
 async fn d47_http_fetcher_slow_endpoint_times_out() {
-    let (base, _) = loopback(
-        || Response::new(Full::default()),
-        Some(SLOW_ENDPOINT_DELAY),
-    )
-    .await;
+    let (base, _) = loopback(|| Response::new(Full::default()), Some(SLOW_ENDPOINT_DELAY)).await;
     let started = std::time::Instant::now();
     let result = HttpFetcher::new()
         .fetch(fetch_request(
@@ -1392,7 +1391,10 @@ async fn d47_http_fetcher_slow_endpoint_times_out() {
         ))
         .await;
     assert_eq!(result.err(), Some(FetchError::Timeout));
-    assert!(started.elapsed() < SLOW_ENDPOINT_DELAY, "did not wait for the endpoint");
+    assert!(
+        started.elapsed() < SLOW_ENDPOINT_DELAY,
+        "did not wait for the endpoint"
+    );
 }
 
 #[tokio::test]
