@@ -329,8 +329,9 @@ async fn loopback_redirect_uri_is_the_bound_loopback_port() {
 async fn loopback_accepts_exactly_one_callback_with_the_right_state() {
     let (step, port, seen) = step(Duration::from_secs(20));
     let waiting = start(&step);
-    // The URL is handed over, never opened by the step.
-    for _ in 0..100 {
+    // The URL is handed over, never opened by the step (polled for at least 20 s: only a
+    // hang stopper; 100 polls, about 1 s, could be used up on a loaded machine).
+    for _ in 0..2000 {
         if !seen.lock().unwrap().is_empty() {
             break;
         }
