@@ -5,7 +5,6 @@
 #[path = "support/cli.rs"]
 mod cli;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,13 +32,7 @@ impl DemoHttp {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn demo");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let v: Value = serde_json::from_str(&line).expect("listening JSON");
-        let url = v["listening"].as_str().expect("url").to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let url = cli::listening_url(&mut child);
         DemoHttp { child, url }
     }
 }

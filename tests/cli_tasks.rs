@@ -10,11 +10,9 @@ mod cli;
 #[path = "support/interop.rs"]
 mod interop;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
 use cli::{code, records, stderr, stdout};
-use serde_json::Value;
 
 /// The TS Tasks server, killed by its pid and reaped when dropped.
 struct TasksServer {
@@ -34,13 +32,7 @@ impl TasksServer {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn the ts tasks server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let v: Value = serde_json::from_str(&line).expect("listening JSON");
-        let url = v["listening"].as_str().expect("url").to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let url = cli::listening_url(&mut child);
         Some(TasksServer { child, url })
     }
 }

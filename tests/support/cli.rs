@@ -143,3 +143,31 @@ pub fn records(o: &Output) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("record {l:?}: {e}")))
         .collect()
 }
+
+/// How long a server child may take to print its listening line before it counts as hung:
+/// only a hang stopper (the read used to have no bound at all).
+pub const LISTEN_BOUND: Duration = Duration::from_secs(60);
+
+/// The URL of a loopback HTTP server child from its first stdout line,
+/// `{"listening":"http://127.0.0.1:PORT/mcp"}` (as `strict-mcp demo serve --http` and the node
+/// peers print it). Its stdout is taken and closed after that line, as before the helper. A
+/// child that prints nothing within [`LISTEN_BOUND`] is killed and fails the test.
+pub fn listening_url(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+        let _ = tx.send(read.map(|_| line));
+    });
+    let Ok(read) = rx.recv_timeout(LISTEN_BOUND) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no listening line within {LISTEN_BOUND:?}");
+    };
+    let line = read.expect("listening line");
+    let v: Value = serde_json::from_str(&line).expect("listening JSON");
+    let url = v["listening"].as_str().expect("url").to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    url
+}
