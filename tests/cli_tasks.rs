@@ -46,7 +46,11 @@ impl Drop for TasksServer {
 
 /// One CLI run against the server at `url`.
 fn run(url: &str, args: &[&str]) -> Output {
-    cli::run(["--url", url].iter().chain(args))
+    let all: Vec<&str> = ["--url", url]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    cli::run(&all)
 }
 
 /// `tasks call NAME --args ARGS` without waiting: the new task's id, from the human line

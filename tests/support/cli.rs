@@ -73,11 +73,7 @@ pub fn wait_bounded(mut child: Child) -> Output {
 }
 
 /// One run with `args` and `stdin` as its whole input (none: stdin at EOF at once).
-pub fn run_with_stdin<I, S>(args: I, stdin: Option<&str>) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
+pub fn run_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = command(args)
         .stdin(Stdio::piped())
         .spawn()
@@ -91,11 +87,7 @@ where
 }
 
 /// One run with `args` and no input.
-pub fn run<I, S>(args: I) -> Output
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
+pub fn run(args: &[&str]) -> Output {
     let child = command(args)
         .stdin(Stdio::null())
         .spawn()
