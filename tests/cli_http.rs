@@ -2,16 +2,14 @@
 //! O103, O104): list, exact call, MRTR chain, headers through the decorator and never printed.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+#[path = "support/cli.rs"]
+mod cli;
+
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cli::{code, run, stderr, stdout, EXE, RUN_BOUND};
 use serde_json::Value;
-
-const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
-
-/// The longest a single CLI run may take in these tests before it counts as hung.
-const RUN_BOUND: Duration = Duration::from_secs(60);
 
 /// The demo HTTP server, stopped (SIGINT, then kill) when dropped.
 struct DemoHttp {
@@ -34,13 +32,7 @@ impl DemoHttp {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn demo");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let v: Value = serde_json::from_str(&line).expect("listening JSON");
-        let url = v["listening"].as_str().expect("url").to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let url = cli::listening_url(&mut child);
         DemoHttp { child, url }
     }
 }
@@ -60,39 +52,6 @@ impl Drop for DemoHttp {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn run(args: &[&str]) -> Output {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strict-mcp");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            panic!("strict-mcp did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exit code")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 #[test]

@@ -7,7 +7,9 @@
 //! `CI=true`.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -77,13 +79,7 @@ impl RefHttp {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn ref server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let v: Value = serde_json::from_str(&line).expect("listening JSON");
-        let url = v["listening"].as_str().expect("url").to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let url = cli::listening_url(&mut child);
         RefHttp(child, url)
     }
 }

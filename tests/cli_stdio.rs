@@ -3,90 +3,21 @@
 //! file, and Ctrl-C / time-out leaving no child behind (O91–O105).
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/cli.rs"]
+mod cli;
+
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cli::{code, records, run_with_stdin, stderr, stdout, wait_bounded, EXE, RUN_BOUND};
 use serde_json::{json, Value};
 
-const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
-
-/// The longest a single CLI run may take in these tests before it counts as hung.
-const RUN_BOUND: Duration = Duration::from_secs(60);
-
-fn wait_bounded(mut child: Child) -> Output {
-    // Both pipes are read while the child runs: output past the pipe buffer (the bash
-    // completion script is over 64 KiB) would otherwise block the child until the bound.
-    fn drain(
-        pipe: Option<impl std::io::Read + Send + 'static>,
-    ) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut buf);
-            }
-            buf
-        })
-    }
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return Output {
-                status,
-                stdout: stdout.join().expect("stdout reader"),
-                stderr: stderr.join().expect("stderr reader"),
-            };
-        }
-        if start.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            panic!("strict-mcp did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn run_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(EXE)
-        .args(args)
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strict-mcp");
-    let mut input = child.stdin.take().expect("stdin");
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).expect("write stdin");
-    }
-    drop(input);
-    wait_bounded(child)
-}
-
+/// One run whose stdin is a pipe closed at once (as every run here was before the runs moved
+/// to `support/cli.rs`).
 fn run(args: &[&str]) -> Output {
     run_with_stdin(args, None)
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exit code")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The `--json` records, one per line.
-fn records(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("record {l:?}: {e}")))
-        .collect()
 }
 
 fn kinds(records: &[Value]) -> Vec<(String, String)> {

@@ -5,19 +5,14 @@
 //! `tasks update`). The node peer missing is a skip locally and a failure under `CI=true`.
 #![cfg(unix)]
 
+#[path = "support/cli.rs"]
+mod cli;
 #[path = "support/interop.rs"]
 mod interop;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
-
-/// The longest a single CLI run may take before it counts as hung.
-const RUN_BOUND: Duration = Duration::from_secs(60);
+use cli::{code, records, stderr, stdout};
 
 /// The TS Tasks server, killed by its pid and reaped when dropped.
 struct TasksServer {
@@ -37,13 +32,7 @@ impl TasksServer {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn the ts tasks server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("listening line");
-        let v: Value = serde_json::from_str(&line).expect("listening JSON");
-        let url = v["listening"].as_str().expect("url").to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        let url = cli::listening_url(&mut child);
         Some(TasksServer { child, url })
     }
 }
@@ -55,46 +44,13 @@ impl Drop for TasksServer {
     }
 }
 
+/// One CLI run against the server at `url`.
 fn run(url: &str, args: &[&str]) -> Output {
-    let mut child = Command::new(EXE)
-        .args(["--url", url])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strict-mcp");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if start.elapsed() > RUN_BOUND {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("strict-mcp {args:?} did not finish within {RUN_BOUND:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn records(o: &Output) -> Vec<Value> {
-    stdout(o)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
+    let all: Vec<&str> = ["--url", url]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    cli::run(&all)
 }
 
 /// `tasks call NAME --args ARGS` without waiting: the new task's id, from the human line
@@ -219,7 +175,8 @@ fn n43_n44_cancel_pending_and_unknown_tasks_have_their_exit_codes() {
         return;
     };
     let url = server.url.as_str();
-    let id = start_task(url, "slow", r#"{"ms":10000}"#, "working");
+    // 60 s: still working when the cancel below comes, however loaded the machine.
+    let id = start_task(url, "slow", r#"{"ms":60000}"#, "working");
     // Still running when --for runs out: 9, with the hint to wait again.
     let o = run(url, &["tasks", "wait", &id, "--for", "1"]);
     assert_eq!(code(&o), 9, "{}", stderr(&o));

@@ -10,7 +10,7 @@ mod fixtures;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use strict_mcp::client::{
@@ -1058,12 +1058,13 @@ async fn o86_item_cap_at_the_bound_and_one_past() {
 // ---------------------------------------------------------------------------------------------
 // Deadlines, cancellation, transport death
 
-/// J13: every request has a deadline.
-#[tokio::test]
+/// J13: every request has a deadline. On tokio's paused clock (the fake is in-process), so the
+/// call ends at its deadline exactly, however loaded the machine.
+#[tokio::test(start_paused = true)]
 async fn o86_a_server_that_never_answers_hits_the_deadline_and_is_cancelled() {
     let fake = modern(|_, _| vec![]);
     let client = connect(&fake).await;
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let options = CallOptions::default().deadline(Duration::from_millis(200));
     match client.call("slow", None, &options).await {
         Err(ClientError::Deadline { method, deadline }) => {
@@ -1072,7 +1073,7 @@ async fn o86_a_server_that_never_answers_hits_the_deadline_and_is_cancelled() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(started.elapsed(), Duration::from_millis(200));
     tokio::time::sleep(Duration::from_millis(50)).await;
     let id = fake.sent_requests().pop().unwrap().id.token().to_owned();
     assert_eq!(
@@ -1153,7 +1154,9 @@ async fn o83_cancelling_after_the_wire_sends_the_raw_id_and_before_it_sends_noth
     assert_eq!(fake.cancellations().len(), 1, "still no cancel");
 }
 
-#[tokio::test]
+/// On tokio's paused clock (our server is in memory): the fixture's 300 ms and the 150 ms the
+/// cancellation gets are exact, so a loaded machine cannot make the cancellation look late.
+#[tokio::test(start_paused = true)]
 async fn o83_j9_cancelling_on_own_server_stops_the_running_call() {
     let (client, server) = own_client().await;
     // The progress fixture runs for 300 ms; the call is dropped after 50.
@@ -1162,8 +1165,8 @@ async fn o83_j9_cancelling_on_own_server_stops_the_running_call() {
     assert!(tokio::time::timeout(Duration::from_millis(50), call)
         .await
         .is_err());
-    let deadline = Instant::now() + Duration::from_millis(150);
-    while server.status().active_calls > 0 && Instant::now() < deadline {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(150);
+    while server.status().active_calls > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(
@@ -1173,7 +1176,9 @@ async fn o83_j9_cancelling_on_own_server_stops_the_running_call() {
     );
 }
 
-#[tokio::test]
+/// On tokio's paused clock (the fake is in-process): "fast" is measured on the virtual clock,
+/// so only a real wait (a timer) could exceed the bound, not a loaded machine.
+#[tokio::test(start_paused = true)]
 async fn o86_a_server_dying_mid_call_fails_every_waiter_with_the_cause_then_fast() {
     let fake = modern(|r, _| {
         if r.method == "tools/call" {
@@ -1189,7 +1194,7 @@ async fn o86_a_server_dying_mid_call_fails_every_waiter_with_the_cause_then_fast
         tokio::spawn(async move { c.list_tools(&CallOptions::default()).await })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let e = client
         .call("t", None, &CallOptions::default())
         .await

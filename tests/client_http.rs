@@ -318,8 +318,13 @@ async fn d13_cancelling_a_streamed_call_closes_its_sse_stream_not_a_post() {
     wait_for(&stopped).await;
 }
 
+/// How long a test waits for the server side to see a cancellation: only a hang stopper (it
+/// was 200 polls of 10 ms, about 2 s, which a loaded machine could use up).
+const SERVER_SIDE_WAIT: Duration = Duration::from_secs(20);
+
 async fn wait_for(flag: &AtomicBool) {
-    for _ in 0..200 {
+    let until = tokio::time::Instant::now() + SERVER_SIDE_WAIT;
+    while tokio::time::Instant::now() < until {
         if flag.load(Ordering::SeqCst) {
             return;
         }
@@ -870,7 +875,8 @@ async fn d13_a_cancelled_streamed_call_closes_its_stream_and_posts_nothing() {
         .await
         .expect_err("deadline");
     assert!(matches!(err, ClientError::Deadline { .. }), "{err:?}");
-    for _ in 0..200 {
+    let until = tokio::time::Instant::now() + SERVER_SIDE_WAIT;
+    while tokio::time::Instant::now() < until {
         if heads.lock().unwrap().len() == 3 {
             break;
         }
@@ -1015,7 +1021,8 @@ async fn d5_d13_listen_stream_over_http_delivers_changes_and_closes_on_drop() {
         .expect("change");
     assert_eq!(change, Some(Change::ToolsListChanged));
     drop(stream);
-    for _ in 0..200 {
+    let until = tokio::time::Instant::now() + SERVER_SIDE_WAIT;
+    while tokio::time::Instant::now() < until {
         if server.status().listen_streams == 0 {
             return;
         }

@@ -1550,10 +1550,12 @@ fn slow_with_progress(every: Duration, reply_after: Duration) -> Arc<Fake> {
     f
 }
 
-#[tokio::test]
+/// On tokio's paused clock (the fake is in-process): the progress gaps, deadlines and the hard
+/// maximum are exact, so a loaded machine cannot stretch a gap past the deadline.
+#[tokio::test(start_paused = true)]
 async fn j13_progress_restarts_the_deadline_only_when_asked_and_never_past_the_hard_maximum() {
     let every = Duration::from_millis(40);
-    // Wide margins: the gaps between progress (40 ms) are far below the deadline (300 ms).
+    // The gaps between progress (40 ms) are far below the deadline (300 ms).
     let deadline = Duration::from_millis(300);
     let with_reset = |hard: Duration| CallOptions {
         reset_on_progress: Some(hard),
@@ -1584,7 +1586,7 @@ async fn j13_progress_restarts_the_deadline_only_when_asked_and_never_past_the_h
     // Past the hard maximum the call ends although progress keeps coming.
     let fake = slow_with_progress(every, Duration::from_millis(1800));
     let client = connect_with(&fake, ClientOptions::default()).await;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     match client
         .call("t", None, &with_reset(Duration::from_millis(900)))
         .await
@@ -1594,7 +1596,8 @@ async fn j13_progress_restarts_the_deadline_only_when_asked_and_never_past_the_h
         }
         other => panic!("{other:?}"),
     }
-    assert!(started.elapsed() < Duration::from_millis(1600));
+    // Ended at the hard maximum, on the virtual clock: not before it, not at the reply (1800 ms).
+    assert_eq!(started.elapsed(), Duration::from_millis(900));
 }
 
 #[tokio::test]

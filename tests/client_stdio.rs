@@ -660,7 +660,10 @@ async fn a_sink_is_refused_once_recv_took_the_frames() {
 /// periods of a child that ignores EOF and SIGTERM; the group still ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c10_o83_close_releases_an_attached_sink_with_closed_before_escalating() {
-    let command = stubborn_server().shutdown(fast((300, 300, 1000)));
+    // The EOF grace is the bound the release must beat: 2 s (not 300 ms) so that a loaded
+    // machine's scheduling cannot look like a late release.
+    const EOF_GRACE_MS: u64 = 2000;
+    let command = stubborn_server().shutdown(fast((EOF_GRACE_MS, 300, 1000)));
     let transport = Arc::new(StdioTransport::spawn(&command).unwrap());
     let seen: Seen = Arc::default();
     let notify = Arc::new(tokio::sync::Notify::new());
@@ -673,8 +676,13 @@ async fn c10_o83_close_releases_an_attached_sink_with_closed_before_escalating()
     };
     let start = Instant::now();
     wait_for_calls(&seen, &notify, 2).await;
+    // Events first: the close is still under way and nothing was killed yet (the shell and
+    // its grandchild are alive; they ignore EOF and SIGTERM, so only SIGKILL ends them).
+    assert!(!closing.is_finished(), "released before the close ended");
+    let alive = live_group_members(transport.process_group());
+    assert!(alive.len() >= 2, "released before the kill: {alive:?}");
     assert!(
-        start.elapsed() < Duration::from_millis(300),
+        start.elapsed() < Duration::from_millis(EOF_GRACE_MS),
         "released only after {:?}",
         start.elapsed()
     );

@@ -18,7 +18,7 @@ use strict_mcp::client::{
 use strict_mcp::codec::{decode, IngressLimits};
 use strict_mcp::wire::jsonrpc::{Message, Request};
 use strict_mcp::wire::result::ResultError;
-use strict_mcp::wire::tasks::TaskStatus;
+use strict_mcp::wire::tasks::{DetailedTask, TaskStatus};
 use tokio::sync::mpsc;
 
 // ---------------------------------------------------------------------------------------------
@@ -188,6 +188,13 @@ fn ack() -> Option<String> {
 fn elicit(message: &str) -> Value {
     json!({"method": "elicitation/create", "params": {"mode": "form", "message": message,
         "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}})
+}
+
+/// `wait_task` for the fakes' one task, `t-1`, with default call options.
+async fn wait_t1(client: &Client, within: Duration) -> Result<DetailedTask, TaskError> {
+    client
+        .wait_task(&TrackedTask::new("t-1"), within, &CallOptions::default())
+        .await
 }
 
 async fn connect(fake: &Arc<Fake>) -> Client {
@@ -401,12 +408,7 @@ async fn wait_without_a_hint_backs_off_by_doubling() {
         _ => None,
     });
     let client = connect(&fake).await;
-    let task = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::from_secs(30),
-            &CallOptions::default(),
-        )
+    let task = wait_t1(&client, Duration::from_secs(30))
         .await
         .expect("wait");
     assert_eq!(task.task.status, TaskStatus::Cancelled);
@@ -426,12 +428,7 @@ async fn a_wait_never_polls_past_its_deadline() {
     });
     let client = connect(&fake).await;
     let start = tokio::time::Instant::now();
-    let e = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::from_millis(4500),
-            &CallOptions::default(),
-        )
+    let e = wait_t1(&client, Duration::from_millis(4500))
         .await
         .expect_err("still working");
     assert!(
@@ -442,12 +439,7 @@ async fn a_wait_never_polls_past_its_deadline() {
     assert_eq!(fake.times("tasks/get").len(), 5);
     assert!(start.elapsed() <= Duration::from_millis(4500));
     // A wait outside its bound is refused before anything is sent.
-    let e = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::ZERO,
-            &CallOptions::default(),
-        )
+    let e = wait_t1(&client, Duration::ZERO)
         .await
         .expect_err("zero wait");
     assert!(
@@ -467,12 +459,7 @@ async fn n44_a_wait_whose_time_is_gone_before_a_poll_ends_as_its_deadline() {
         _ => None,
     });
     let client = connect(&fake).await;
-    let e = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::from_nanos(1),
-            &CallOptions::default(),
-        )
+    let e = wait_t1(&client, Duration::from_nanos(1))
         .await
         .expect_err("no time to wait");
     assert!(
@@ -486,12 +473,7 @@ async fn a_silent_server_ends_the_wait_at_its_deadline() {
     let fake = Fake::new(|_| None);
     let client = connect(&fake).await;
     let start = tokio::time::Instant::now();
-    let e = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::from_secs(3),
-            &CallOptions::default(),
-        )
+    let e = wait_t1(&client, Duration::from_secs(3))
         .await
         .expect_err("no answer");
     assert!(matches!(e, TaskError::WaitDeadline { .. }), "{e:?}");
@@ -514,12 +496,7 @@ async fn the_poll_interval_is_capped() {
         _ => None,
     });
     let client = connect(&fake).await;
-    let task = client
-        .wait_task(
-            &TrackedTask::new("t-1"),
-            Duration::from_secs(60),
-            &CallOptions::default(),
-        )
+    let task = wait_t1(&client, Duration::from_secs(60))
         .await
         .expect("wait");
     assert_eq!(task.task.status, TaskStatus::Failed);

@@ -25,9 +25,8 @@ mod tasks;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::path::PathBuf;
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -35,16 +34,12 @@ use serde_json::Value;
 use strict_mcp::server::http::{serve, HttpConfig, McpHttp, OnPaths};
 use strict_mcp::server::{Server, ServerOptions};
 use strict_mcp::wire::methods;
+use support::cli::records;
 use support::evidence::{Outcome, Recorder, CLI_SUBCOMMANDS};
 use support::peers::Http;
 
-const EXE: &str = env!("CARGO_BIN_EXE_strict-mcp");
-
 /// The contract transport id of the CLI.
 const CLI: &str = "cli";
-
-/// The longest one CLI run may take before it counts as hung (a listen run lasts 1 s).
-const RUN_BOUND: Duration = Duration::from_secs(60);
 
 /// The conformance fixtures in direct mode, as the conformance example serves them.
 fn fixture_server() -> Server {
@@ -57,28 +52,10 @@ fn fixture_server() -> Server {
     .expect("server")
 }
 
-/// Runs the binary with `args`, bounded by [`RUN_BOUND`].
+/// Runs the binary with `args`, bounded by [`support::cli::RUN_BOUND`] (a listen run lasts
+/// 1 s).
 async fn cli(args: &[String]) -> Output {
-    let child = tokio::process::Command::new(EXE)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn strict-mcp");
-    tokio::time::timeout(RUN_BOUND, child.wait_with_output())
-        .await
-        .unwrap_or_else(|_| panic!("strict-mcp {args:?} did not finish within {RUN_BOUND:?}"))
-        .expect("strict-mcp output")
-}
-
-/// The `--json` records of one run.
-fn records(o: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("record {l:?}: {e}")))
-        .collect()
+    support::cli::run_async(args).await
 }
 
 /// How a record's answer ended: every answer kind that carries a JSON-RPC `result` (a page,

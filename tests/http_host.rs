@@ -1283,8 +1283,12 @@ fn http2_prior_knowledge_is_served_and_host_checked_via_authority() {
 // ---------------------------------------------------------------------------------------------
 // Cancellation by disconnect (D12)
 
+/// Polls of 10 ms before a counter counts as stuck: at least 20 s, only a hang stopper (it was
+/// 400, about 4 s, which a loaded machine could use up).
+const COUNTER_POLLS: usize = 2000;
+
 async fn wait_for(counter: &AtomicUsize, n: usize) {
-    for _ in 0..400 {
+    for _ in 0..COUNTER_POLLS {
         if counter.load(Ordering::SeqCst) >= n {
             return;
         }

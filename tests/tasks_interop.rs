@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use strict_mcp::client::http::HttpTransport;
 use strict_mcp::client::tasks::{TaskCall, TaskError, TrackedTask};
 use strict_mcp::client::{CallOptions, Client, ClientOptions, RoundInput, ToolOutcome};
-use strict_mcp::wire::tasks::TaskStatus;
+use strict_mcp::wire::tasks::{Task, TaskStatus};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// How long the node server may take to print its `{"listening":…}` line on a loaded machine.
@@ -35,6 +35,24 @@ const REAP_DEADLINE: Duration = Duration::from_secs(10);
 
 fn object(v: Value) -> Option<Map<String, Value>> {
     v.as_object().cloned()
+}
+
+/// Calls `name` declaring the extension (default call options) and returns the task it
+/// created; a plain result fails the test.
+async fn task_call(client: &Client, name: &str, args: Option<Value>) -> Task {
+    let call = client
+        .call_tool_task(
+            name,
+            args.and_then(object),
+            RoundInput::first(),
+            &CallOptions::default(),
+        )
+        .await
+        .expect(name);
+    let TaskCall::Task(created) = call else {
+        panic!("{name}: expected a task, got {call:?}");
+    };
+    created
 }
 
 #[tokio::test]
@@ -82,18 +100,7 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
     client.list_tools(&options).await.expect("tools/list");
 
     // A declaring call becomes a task; polls (Mcp-Name = taskId) see it complete.
-    let call = client
-        .call_tool_task(
-            "slow",
-            object(json!({"ms": 200})),
-            RoundInput::first(),
-            &options,
-        )
-        .await
-        .expect("slow");
-    let TaskCall::Task(created) = call else {
-        panic!("expected a task, got {call:?}");
-    };
+    let created = task_call(&client, "slow", Some(json!({"ms": 200}))).await;
     assert_eq!(created.status, TaskStatus::Working);
     let tracked = TrackedTask::new(created.task_id.clone());
     let done = client
@@ -121,13 +128,7 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
     );
 
     // Input is returned to the host and answered explicitly (I15, N42).
-    let TaskCall::Task(created) = client
-        .call_tool_task("ask", None, RoundInput::first(), &options)
-        .await
-        .expect("ask")
-    else {
-        panic!("expected a task");
-    };
+    let created = task_call(&client, "ask", None).await;
     let mut tracked = TrackedTask::new(created.task_id.clone());
     let asked = client
         .wait_task(&tracked, WAIT, &options)
@@ -162,13 +163,7 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
     );
 
     // A JSON-RPC failure of the work is a failed task with its error.
-    let TaskCall::Task(created) = client
-        .call_tool_task("broken", None, RoundInput::first(), &options)
-        .await
-        .expect("broken")
-    else {
-        panic!("expected a task");
-    };
+    let created = task_call(&client, "broken", None).await;
     let failed = client
         .wait_task(&TrackedTask::new(created.task_id.clone()), WAIT, &options)
         .await
@@ -176,18 +171,8 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
     assert_eq!(failed.task.status, TaskStatus::Failed);
 
     // Cancel: acknowledged, then seen cancelled; a second cancel of the ended task is acked.
-    let TaskCall::Task(created) = client
-        .call_tool_task(
-            "slow",
-            object(json!({"ms": 10000})),
-            RoundInput::first(),
-            &options,
-        )
-        .await
-        .expect("slow")
-    else {
-        panic!("expected a task");
-    };
+    // The task sleeps 60 s: still working at the cancel, however slow the machine.
+    let created = task_call(&client, "slow", Some(json!({"ms": 60000}))).await;
     client
         .cancel_task(&created.task_id, &options)
         .await
@@ -203,18 +188,7 @@ async fn n12_our_tasks_client_against_the_typescript_sdk_v2_tasks_server() {
         .expect("cancel again");
 
     // The SDK grants no task notifications on subscriptions/listen: a follow polls instead.
-    let TaskCall::Task(created) = client
-        .call_tool_task(
-            "slow",
-            object(json!({"ms": 200})),
-            RoundInput::first(),
-            &options,
-        )
-        .await
-        .expect("slow")
-    else {
-        panic!("expected a task");
-    };
+    let created = task_call(&client, "slow", Some(json!({"ms": 200}))).await;
     let done = client
         .follow_task(&TrackedTask::new(created.task_id.clone()), WAIT, &options)
         .await

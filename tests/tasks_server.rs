@@ -104,6 +104,17 @@ fn server(tools: Vec<ToolDef>, options: ServerOptions) -> InMemory {
     InMemory::new(Server::new(registry(tools), options.mode("direct")).expect("server"))
 }
 
+/// A server whose one tool, `slow` (task optional), waits on the returned gate (closed), with
+/// `limits` and on `clock`.
+fn gated_slow_on(limits: TaskLimits, clock: &Arc<ManualClock>) -> (InMemory, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let h = server(
+        vec![gated("slow", &gate, TaskMode::Optional)],
+        with_clock(ServerOptions::new().task_limits(limits), clock),
+    );
+    (h, gate)
+}
+
 async fn call(h: &InMemory, caller: &str, tool: &str, declare: bool) -> Value {
     let mut params = json!({"name": tool, "arguments": {}});
     if declare {
@@ -310,14 +321,12 @@ async fn a_panicking_worker_leaves_its_task_failed_not_running() {
 #[tokio::test]
 async fn n44_ttl_expiry_purges_the_task_and_cancels_its_work_at_the_bound_not_before() {
     let clock = ManualClock::at(1_785_196_800_000);
-    let gate = Arc::new(Semaphore::new(0));
-    let limits = TaskLimits {
-        ttl_ms: MIN_TASK_TTL_MS,
-        ..TaskLimits::default()
-    };
-    let h = server(
-        vec![gated("slow", &gate, TaskMode::Optional)],
-        with_clock(ServerOptions::new().task_limits(limits), &clock),
+    let (h, _gate) = gated_slow_on(
+        TaskLimits {
+            ttl_ms: MIN_TASK_TTL_MS,
+            ..TaskLimits::default()
+        },
+        &clock,
     );
     let created = call(&h, "alice", "slow", true).await;
     assert_eq!(
@@ -343,14 +352,12 @@ async fn n44_ttl_expiry_purges_the_task_and_cancels_its_work_at_the_bound_not_be
 #[tokio::test]
 async fn n44_a_task_past_its_ttl_stops_its_work_with_no_request_to_sweep_it() {
     let clock = ManualClock::at(1_785_196_800_000);
-    let gate = Arc::new(Semaphore::new(0));
-    let limits = TaskLimits {
-        ttl_ms: MIN_TASK_TTL_MS,
-        ..TaskLimits::default()
-    };
-    let h = server(
-        vec![gated("slow", &gate, TaskMode::Optional)],
-        with_clock(ServerOptions::new().task_limits(limits), &clock),
+    let (h, _gate) = gated_slow_on(
+        TaskLimits {
+            ttl_ms: MIN_TASK_TTL_MS,
+            ..TaskLimits::default()
+        },
+        &clock,
     );
     let id = task_id(&call(&h, "alice", "slow", true).await);
     clock.advance(MIN_TASK_TTL_MS - 1);
@@ -367,14 +374,12 @@ async fn n44_a_task_past_its_ttl_stops_its_work_with_no_request_to_sweep_it() {
 #[tokio::test]
 async fn result_retention_purges_a_finished_task_at_the_bound() {
     let clock = ManualClock::at(0);
-    let gate = Arc::new(Semaphore::new(0));
-    let limits = TaskLimits {
-        result_retention_ms: 5_000,
-        ..TaskLimits::default()
-    };
-    let h = server(
-        vec![gated("slow", &gate, TaskMode::Optional)],
-        with_clock(ServerOptions::new().task_limits(limits), &clock),
+    let (h, gate) = gated_slow_on(
+        TaskLimits {
+            result_retention_ms: 5_000,
+            ..TaskLimits::default()
+        },
+        &clock,
     );
     let id = task_id(&call(&h, "alice", "slow", true).await);
     gate.add_permits(1);

@@ -14,18 +14,16 @@
 //   confirm_echo  {text: string}  -> first answers input_required with an
 //                                    elicitation {confirm: boolean}; on the retry
 //                                    answers "confirmed: <text>" (or "declined").
-import http from 'node:http';
 import {
     McpServer,
     acceptedContent,
     createMcpHandler,
-    hostHeaderValidationResponse,
     inputRequired,
-    inputResponse,
-    localhostAllowedHostnames
+    inputResponse
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
+import { serveHttp } from './serve_http.mjs';
 
 const SERVER_INFO = { name: 'strict-mcp-interop-ref', version: '0.1.0' };
 // Fixed, recognisable request state so transcripts show the byte-exact echo.
@@ -106,73 +104,14 @@ function parseArgs(argv) {
     return out;
 }
 
-// Minimal node:http <-> fetch adapter (the SDK's own adapter package,
-// @modelcontextprotocol/node, has no 2.4.0 release).
-async function toRequest(req) {
-    const chunks = [];
-    for await (const c of req) chunks.push(c);
-    const body = chunks.length ? Buffer.concat(chunks) : undefined;
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-        if (Array.isArray(v)) v.forEach(x => headers.append(k, x));
-        else if (v !== undefined) headers.set(k, v);
-    }
-    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
-    const hasBody = body && req.method !== 'GET' && req.method !== 'HEAD';
-    return new Request(url, { method: req.method, headers, body: hasBody ? body : undefined });
-}
-
-async function writeResponse(res, response) {
-    const headers = {};
-    response.headers.forEach((v, k) => {
-        headers[k] = v;
-    });
-    res.writeHead(response.status, headers);
-    if (!response.body) return res.end();
-    const reader = response.body.getReader();
-    res.on('close', () => reader.cancel().catch(() => {}));
-    for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        res.write(value);
-    }
-    res.end();
-}
-
-function serveHttp(port, sse) {
+function serve(port, sse) {
     const handler = createMcpHandler(buildServer, {
         responseMode: sse ? 'sse' : 'auto',
         onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`)
     });
-    const allowed = localhostAllowedHostnames();
-    const srv = http.createServer(async (req, res) => {
-        try {
-            const request = await toRequest(req);
-            if (new URL(request.url).pathname !== '/mcp') {
-                res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-                return;
-            }
-            const rejected = hostHeaderValidationResponse(request, allowed);
-            await writeResponse(res, rejected ?? (await handler.fetch(request)));
-        } catch (err) {
-            process.stderr.write(`ref_server: ${err?.stack ?? err}\n`);
-            if (!res.headersSent) res.writeHead(500);
-            res.end();
-        }
-    });
-    srv.listen(port, '127.0.0.1', () => {
-        const addr = srv.address();
-        // One machine-readable line so a harness can wait for readiness.
-        process.stdout.write(JSON.stringify({ listening: `http://127.0.0.1:${addr.port}/mcp` }) + '\n');
-    });
-    const stop = () => {
-        handler.close().finally(() => srv.close(() => process.exit(0)));
-        setTimeout(() => process.exit(0), 1000).unref();
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    serveHttp({ name: 'ref_server', port, handler, abortOnClose: false });
 }
 
 const args = parseArgs(process.argv.slice(2));
-if (args.http !== undefined) serveHttp(args.http, args.sse);
+if (args.http !== undefined) serve(args.http, args.sse);
 else serveStdio(buildServer, { onerror: err => process.stderr.write(`ref_server: ${err?.message ?? err}\n`) });

@@ -18,14 +18,11 @@
 //   broken  {}    -> task failed with error {code: -32603, message: "broken on purpose"}
 //   quick   {}    -> always a plain result "quick"
 // Undeclared tasks/* requests get -32021; an unknown taskId gets -32602.
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import {
     McpServer,
     ProtocolError,
-    createMcpHandler,
-    hostHeaderValidationResponse,
-    localhostAllowedHostnames
+    createMcpHandler
 } from '@modelcontextprotocol/server';
 import {
     CancelTaskRequestV2Schema,
@@ -38,11 +35,15 @@ import {
     hasTaskClientCapabilityV2
 } from '@modelcontextprotocol/ext-tasks/core/v2';
 import * as z from 'zod';
+import { serveHttp } from './serve_http.mjs';
 
 const SERVER_INFO = { name: 'strict-mcp-interop-ts-tasks', version: '0.1.0' };
 const TTL_MS = 60000;
 const POLL_MS = 50;
 const MAX_TASKS = 100;
+// The longest `slow` may sleep: a task the tests cancel sleeps 60 s, so that it is still
+// working when the cancel comes however slow the machine (10 s was the old bound).
+const MAX_SLOW_MS = 120000;
 
 /** taskId -> {status, createdAt, lastUpdatedAt, result?, error?, inputRequests?, timer?} */
 const tasks = new Map();
@@ -103,7 +104,7 @@ function buildServer() {
 
     server.registerTool(
         'slow',
-        { description: 'Sleep ms, as a task when the request declares Tasks.', inputSchema: z.object({ ms: z.number().int().min(0).max(10000) }) },
+        { description: 'Sleep ms, as a task when the request declares Tasks.', inputSchema: z.object({ ms: z.number().int().min(0).max(MAX_SLOW_MS) }) },
         async ({ ms }, ctx) => {
             if (!declared(ctx)) {
                 await new Promise(r => setTimeout(r, ms));
@@ -192,38 +193,6 @@ function buildServer() {
     return server;
 }
 
-// Minimal node:http <-> fetch adapter (as in ts_server.mjs).
-async function toRequest(req, signal) {
-    const chunks = [];
-    for await (const c of req) chunks.push(c);
-    const body = chunks.length ? Buffer.concat(chunks) : undefined;
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-        if (Array.isArray(v)) v.forEach(x => headers.append(k, x));
-        else if (v !== undefined) headers.set(k, v);
-    }
-    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
-    const hasBody = body && req.method !== 'GET' && req.method !== 'HEAD';
-    return new Request(url, { method: req.method, headers, body: hasBody ? body : undefined, signal });
-}
-
-async function writeResponse(res, response) {
-    const headers = {};
-    response.headers.forEach((v, k) => {
-        headers[k] = v;
-    });
-    res.writeHead(response.status, headers);
-    if (!response.body) return res.end();
-    const reader = response.body.getReader();
-    res.on('close', () => reader.cancel().catch(() => {}));
-    for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        res.write(value);
-    }
-    res.end();
-}
-
 const argv = process.argv.slice(2);
 if (argv.length !== 2 || argv[0] !== '--http') {
     process.stderr.write('usage: ts_tasks_server.mjs --http PORT\n');
@@ -232,30 +201,4 @@ if (argv.length !== 2 || argv[0] !== '--http') {
 const handler = createMcpHandler(buildServer, {
     onerror: err => process.stderr.write(`ts_tasks_server: ${err?.message ?? err}\n`)
 });
-const allowed = localhostAllowedHostnames();
-const srv = http.createServer(async (req, res) => {
-    const abort = new AbortController();
-    res.on('close', () => abort.abort());
-    try {
-        const request = await toRequest(req, abort.signal);
-        if (new URL(request.url).pathname !== '/mcp') {
-            res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-            return;
-        }
-        const rejected = hostHeaderValidationResponse(request, allowed);
-        await writeResponse(res, rejected ?? (await handler.fetch(request)));
-    } catch (err) {
-        process.stderr.write(`ts_tasks_server: ${err?.stack ?? err}\n`);
-        if (!res.headersSent) res.writeHead(500);
-        res.end();
-    }
-});
-srv.listen(Number(argv[1]), '127.0.0.1', () => {
-    process.stdout.write(JSON.stringify({ listening: `http://127.0.0.1:${srv.address().port}/mcp` }) + '\n');
-});
-const stop = () => {
-    handler.close().finally(() => srv.close(() => process.exit(0)));
-    setTimeout(() => process.exit(0), 1000).unref();
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+serveHttp({ name: 'ts_tasks_server', port: Number(argv[1]), handler, abortOnClose: true });

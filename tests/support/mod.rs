@@ -59,6 +59,8 @@ pub struct EchoOut {
 }
 /// The protected server's catalogue shared by the auth tests (feature `auth`).
 pub mod auth;
+/// Running the built `strict-mcp` binary, bounded, and reading its output (the CLI tests).
+pub mod cli;
 /// Contract evidence: per-test records of observed exchanges, and the check over them.
 pub mod evidence;
 /// Finding the SDK peers, building the conformance server, reading their drivers' steps.
