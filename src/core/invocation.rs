@@ -418,7 +418,8 @@ impl Invocation {
     }
 
     /// The slot [`Invocation::show_view`] fills, for the server to read once the result is
-    /// complete.
+    /// complete (only the server reads it).
+    #[cfg(feature = "server")]
     pub(crate) fn view_slot(&self) -> Arc<crate::core::view::ViewSlot> {
         Arc::clone(&self.view)
     }

@@ -78,6 +78,8 @@ impl ViewSlot {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(view);
     }
 
+    /// The selected view, once (only the server reads it).
+    #[cfg(feature = "server")]
     pub(crate) fn take(&self) -> Option<AppView> {
         self.0
             .lock()
