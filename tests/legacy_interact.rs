@@ -732,3 +732,130 @@ async fn c9_http_cancellation_reaches_the_running_handler() {
         (200, r#"{"jsonrpc":"2.0","id":8,"result":{}}"#)
     );
 }
+
+/// A ledger store that keeps a copy of every chain written to it (to see what was recorded).
+struct Recording {
+    inner: strict_mcp::core::store::MemoryLedgerStore,
+    written: std::sync::Mutex<Vec<strict_mcp::machine::ledger::Chain>>,
+}
+
+impl strict_mcp::core::store::LedgerStore for Recording {
+    fn load(
+        &self,
+        id: strict_mcp::machine::ledger::ChainId,
+    ) -> strict_mcp::core::store::StoreFuture<
+        '_,
+        Result<Option<strict_mcp::machine::ledger::Chain>, strict_mcp::core::store::StoreError>,
+    > {
+        self.inner.load(id)
+    }
+
+    fn compare_and_swap(
+        &self,
+        now: strict_mcp::machine::Tick,
+        expected: Option<strict_mcp::machine::ledger::Chain>,
+        new: strict_mcp::machine::ledger::Chain,
+    ) -> strict_mcp::core::store::StoreFuture<'_, Result<(), strict_mcp::core::store::StoreError>>
+    {
+        self.written.lock().unwrap().push(new.clone());
+        self.inner.compare_and_swap(now, expected, new)
+    }
+
+    fn bump_epoch(
+        &self,
+        now: strict_mcp::machine::Tick,
+        epoch: strict_mcp::machine::Epoch,
+    ) -> strict_mcp::core::store::StoreFuture<'_, Result<(), strict_mcp::core::store::StoreError>>
+    {
+        self.inner.bump_epoch(now, epoch)
+    }
+
+    fn sweep(
+        &self,
+        now: strict_mcp::machine::Tick,
+    ) -> strict_mcp::core::store::StoreFuture<'_, Result<usize, strict_mcp::core::store::StoreError>>
+    {
+        self.inner.sweep(now)
+    }
+}
+
+/// O127 "before any pending record", in a later round: a June session answers a plain form,
+/// then the re-entered handler asks a multi-select June cannot be asked. That second prompt is
+/// refused before it is recorded: no chain written holds a second prompt, the chain ends
+/// `Failed`, nothing more is sent to the client, and the tool fails as `confirmation_required`.
+#[tokio::test]
+async fn o127_a_later_round_june_cannot_be_asked_is_refused_before_its_record() {
+    use strict_mcp::machine::ledger::Phase;
+    let store = Arc::new(Recording {
+        inner: strict_mcp::core::store::MemoryLedgerStore::default(),
+        written: std::sync::Mutex::new(Vec::new()),
+    });
+    let registry = RegistryBuilder::new()
+        .tool(
+            ToolDef::dynamic_interactive("two", NO_ARGS, None, |inv: Invocation, _args| async move {
+                if inv.input_response("first").is_none() {
+                    return Ok(Outcome::input(
+                        "first",
+                        inv.elicit_form(
+                            "Your name?",
+                            json!({"type":"object","properties":{"name":{"type":"string"}}}),
+                        )?,
+                    ));
+                }
+                Ok(Outcome::input(
+                    "second",
+                    inv.elicit_form(
+                        "Pick some",
+                        json!({"type":"object","properties":{"m":{"type":"array","items":{"type":"string","enum":["a","b"]}}}}),
+                    )?,
+                ))
+            })
+            .description("Asks twice."),
+        )
+        .build()
+        .expect("registry builds");
+    let server = Server::new(
+        registry,
+        ServerOptions::new()
+            .legacy_era(true)
+            .server_info("legacy-interact", "1.0.0")
+            .mode("direct")
+            .ledger_store(Arc::clone(&store) as Arc<dyn strict_mcp::core::store::LedgerStore>),
+    )
+    .expect("server builds");
+    let mut june = Stdio::start_on(server, "2025-06-18", r#"{"elicitation":{}}"#).await;
+    june.send(&call(5, "two")).await;
+    let asked = june.recv().await;
+    assert!(
+        asked.contains(r#""method":"elicitation/create""#) && asked.contains("Your name?"),
+        "{asked}"
+    );
+    let first_writes = store.written.lock().unwrap().len();
+    assert!(first_writes >= 1, "the first prompt is recorded");
+    june.send(r#"{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"name":"Ada"}}}"#)
+        .await;
+    assert_eq!(
+        june.recv().await,
+        format!(r#"{{"jsonrpc":"2.0","id":5,"result":{CONFIRMATION}}}"#)
+    );
+    let written = store.written.lock().unwrap().clone();
+    assert!(written.len() > first_writes, "the round's end is recorded");
+    assert!(
+        written.iter().all(|c| c.prompts_issued() <= 1),
+        "no second prompt was ever recorded: {written:?}"
+    );
+    assert!(
+        written
+            .iter()
+            .all(|c| !String::from_utf8_lossy(c.prompt()).contains("Pick some")),
+        "the refused prompt's bytes were never written"
+    );
+    assert_eq!(written.last().unwrap().phase(), Phase::Failed);
+    june.send(r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#)
+        .await;
+    assert_eq!(
+        june.recv().await,
+        r#"{"jsonrpc":"2.0","id":6,"result":{}}"#,
+        "nothing else was sent"
+    );
+}
