@@ -1009,7 +1009,7 @@ pub use crate::wire::ResultMetaObject;
 ///     structured_content: Some(RawValue::from_string("null".into()).unwrap().into()),
 /// };
 /// assert_eq!(serde_json::to_string(&result).unwrap(),
-///     r#"{"content":[{"type":"text","text":"null"}],"structuredContent":null}"#);
+///     r#"{"content":[{"text":"null","type":"text"}],"structuredContent":null}"#);
 /// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct CallToolResult {

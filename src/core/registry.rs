@@ -610,7 +610,7 @@ impl<T: Serialize> Page<T> {
     /// let page = registry.list_tools(&Caller::anonymous(), None).unwrap();
     /// assert_eq!(
     ///     page.to_result("tools").get(),
-    ///     format!(r#"{{"tools":[{{"name":"t","inputSchema":{schema}}}],"ttlMs":0,"cacheScope":"private"}}"#)
+    ///     format!(r#"{{"tools":[{{"inputSchema":{schema},"name":"t"}}],"ttlMs":0,"cacheScope":"private"}}"#)
     /// );
     /// ```
     ///
