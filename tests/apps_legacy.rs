@@ -70,7 +70,7 @@ async fn o61_n2_n10_a_legacy_session_sees_the_extension_hints_and_shell() {
     .await;
     let tools = send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, true).await;
     assert!(
-        tools.contains(r#""additionalProperties":false},"_meta":{"ui":{"resourceUri":"ui://legacy/shell","visibility":["model","app"]}}}]"#),
+        tools.contains(r#""additionalProperties":false},"_meta":{"ui":{"resourceUri":"ui://legacy/shell","visibility":["model","app"]}},"name":"call_tool","title":"Call a tool"}]"#),
         "{tools}"
     );
     assert_eq!(
