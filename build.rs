@@ -157,6 +157,9 @@ fn generate(mut schema: Value) -> Result<String, BuildError> {
 
     let mut settings = typify::TypeSpaceSettings::default();
     settings.with_struct_builder(false);
+    // Equality on every generated type, so descriptors built from them compare member for
+    // member without a hand-written impl per type.
+    settings.with_derive("PartialEq".to_owned());
     // Sorted maps: re-encoding is deterministic (HashMap order changes per process).
     settings.with_map_type("::std::collections::BTreeMap");
     for number in number_schemas {

@@ -2,7 +2,7 @@
 // Do not edit: refresh with `MCP_REGENERATE=1 cargo build`.
 
 ///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Annotations {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub audience: ::std::option::Option<AnnotationsAudience>,
@@ -30,7 +30,7 @@ the data is entirely optional.*/
 /**Describes who the intended audience of this object or data is.
 
 It can include multiple entries to indicate content useful for multiple audiences (e.g., `["user", "assistant"]`).*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct AnnotationsAudience(pub ::std::vec::Vec<Role>);
 impl ::std::ops::Deref for AnnotationsAudience {
@@ -50,7 +50,7 @@ impl ::std::convert::From<::std::vec::Vec<Role>> for AnnotationsAudience {
     }
 }
 ///Audio provided to or from an LLM.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct AudioContent {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -119,7 +119,7 @@ impl ::std::convert::TryFrom<::std::string::String> for AudioContentType {
     }
 }
 ///Base interface for metadata with name (identifier) and title (display name) properties.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct BaseMetadata {
     ///Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
     pub name: ::std::string::String,
@@ -135,7 +135,7 @@ if present).*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`BlobResourceContents`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct BlobResourceContents {
     ///A base64-encoded string representing the binary data of the item.
     pub blob: ::std::string::String,
@@ -150,7 +150,7 @@ pub struct BlobResourceContents {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`BooleanSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct BooleanSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<bool>,
@@ -215,7 +215,7 @@ impl ::std::convert::TryFrom<::std::string::String> for BooleanSchemaType {
     }
 }
 ///A result that supports a time-to-live (TTL) hint for client-side caching.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CacheableResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -375,7 +375,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CacheableResultResultTyp
     }
 }
 ///Used by the client to invoke a tool provided by the server.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CallToolRequest {
     pub id: RequestId,
     pub jsonrpc: CallToolRequestJsonrpc,
@@ -487,7 +487,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CallToolRequestMethod {
     }
 }
 ///Parameters for a `tools/call` request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CallToolRequestParams {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<CallToolRequestParamsArguments>,
@@ -509,7 +509,7 @@ pub struct CallToolRequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Arguments to use for the tool call.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct CallToolRequestParamsArguments(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -535,7 +535,7 @@ for CallToolRequestParamsArguments {
     }
 }
 ///The result returned by the server for a {@link CallToolRequesttools/call} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CallToolResult {
     ///A list of content objects that represent the unstructured result of the tool call.
     pub content: ::std::vec::Vec<ContentBlock>,
@@ -576,7 +576,7 @@ server implementing an earlier protocol version (which does not include
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A successful response from the server for a {@link CallToolRequesttools/call} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CallToolResultResponse {
     pub id: RequestId,
     pub jsonrpc: CallToolResultResponseJsonrpc,
@@ -636,7 +636,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CallToolResultResponseJs
     }
 }
 ///`CallToolResultResponseResult`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum CallToolResultResponseResult {
     CallToolResult(CallToolResult),
@@ -716,7 +716,7 @@ On stdio, the server also sends this notification, solely to terminate a {@link 
 The request SHOULD still be in-flight, but due to communication latency, it is always possible that this notification MAY arrive after the request has already finished.
 
 This notification indicates that the result will be unused, so any associated processing SHOULD cease.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CancelledNotification {
     pub jsonrpc: CancelledNotificationJsonrpc,
     pub method: CancelledNotificationMethod,
@@ -827,7 +827,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CancelledNotificationMet
     }
 }
 ///Parameters for a `notifications/cancelled` notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CancelledNotificationParams {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<NotificationMetaObject>,
@@ -843,7 +843,7 @@ This MUST correspond to the ID of a request the client previously issued.*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Capabilities a client may support. Known capabilities are defined here, in this schema, but this is not a closed set: any client can define its own, additional capabilities.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ClientCapabilities {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub elicitation: ::std::option::Option<ClientCapabilitiesElicitation>,
@@ -859,7 +859,7 @@ pub struct ClientCapabilities {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Present if the client supports elicitation from the server.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ClientCapabilitiesElicitation {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub form: ::std::option::Option<
@@ -873,7 +873,7 @@ pub struct ClientCapabilitiesElicitation {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Experimental, non-standard capabilities that the client supports.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ClientCapabilitiesExperimental(
     pub ::std::collections::BTreeMap<
@@ -925,7 +925,7 @@ per-extension settings objects. An empty object indicates support with no settin
 
 Keys MUST follow the {@link MetaObject`_meta` key naming rules}, with a
 mandatory prefix.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ClientCapabilitiesExtensions(
     pub ::std::collections::BTreeMap<
@@ -972,7 +972,7 @@ impl ::std::convert::From<
     }
 }
 ///Present if the client supports listing roots.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ClientCapabilitiesRoots(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -998,7 +998,7 @@ for ClientCapabilitiesRoots {
     }
 }
 ///Present if the client supports sampling from an LLM.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ClientCapabilitiesSampling {
     /**Whether the client supports context inclusion via `includeContext` parameter.
 If not declared, servers SHOULD only use `includeContext: "none"` (or omit it).*/
@@ -1021,7 +1021,7 @@ On stdio, the server also sends this notification, solely to terminate a {@link 
 The request SHOULD still be in-flight, but due to communication latency, it is always possible that this notification MAY arrive after the request has already finished.
 
 This notification indicates that the result will be unused, so any associated processing SHOULD cease.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ClientNotification {
     pub jsonrpc: ClientNotificationJsonrpc,
     pub method: ClientNotificationMethod,
@@ -1132,7 +1132,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ClientNotificationMethod
     }
 }
 ///`ClientRequest`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ClientRequest {
     DiscoverRequest(DiscoverRequest),
@@ -1197,7 +1197,7 @@ impl ::std::convert::From<CompleteRequest> for ClientRequest {
     }
 }
 ///Common result fields.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ClientResult(pub Result);
 impl ::std::ops::Deref for ClientResult {
@@ -1217,7 +1217,7 @@ impl ::std::convert::From<Result> for ClientResult {
     }
 }
 ///A request from the client to the server, to ask for completion options.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteRequest {
     pub id: RequestId,
     pub jsonrpc: CompleteRequestJsonrpc,
@@ -1329,7 +1329,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CompleteRequestMethod {
     }
 }
 ///Parameters for a `completion/complete` request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteRequestParams {
     pub argument: CompleteRequestParamsArgument,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1342,7 +1342,7 @@ pub struct CompleteRequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The argument's information
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteRequestParamsArgument {
     ///The name of the argument
     pub name: ::std::string::String,
@@ -1352,7 +1352,7 @@ pub struct CompleteRequestParamsArgument {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Additional, optional context for completions
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteRequestParamsContext {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<CompleteRequestParamsContextArguments>,
@@ -1360,7 +1360,7 @@ pub struct CompleteRequestParamsContext {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Previously-resolved variables in a URI template or prompt.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct CompleteRequestParamsContextArguments(
     pub ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
@@ -1392,7 +1392,7 @@ impl ::std::convert::From<
     }
 }
 ///`CompleteRequestParamsRef`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum CompleteRequestParamsRef {
     PromptReference(PromptReference),
@@ -1409,7 +1409,7 @@ impl ::std::convert::From<ResourceTemplateReference> for CompleteRequestParamsRe
     }
 }
 ///The result returned by the server for a {@link CompleteRequestcompletion/complete} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteResult {
     pub completion: CompleteResultCompletion,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1427,7 +1427,7 @@ server implementing an earlier protocol version (which does not include
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`CompleteResultCompletion`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteResultCompletion {
     ///Indicates whether there are additional completion options beyond those provided in the current response, even if the exact total is unknown.
     #[serde(rename = "hasMore", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1441,7 +1441,7 @@ pub struct CompleteResultCompletion {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A successful response from the server for a {@link CompleteRequestcompletion/complete} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CompleteResultResponse {
     pub id: RequestId,
     pub jsonrpc: CompleteResultResponseJsonrpc,
@@ -1558,7 +1558,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CompleteResultResultType
     }
 }
 ///`ContentBlock`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ContentBlock {
     ImageContent(ImageContent),
@@ -1593,7 +1593,7 @@ impl ::std::convert::From<EmbeddedResource> for ContentBlock {
     }
 }
 ///A request from the server to sample an LLM via the client. The client has full discretion over which model to select. The client should also inform the user before beginning sampling, to allow them to inspect the request (human in the loop) and decide whether to approve it.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CreateMessageRequest {
     pub method: CreateMessageRequestMethod,
     pub params: CreateMessageRequestParams,
@@ -1652,7 +1652,7 @@ impl ::std::convert::TryFrom<::std::string::String> for CreateMessageRequestMeth
     }
 }
 ///Parameters for a `sampling/createMessage` request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CreateMessageRequestParams {
     /**A request to include context from one or more MCP servers (including the caller), to be attached to the prompt.
 The client MAY ignore this request.
@@ -1774,7 +1774,7 @@ for CreateMessageRequestParamsIncludeContext {
     }
 }
 ///`CreateMessageRequestParamsStopSequences`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct CreateMessageRequestParamsStopSequences(
     pub ::std::vec::Vec<::std::string::String>,
@@ -1799,7 +1799,7 @@ for CreateMessageRequestParamsStopSequences {
 }
 /**Tools that the model may use during generation.
 The client MUST return an error if this field is provided but {@link ClientCapabilities.sampling.tools} is not declared.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct CreateMessageRequestParamsTools(pub ::std::vec::Vec<Tool>);
 impl ::std::ops::Deref for CreateMessageRequestParamsTools {
@@ -1821,7 +1821,7 @@ impl ::std::convert::From<::std::vec::Vec<Tool>> for CreateMessageRequestParamsT
 /**The result returned by the client for a {@link CreateMessageRequestsampling/createMessage} request.
 The client should inform the user before returning the sampled message, to allow them
 to inspect the response (human in the loop) and decide whether to allow the server to see it.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct CreateMessageResult {
     pub content: CreateMessageResultContent,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -1847,7 +1847,7 @@ This field is an open string to allow for provider-specific stop reasons.*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`CreateMessageResultContent`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum CreateMessageResultContent {
     TextContent(TextContent),
@@ -1933,7 +1933,7 @@ impl ::std::str::FromStr for Cursor {
 protocol versions, capabilities, and other metadata. Servers **MUST**
 implement `server/discover`. Clients **MAY** call it but are not required
 to — version negotiation can also happen inline via per-request `_meta`.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct DiscoverRequest {
     pub id: RequestId,
     pub jsonrpc: DiscoverRequestJsonrpc,
@@ -2045,7 +2045,7 @@ impl ::std::convert::TryFrom<::std::string::String> for DiscoverRequestMethod {
     }
 }
 ///The result returned by the server for a {@link DiscoverRequestserver/discover} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct DiscoverResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -2162,7 +2162,7 @@ impl ::std::convert::TryFrom<::std::string::String> for DiscoverResultCacheScope
     }
 }
 ///A successful response from the server for a {@link DiscoverRequestserver/discover} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct DiscoverResultResponse {
     pub id: RequestId,
     pub jsonrpc: DiscoverResultResponseJsonrpc,
@@ -2279,7 +2279,7 @@ impl ::std::convert::TryFrom<::std::string::String> for DiscoverResultResultType
     }
 }
 ///A request from the server to elicit additional information from the user via the client.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitRequest {
     pub method: ElicitRequestMethod,
     pub params: ElicitRequestParams,
@@ -2287,7 +2287,7 @@ pub struct ElicitRequest {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The parameters for a request to elicit non-sensitive information from the user via a form in the client.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitRequestFormParams {
     ///The message to present to the user describing what information is being requested.
     pub message: ::std::string::String,
@@ -2352,7 +2352,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ElicitRequestFormParamsM
 }
 /**A restricted subset of JSON Schema.
 Only top-level properties are allowed, without nesting.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitRequestFormParamsRequestedSchema {
     pub properties: ::std::collections::BTreeMap<
         ::std::string::String,
@@ -2368,7 +2368,7 @@ pub struct ElicitRequestFormParamsRequestedSchema {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`ElicitRequestFormParamsRequestedSchemaRequired`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ElicitRequestFormParamsRequestedSchemaRequired(
     pub ::std::vec::Vec<::std::string::String>,
@@ -2495,7 +2495,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ElicitRequestMethod {
     }
 }
 ///The parameters for a request to elicit additional information from the user via the client.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ElicitRequestParams {
     UrlParams(ElicitRequestUrlParams),
@@ -2512,7 +2512,7 @@ impl ::std::convert::From<ElicitRequestFormParams> for ElicitRequestParams {
     }
 }
 ///The parameters for a request to elicit information from the user via a URL in the client.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitRequestUrlParams {
     ///The message to present to the user explaining why the interaction is needed.
     pub message: ::std::string::String,
@@ -2575,7 +2575,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ElicitRequestUrlParamsMo
     }
 }
 ///The result returned by the client for an {@link ElicitRequestelicitation/create} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ElicitResult {
     /**The user action in response to the elicitation.
 - `"accept"`: User submitted the form/confirmed the action
@@ -2652,7 +2652,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ElicitResultAction {
 /**The submitted form data, only present when action is `"accept"` and mode was `"form"`.
 Contains values matching the requested schema.
 Omitted for out-of-band mode responses.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ElicitResultContent(
     pub ::std::collections::BTreeMap<::std::string::String, ElicitResultContentValue>,
@@ -2687,7 +2687,7 @@ impl ::std::convert::From<
     }
 }
 ///`ElicitResultContentValue`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ElicitResultContentValue {
     Variant0(::std::vec::Vec<::std::string::String>),
@@ -2706,7 +2706,7 @@ for ElicitResultContentValue {
     }
 }
 ///`ElicitResultContentValueVariant1`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ElicitResultContentValueVariant1 {
     Boolean(bool),
@@ -2736,7 +2736,7 @@ impl ::std::convert::From<i64> for ElicitResultContentValueVariant1 {
 
 It is up to the client how best to render embedded resources for the benefit
 of the LLM and/or the user.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct EmbeddedResource {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2750,7 +2750,7 @@ pub struct EmbeddedResource {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`EmbeddedResourceResource`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum EmbeddedResourceResource {
     TextResourceContents(TextResourceContents),
@@ -2818,7 +2818,7 @@ impl ::std::convert::TryFrom<::std::string::String> for EmbeddedResourceType {
     }
 }
 ///Common result fields.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct EmptyResult(pub Result);
 impl ::std::ops::Deref for EmptyResult {
@@ -2838,7 +2838,7 @@ impl ::std::convert::From<Result> for EmptyResult {
     }
 }
 ///`EnumSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum EnumSchema {
     UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
@@ -2873,7 +2873,7 @@ impl ::std::convert::From<LegacyTitledEnumSchema> for EnumSchema {
     }
 }
 ///`Error`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Error {
     ///The error type that occurred.
     pub code: i64,
@@ -2887,7 +2887,7 @@ pub struct Error {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Used by the client to get a prompt provided by the server.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct GetPromptRequest {
     pub id: RequestId,
     pub jsonrpc: GetPromptRequestJsonrpc,
@@ -2999,7 +2999,7 @@ impl ::std::convert::TryFrom<::std::string::String> for GetPromptRequestMethod {
     }
 }
 ///Parameters for a `prompts/get` request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct GetPromptRequestParams {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<GetPromptRequestParamsArguments>,
@@ -3021,7 +3021,7 @@ pub struct GetPromptRequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Arguments to use for templating the prompt.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct GetPromptRequestParamsArguments(
     pub ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
@@ -3053,7 +3053,7 @@ impl ::std::convert::From<
     }
 }
 ///The result returned by the server for a {@link GetPromptRequestprompts/get} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct GetPromptResult {
     ///An optional description for the prompt.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3074,7 +3074,7 @@ server implementing an earlier protocol version (which does not include
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A successful response from the server for a {@link GetPromptRequestprompts/get} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct GetPromptResultResponse {
     pub id: RequestId,
     pub jsonrpc: GetPromptResultResponseJsonrpc,
@@ -3134,7 +3134,7 @@ impl ::std::convert::TryFrom<::std::string::String> for GetPromptResultResponseJ
     }
 }
 ///`GetPromptResultResponseResult`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum GetPromptResultResponseResult {
     GetPromptResult(GetPromptResult),
@@ -3211,7 +3211,7 @@ impl ::std::convert::TryFrom<::std::string::String> for GetPromptResultResultTyp
 headers do not match the corresponding values in the request body, or
 because required headers are missing or malformed. For HTTP, the response
 status code MUST be `400 Bad Request`.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeaderMismatchError {
     pub error: HeaderMismatchErrorError,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3221,7 +3221,7 @@ pub struct HeaderMismatchError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`HeaderMismatchErrorError`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct HeaderMismatchErrorError {
     pub code: HeaderMismatchErrorErrorCode,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3232,7 +3232,7 @@ pub struct HeaderMismatchErrorError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`HeaderMismatchErrorErrorCode`
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct HeaderMismatchErrorErrorCode(i64);
 impl ::std::ops::Deref for HeaderMismatchErrorErrorCode {
@@ -3319,7 +3319,7 @@ impl ::std::convert::TryFrom<::std::string::String> for HeaderMismatchErrorJsonr
     }
 }
 ///An optionally-sized icon that can be displayed in a user interface.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Icon {
     /**Optional MIME type override if the source MIME type is missing or generic.
 For example: `"image/png"`, `"image/jpeg"`, or `"image/svg+xml"`.*/
@@ -3350,7 +3350,7 @@ If not provided, the client should assume the icon can be used with any theme.*/
 Each string should be in WxH format (e.g., `"48x48"`, `"96x96"`) or `"any"` for scalable formats like SVG.
 
 If not provided, the client should assume that the icon can be used at any size.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct IconSizes(pub ::std::vec::Vec<::std::string::String>);
 impl ::std::ops::Deref for IconSizes {
@@ -3429,7 +3429,7 @@ impl ::std::convert::TryFrom<::std::string::String> for IconTheme {
     }
 }
 ///Base interface to add `icons` property.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Icons {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub icons: ::std::option::Option<IconsIcons>,
@@ -3445,7 +3445,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct IconsIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for IconsIcons {
@@ -3465,7 +3465,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for IconsIcons {
     }
 }
 ///An image provided to or from an LLM.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ImageContent {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3534,7 +3534,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ImageContentType {
     }
 }
 ///Describes the MCP implementation.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Implementation {
     /**An optional human-readable description of what this implementation does.
 
@@ -3575,7 +3575,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ImplementationIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for ImplementationIcons {
@@ -3595,7 +3595,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for ImplementationIcons {
     }
 }
 ///`InputRequest`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum InputRequest {
     CreateMessageRequest(CreateMessageRequest),
@@ -3619,7 +3619,7 @@ impl ::std::convert::From<ListRootsRequest> for InputRequest {
 }
 /**A map of server-initiated requests that the client must fulfill.
 Keys are server-assigned identifiers; values are the request objects.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct InputRequests(
     pub ::std::collections::BTreeMap<::std::string::String, InputRequest>,
@@ -3651,7 +3651,7 @@ impl ::std::convert::From<
 before the request can be completed.
 
 At least one of `inputRequests` or `requestState` MUST be present.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InputRequiredResult {
     #[serde(
         rename = "inputRequests",
@@ -3735,7 +3735,7 @@ impl ::std::convert::TryFrom<::std::string::String> for InputRequiredResultResul
     }
 }
 ///`InputResponse`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum InputResponse {
     CreateMessageResult(CreateMessageResult),
@@ -3758,7 +3758,7 @@ impl ::std::convert::From<ElicitResult> for InputResponse {
     }
 }
 ///`InputResponseRequestParams`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InputResponseRequestParams {
     #[serde(
         rename = "inputResponses",
@@ -3778,7 +3778,7 @@ pub struct InputResponseRequestParams {
 /**A map of client responses to server-initiated requests.
 Keys correspond to the keys in the {@link InputRequests} map;
 values are the client's result for each request.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct InputResponses(
     pub ::std::collections::BTreeMap<::std::string::String, InputResponse>,
@@ -3807,7 +3807,7 @@ impl ::std::convert::From<
     }
 }
 ///A JSON-RPC error indicating that an internal error occurred on the receiver. This error is returned when the receiver encounters an unexpected condition that prevents it from fulfilling the request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InternalError {
     ///The error type that occurred.
     pub code: InternalErrorCode,
@@ -3821,7 +3821,7 @@ pub struct InternalError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The error type that occurred.
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct InternalErrorCode(i64);
 impl ::std::ops::Deref for InternalErrorCode {
@@ -3866,7 +3866,7 @@ In MCP, this error is returned in various contexts when request parameters fail 
 - **Logging**: Invalid log level
 - **Elicitation**: Server requests an elicitation mode not declared in client capabilities
 - **Sampling**: Missing tool result or tool results mixed with other content*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InvalidParamsError {
     ///The error type that occurred.
     pub code: InvalidParamsErrorCode,
@@ -3880,7 +3880,7 @@ pub struct InvalidParamsError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The error type that occurred.
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct InvalidParamsErrorCode(i64);
 impl ::std::ops::Deref for InvalidParamsErrorCode {
@@ -3916,7 +3916,7 @@ impl<'de> ::serde::Deserialize<'de> for InvalidParamsErrorCode {
     }
 }
 ///A JSON-RPC error indicating that the request is not a valid request object. This error is returned when the message structure does not conform to the JSON-RPC 2.0 specification requirements for a request (e.g., missing required fields like `jsonrpc` or `method`, or using invalid types for these fields).
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct InvalidRequestError {
     ///The error type that occurred.
     pub code: InvalidRequestErrorCode,
@@ -3930,7 +3930,7 @@ pub struct InvalidRequestError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The error type that occurred.
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct InvalidRequestErrorCode(i64);
 impl ::std::ops::Deref for InvalidRequestErrorCode {
@@ -3966,7 +3966,7 @@ impl<'de> ::serde::Deserialize<'de> for InvalidRequestErrorCode {
     }
 }
 ///A response to a request that indicates an error occurred.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct JsonrpcErrorResponse {
     pub error: Error,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -4027,7 +4027,7 @@ impl ::std::convert::TryFrom<::std::string::String> for JsonrpcErrorResponseJson
     }
 }
 ///Refers to any valid JSON-RPC object that can be decoded off the wire, or encoded to be sent.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum JsonrpcMessage {
     Request(JsonrpcRequest),
@@ -4056,7 +4056,7 @@ impl ::std::convert::From<JsonrpcErrorResponse> for JsonrpcMessage {
     }
 }
 ///A notification which does not expect a response.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct JsonrpcNotification {
     pub jsonrpc: JsonrpcNotificationJsonrpc,
     pub method: ::std::string::String,
@@ -4117,7 +4117,7 @@ impl ::std::convert::TryFrom<::std::string::String> for JsonrpcNotificationJsonr
     }
 }
 ///`JsonrpcNotificationParams`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct JsonrpcNotificationParams(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4143,7 +4143,7 @@ for JsonrpcNotificationParams {
     }
 }
 ///A request that expects a response.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct JsonrpcRequest {
     pub id: RequestId,
     pub jsonrpc: JsonrpcRequestJsonrpc,
@@ -4205,7 +4205,7 @@ impl ::std::convert::TryFrom<::std::string::String> for JsonrpcRequestJsonrpc {
     }
 }
 ///`JsonrpcRequestParams`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct JsonrpcRequestParams(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -4231,7 +4231,7 @@ for JsonrpcRequestParams {
     }
 }
 ///A response to a request, containing either the result or error.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum JsonrpcResponse {
     ResultResponse(JsonrpcResultResponse),
@@ -4248,7 +4248,7 @@ impl ::std::convert::From<JsonrpcErrorResponse> for JsonrpcResponse {
     }
 }
 ///A successful (non-error) response to a request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct JsonrpcResultResponse {
     pub id: RequestId,
     pub jsonrpc: JsonrpcResultResponseJsonrpc,
@@ -4309,7 +4309,7 @@ impl ::std::convert::TryFrom<::std::string::String> for JsonrpcResultResponseJso
 }
 /**Use {@link TitledSingleSelectEnumSchema} instead.
 This interface will be removed in a future version.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct LegacyTitledEnumSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<::std::string::String>,
@@ -4331,7 +4331,7 @@ pub struct LegacyTitledEnumSchema {
 }
 /**(Legacy) Display names for enum values.
 Non-standard according to JSON schema 2020-12.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct LegacyTitledEnumSchemaEnumNames(pub ::std::vec::Vec<::std::string::String>);
 impl ::std::ops::Deref for LegacyTitledEnumSchemaEnumNames {
@@ -4404,7 +4404,7 @@ impl ::std::convert::TryFrom<::std::string::String> for LegacyTitledEnumSchemaTy
     }
 }
 ///Sent from the client to request a list of prompts and prompt templates the server has.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListPromptsRequest {
     pub id: RequestId,
     pub jsonrpc: ListPromptsRequestJsonrpc,
@@ -4516,7 +4516,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListPromptsRequestMethod
     }
 }
 ///The result returned by the server for a {@link ListPromptsRequestprompts/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListPromptsResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -4627,7 +4627,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListPromptsResultCacheSc
     }
 }
 ///A successful response from the server for a {@link ListPromptsRequestprompts/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListPromptsResultResponse {
     pub id: RequestId,
     pub jsonrpc: ListPromptsResultResponseJsonrpc,
@@ -4745,7 +4745,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListPromptsResultResultT
     }
 }
 ///Sent from the client to request a list of resource templates the server has.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourceTemplatesRequest {
     pub id: RequestId,
     pub jsonrpc: ListResourceTemplatesRequestJsonrpc,
@@ -4859,7 +4859,7 @@ for ListResourceTemplatesRequestMethod {
     }
 }
 ///The result returned by the server for a {@link ListResourceTemplatesRequestresources/templates/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourceTemplatesResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -4972,7 +4972,7 @@ for ListResourceTemplatesResultCacheScope {
     }
 }
 ///A successful response from the server for a {@link ListResourceTemplatesRequestresources/templates/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourceTemplatesResultResponse {
     pub id: RequestId,
     pub jsonrpc: ListResourceTemplatesResultResponseJsonrpc,
@@ -5091,7 +5091,7 @@ for ListResourceTemplatesResultResultType {
     }
 }
 ///Sent from the client to request a list of resources the server has.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourcesRequest {
     pub id: RequestId,
     pub jsonrpc: ListResourcesRequestJsonrpc,
@@ -5203,7 +5203,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListResourcesRequestMeth
     }
 }
 ///The result returned by the server for a {@link ListResourcesRequestresources/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourcesResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -5314,7 +5314,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListResourcesResultCache
     }
 }
 ///A successful response from the server for a {@link ListResourcesRequestresources/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListResourcesResultResponse {
     pub id: RequestId,
     pub jsonrpc: ListResourcesResultResponseJsonrpc,
@@ -5438,7 +5438,7 @@ on.
 
 This request is typically used when the server needs to understand the file system
 structure or access specific locations that the client has permission to read from.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListRootsRequest {
     pub method: ListRootsRequestMethod,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -5498,7 +5498,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListRootsRequestMethod {
     }
 }
 ///`ListRootsRequestParams`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListRootsRequestParams {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<MetaObject>,
@@ -5508,14 +5508,14 @@ pub struct ListRootsRequestParams {
 /**The result returned by the client for a {@link ListRootsRequestroots/list} request.
 This result contains an array of {@link Root} objects, each representing a root directory
 or file that the server can operate on.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListRootsResult {
     pub roots: ::std::vec::Vec<Root>,
     #[serde(flatten)]
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Sent from the client to request a list of tools the server has.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListToolsRequest {
     pub id: RequestId,
     pub jsonrpc: ListToolsRequestJsonrpc,
@@ -5627,7 +5627,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListToolsRequestMethod {
     }
 }
 ///The result returned by the server for a {@link ListToolsRequesttools/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListToolsResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -5738,7 +5738,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ListToolsResultCacheScop
     }
 }
 ///A successful response from the server for a {@link ListToolsRequesttools/list} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ListToolsResultResponse {
     pub id: RequestId,
     pub jsonrpc: ListToolsResultResponseJsonrpc,
@@ -5937,7 +5937,7 @@ impl ::std::convert::TryFrom<::std::string::String> for LoggingLevel {
     }
 }
 ///JSONRPCNotification of a log message passed from server to client. The client opts in by setting `"io.modelcontextprotocol/logLevel"` in a request's `_meta`.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct LoggingMessageNotification {
     pub jsonrpc: LoggingMessageNotificationJsonrpc,
     pub method: LoggingMessageNotificationMethod,
@@ -6050,7 +6050,7 @@ for LoggingMessageNotificationMethod {
     }
 }
 ///Parameters for a `notifications/message` notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct LoggingMessageNotificationParams {
     ///The data to be logged, such as a string message or an object. Any JSON serializable type is allowed here.
     pub data: ::serde_json::Value,
@@ -6079,7 +6079,7 @@ Valid keys have two segments:
 **Name:**
 - Unless empty, MUST start and end with an alphanumeric character (`[a-z0-9A-Z]`).
 - Interior characters may be alphanumeric, hyphens (`-`), underscores (`_`), or dots (`.`).*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct MetaObject(pub ::serde_json::Map<::std::string::String, ::serde_json::Value>);
 impl ::std::ops::Deref for MetaObject {
@@ -6107,7 +6107,7 @@ for MetaObject {
 In MCP, a server returns this error when a client invokes a method the server does not implement — either a genuinely unknown method, or one gated behind a server capability the server did not advertise (e.g., calling `prompts/list` when the `prompts` capability was not advertised).
 
 A request that requires a client capability the client did not declare is signalled instead by {@link MissingRequiredClientCapabilityError} (`-32021`).*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct MethodNotFoundError {
     ///The error type that occurred.
     pub code: MethodNotFoundErrorCode,
@@ -6121,7 +6121,7 @@ pub struct MethodNotFoundError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The error type that occurred.
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct MethodNotFoundErrorCode(i64);
 impl ::std::ops::Deref for MethodNotFoundErrorCode {
@@ -6159,7 +6159,7 @@ impl<'de> ::serde::Deserialize<'de> for MethodNotFoundErrorCode {
 /**Returned when processing a request requires a capability the client did not
 declare in `clientCapabilities`. For HTTP, the response status code MUST be
 `400 Bad Request`.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct MissingRequiredClientCapabilityError {
     pub error: MissingRequiredClientCapabilityErrorError,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6169,7 +6169,7 @@ pub struct MissingRequiredClientCapabilityError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`MissingRequiredClientCapabilityErrorError`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct MissingRequiredClientCapabilityErrorError {
     pub code: MissingRequiredClientCapabilityErrorErrorCode,
     pub data: MissingRequiredClientCapabilityErrorErrorData,
@@ -6178,7 +6178,7 @@ pub struct MissingRequiredClientCapabilityErrorError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`MissingRequiredClientCapabilityErrorErrorCode`
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct MissingRequiredClientCapabilityErrorErrorCode(i64);
 impl ::std::ops::Deref for MissingRequiredClientCapabilityErrorErrorCode {
@@ -6214,7 +6214,7 @@ impl<'de> ::serde::Deserialize<'de> for MissingRequiredClientCapabilityErrorErro
     }
 }
 ///`MissingRequiredClientCapabilityErrorErrorData`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct MissingRequiredClientCapabilityErrorErrorData {
     ///The capabilities the server requires from the client to process this request.
     #[serde(rename = "requiredCapabilities")]
@@ -6278,7 +6278,7 @@ for MissingRequiredClientCapabilityErrorJsonrpc {
 
 Keys not declared here are currently left unspecified by the spec and are up
 to the client to interpret.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ModelHint {
     /**A hint for a model name.
 
@@ -6305,7 +6305,7 @@ dimensions to help clients make an appropriate selection for their use case.
 These preferences are always advisory. The client MAY ignore them. It is also
 up to the client to decide how to interpret these preferences and how to
 balance them against other considerations.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ModelPreferences {
     /**How much to prioritize cost when selecting a model. A value of 0 means cost
 is not important, while a value of 1 means cost is the most important
@@ -6343,7 +6343,7 @@ If multiple hints are specified, the client MUST evaluate them in order
 
 The client SHOULD prioritize these hints over the numeric priorities, but
 MAY still use the priorities to select from ambiguous matches.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ModelPreferencesHints(pub ::std::vec::Vec<ModelHint>);
 impl ::std::ops::Deref for ModelPreferencesHints {
@@ -6363,7 +6363,7 @@ impl ::std::convert::From<::std::vec::Vec<ModelHint>> for ModelPreferencesHints 
     }
 }
 ///`MultiSelectEnumSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum MultiSelectEnumSchema {
     UntitledMultiSelectEnumSchema(UntitledMultiSelectEnumSchema),
@@ -6380,7 +6380,7 @@ impl ::std::convert::From<TitledMultiSelectEnumSchema> for MultiSelectEnumSchema
     }
 }
 ///`Notification`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Notification {
     pub method: ::std::string::String,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6389,7 +6389,7 @@ pub struct Notification {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Extends {@link MetaObject} with additional notification-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct NotificationMetaObject {
     /**Identifies the subscription stream a notification was delivered on. The
 server MUST include this key on every notification delivered via a
@@ -6410,7 +6410,7 @@ opened the stream.*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Common params for any notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct NotificationParams {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<NotificationMetaObject>,
@@ -6418,7 +6418,7 @@ pub struct NotificationParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`NotificationParams2`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct NotificationParams2(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -6444,7 +6444,7 @@ for NotificationParams2 {
     }
 }
 ///`NumberSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct NumberSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<::serde_json::Number>,
@@ -6517,7 +6517,7 @@ impl ::std::convert::TryFrom<::std::string::String> for NumberSchemaType {
     }
 }
 ///`PaginatedRequest`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PaginatedRequest {
     pub id: RequestId,
     pub jsonrpc: PaginatedRequestJsonrpc,
@@ -6578,7 +6578,7 @@ impl ::std::convert::TryFrom<::std::string::String> for PaginatedRequestJsonrpc 
     }
 }
 ///Common params for paginated requests.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PaginatedRequestParams {
     /**An opaque token representing the current pagination position.
 If provided, the server should return results starting after this cursor.*/
@@ -6590,7 +6590,7 @@ If provided, the server should return results starting after this cursor.*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`PaginatedResult`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PaginatedResult {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<ResultMetaObject>,
@@ -6671,7 +6671,7 @@ impl ::std::convert::TryFrom<::std::string::String> for PaginatedResultResultTyp
     }
 }
 ///A JSON-RPC error indicating that invalid JSON was received by the server. This error is returned when the server cannot parse the JSON text of a message.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ParseError {
     ///The error type that occurred.
     pub code: ParseErrorCode,
@@ -6685,7 +6685,7 @@ pub struct ParseError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The error type that occurred.
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ParseErrorCode(i64);
 impl ::std::ops::Deref for ParseErrorCode {
@@ -6722,7 +6722,7 @@ impl<'de> ::serde::Deserialize<'de> for ParseErrorCode {
 }
 /**Restricted schema definitions that only allow primitive types
 without nested objects or arrays.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum PrimitiveSchemaDefinition {
     UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
@@ -6775,7 +6775,7 @@ impl ::std::convert::From<BooleanSchema> for PrimitiveSchemaDefinition {
     }
 }
 ///An out-of-band notification used to inform the receiver of a progress update for a long-running request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ProgressNotification {
     pub jsonrpc: ProgressNotificationJsonrpc,
     pub method: ProgressNotificationMethod,
@@ -6886,7 +6886,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ProgressNotificationMeth
     }
 }
 ///Parameters for a {@link ProgressNotificationnotifications/progress} notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ProgressNotificationParams {
     ///An optional message describing the current progress.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6905,7 +6905,7 @@ pub struct ProgressNotificationParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A progress token, used to associate progress notifications with the original request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ProgressToken {
     Integer(i64),
@@ -6925,7 +6925,7 @@ impl ::std::convert::From<i64> for ProgressToken {
     }
 }
 ///A prompt or prompt template that the server offers.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Prompt {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub arguments: ::std::option::Option<PromptArguments>,
@@ -6950,7 +6950,7 @@ if present).*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Describes an argument that a prompt can accept.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptArgument {
     ///A human-readable description of the argument.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -6972,7 +6972,7 @@ if present).*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A list of arguments to use for templating the prompt.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct PromptArguments(pub ::std::vec::Vec<PromptArgument>);
 impl ::std::ops::Deref for PromptArguments {
@@ -7000,7 +7000,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct PromptIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for PromptIcons {
@@ -7020,7 +7020,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for PromptIcons {
     }
 }
 ///An optional notification from the server to the client, informing it that the list of prompts it offers has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `promptsListChanged` filter field.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptListChangedNotification {
     pub jsonrpc: PromptListChangedNotificationJsonrpc,
     pub method: PromptListChangedNotificationMethod,
@@ -7141,7 +7141,7 @@ for PromptListChangedNotificationMethod {
 
 This is similar to {@link SamplingMessage}, but also supports the embedding of
 resources from the MCP server.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptMessage {
     pub content: ContentBlock,
     pub role: Role,
@@ -7149,7 +7149,7 @@ pub struct PromptMessage {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Identifies a prompt.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct PromptReference {
     ///Intended for programmatic or logical use, but used as a display name in past specs or fallback (if title isn't present).
     pub name: ::std::string::String,
@@ -7218,7 +7218,7 @@ impl ::std::convert::TryFrom<::std::string::String> for PromptReferenceType {
     }
 }
 ///Sent from the client to the server, to read a specific resource URI.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReadResourceRequest {
     pub id: RequestId,
     pub jsonrpc: ReadResourceRequestJsonrpc,
@@ -7330,7 +7330,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ReadResourceRequestMetho
     }
 }
 ///Parameters for a `resources/read` request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReadResourceRequestParams {
     #[serde(
         rename = "inputResponses",
@@ -7350,7 +7350,7 @@ pub struct ReadResourceRequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The result returned by the server for a {@link ReadResourceRequestresources/read} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReadResourceResult {
     /**Indicates the intended scope of the cached response, analogous to HTTP
 `Cache-Control: public` vs `Cache-Control: private`.
@@ -7454,7 +7454,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ReadResourceResultCacheS
     }
 }
 ///`ReadResourceResultContentsItem`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ReadResourceResultContentsItem {
     TextResourceContents(TextResourceContents),
@@ -7471,7 +7471,7 @@ impl ::std::convert::From<BlobResourceContents> for ReadResourceResultContentsIt
     }
 }
 ///A successful response from the server for a {@link ReadResourceRequestresources/read} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ReadResourceResultResponse {
     pub id: RequestId,
     pub jsonrpc: ReadResourceResultResponseJsonrpc,
@@ -7532,7 +7532,7 @@ for ReadResourceResultResponseJsonrpc {
     }
 }
 ///`ReadResourceResultResponseResult`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ReadResourceResultResponseResult {
     ReadResourceResult(ReadResourceResult),
@@ -7606,7 +7606,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ReadResourceResultResult
     }
 }
 ///`Request`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Request {
     pub method: ::std::string::String,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7615,7 +7615,7 @@ pub struct Request {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A uniquely identifying ID for a request in JSON-RPC.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum RequestId {
     Integer(i64),
@@ -7635,7 +7635,7 @@ impl ::std::convert::From<i64> for RequestId {
     }
 }
 ///Extends {@link MetaObject} with additional request-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RequestMetaObject {
     /**The client's capabilities for this specific request. Required.
 
@@ -7688,7 +7688,7 @@ server does not support the requested version, it MUST return an
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Common params for any request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct RequestParams {
     #[serde(rename = "_meta")]
     pub meta: RequestMetaObject,
@@ -7696,7 +7696,7 @@ pub struct RequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`RequestParams2`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct RequestParams2(
     pub ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -7722,7 +7722,7 @@ for RequestParams2 {
     }
 }
 ///A known resource that the server is capable of reading.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Resource {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7760,7 +7760,7 @@ if present).*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///The contents of a specific resource or sub-resource.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceContents {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<MetaObject>,
@@ -7781,7 +7781,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ResourceIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for ResourceIcons {
@@ -7803,7 +7803,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for ResourceIcons {
 /**A resource that the server is capable of reading, included in a prompt or tool call result.
 
 Note: resource links returned by tools are not guaranteed to appear in the results of {@link ListResourcesRequestresources/list} requests.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceLink {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -7851,7 +7851,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ResourceLinkIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for ResourceLinkIcons {
@@ -7922,7 +7922,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ResourceLinkType {
     }
 }
 ///An optional notification from the server to the client, informing it that the list of resources it can read from has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `resourcesListChanged` filter field.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceListChangedNotification {
     pub jsonrpc: ResourceListChangedNotificationJsonrpc,
     pub method: ResourceListChangedNotificationMethod,
@@ -8040,7 +8040,7 @@ for ResourceListChangedNotificationMethod {
     }
 }
 ///Common params for resource-related requests.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceRequestParams {
     #[serde(rename = "_meta")]
     pub meta: RequestMetaObject,
@@ -8050,7 +8050,7 @@ pub struct ResourceRequestParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///A template description for resources available on the server.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceTemplate {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8092,7 +8092,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ResourceTemplateIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for ResourceTemplateIcons {
@@ -8112,7 +8112,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for ResourceTemplateIcons {
     }
 }
 ///A reference to a resource or resource template definition.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceTemplateReference {
     #[serde(rename = "type")]
     pub type_: ResourceTemplateReferenceType,
@@ -8173,7 +8173,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ResourceTemplateReferenc
     }
 }
 ///A notification from the server to the client, informing it that a resource has changed and may need to be read again. This is only sent for resources the client opted in to via the `resourceSubscriptions` field of a {@link SubscriptionsListenRequestsubscriptions/listen} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceUpdatedNotification {
     pub jsonrpc: ResourceUpdatedNotificationJsonrpc,
     pub method: ResourceUpdatedNotificationMethod,
@@ -8288,7 +8288,7 @@ for ResourceUpdatedNotificationMethod {
     }
 }
 ///Parameters for a `notifications/resources/updated` notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResourceUpdatedNotificationParams {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<NotificationMetaObject>,
@@ -8298,7 +8298,7 @@ pub struct ResourceUpdatedNotificationParams {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Common result fields.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Result {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<ResultMetaObject>,
@@ -8315,7 +8315,7 @@ server implementing an earlier protocol version (which does not include
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Extends {@link MetaObject} with additional result-specific fields. All key naming rules from `MetaObject` apply.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ResultMetaObject {
     /**Identifies the server software producing the response. Servers SHOULD
 include this field on every response unless specifically configured not
@@ -8437,7 +8437,7 @@ impl ::std::convert::TryFrom<::std::string::String> for Role {
     }
 }
 ///Represents a root directory or file that the server can operate on.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Root {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<MetaObject>,
@@ -8454,7 +8454,7 @@ other URI schemes.*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Describes a message issued to or received from an LLM API.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SamplingMessage {
     pub content: SamplingMessageContent,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -8464,7 +8464,7 @@ pub struct SamplingMessage {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`SamplingMessageContent`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum SamplingMessageContent {
     TextContent(TextContent),
@@ -8506,7 +8506,7 @@ for SamplingMessageContent {
     }
 }
 ///`SamplingMessageContentBlock`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum SamplingMessageContentBlock {
     ToolUseContent(ToolUseContent),
@@ -8541,7 +8541,7 @@ impl ::std::convert::From<TextContent> for SamplingMessageContentBlock {
     }
 }
 ///Capabilities that a server may support. Known capabilities are defined here, in this schema, but this is not a closed set: any server can define its own, additional capabilities.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ServerCapabilities {
     ///Present if the server supports argument autocompletion suggestions.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -8567,7 +8567,7 @@ pub struct ServerCapabilities {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Experimental, non-standard capabilities that the server supports.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ServerCapabilitiesExperimental(
     pub ::std::collections::BTreeMap<
@@ -8619,7 +8619,7 @@ objects. An empty object indicates support with no settings.
 
 Keys MUST follow the {@link MetaObject`_meta` key naming rules}, with a
 mandatory prefix.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ServerCapabilitiesExtensions(
     pub ::std::collections::BTreeMap<
@@ -8666,7 +8666,7 @@ impl ::std::convert::From<
     }
 }
 ///Present if the server offers any prompt templates.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ServerCapabilitiesPrompts {
     ///Whether this server supports notifications for changes to the prompt list.
     #[serde(
@@ -8678,7 +8678,7 @@ pub struct ServerCapabilitiesPrompts {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Present if the server offers any resources to read.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ServerCapabilitiesResources {
     ///Whether this server supports notifications for changes to the resource list.
     #[serde(
@@ -8693,7 +8693,7 @@ pub struct ServerCapabilitiesResources {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Present if the server offers any tools to call.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ServerCapabilitiesTools {
     ///Whether this server supports notifications for changes to the tool list.
     #[serde(
@@ -8705,7 +8705,7 @@ pub struct ServerCapabilitiesTools {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`ServerNotification`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ServerNotification {
     CancelledNotification(CancelledNotification),
@@ -8758,7 +8758,7 @@ impl ::std::convert::From<ToolListChangedNotification> for ServerNotification {
     }
 }
 ///`ServerResult`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum ServerResult {
     DiscoverResult(DiscoverResult),
@@ -8835,7 +8835,7 @@ impl ::std::convert::From<Result> for ServerResult {
     }
 }
 ///`SingleSelectEnumSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(untagged)]
 pub enum SingleSelectEnumSchema {
     UntitledSingleSelectEnumSchema(UntitledSingleSelectEnumSchema),
@@ -8852,7 +8852,7 @@ impl ::std::convert::From<TitledSingleSelectEnumSchema> for SingleSelectEnumSche
     }
 }
 ///`StringSchema`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct StringSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<::std::string::String>,
@@ -8996,7 +8996,7 @@ impl ::std::convert::TryFrom<::std::string::String> for StringSchemaType {
 
 Each notification type is **opt-in**; the server **MUST NOT** send
 notification types the client has not explicitly requested here.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionFilter {
     ///If true, receive {@link PromptListChangedNotificationnotifications/prompts/list_changed}.
     #[serde(
@@ -9028,7 +9028,7 @@ pub struct SubscriptionFilter {
 }
 /**Subscribe to {@link ResourceUpdatedNotificationnotifications/resources/updated} for these resource URIs.
 Replaces the former `resources/subscribe` RPC.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct SubscriptionFilterResourceSubscriptions(
     pub ::std::vec::Vec<::std::string::String>,
@@ -9061,7 +9061,7 @@ NOT send any notification on the subscription before acknowledging it. On
 stdio, where every subscription shares one channel, this ordering is defined
 per subscription ID and not per channel: messages belonging to other
 subscriptions MAY be interleaved before it.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsAcknowledgedNotification {
     pub jsonrpc: SubscriptionsAcknowledgedNotificationJsonrpc,
     pub method: SubscriptionsAcknowledgedNotificationMethod,
@@ -9178,7 +9178,7 @@ for SubscriptionsAcknowledgedNotificationMethod {
     }
 }
 ///Parameters for a {@link SubscriptionsAcknowledgedNotificationnotifications/subscriptions/acknowledged} notification.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsAcknowledgedNotificationParams {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<NotificationMetaObject>,
@@ -9193,7 +9193,7 @@ the server has no prompts), it is omitted from this set.*/
 /**Sent from the client to open a long-lived channel for receiving notifications
 outside the context of a specific request. Replaces the previous HTTP GET
 endpoint and ensures consistent behavior between HTTP and STDIO.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsListenRequest {
     pub id: RequestId,
     pub jsonrpc: SubscriptionsListenRequestJsonrpc,
@@ -9307,7 +9307,7 @@ for SubscriptionsListenRequestMethod {
     }
 }
 ///Parameters for a {@link SubscriptionsListenRequestsubscriptions/listen} request.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsListenRequestParams {
     #[serde(rename = "_meta")]
     pub meta: RequestMetaObject,
@@ -9323,7 +9323,7 @@ request, signalling that the subscription has ended gracefully (for example,
 during server shutdown). Because the listen stream is long-lived, this result
 is sent only when the server tears the subscription down; an abrupt transport
 close carries no response. The result body is otherwise empty.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsListenResult {
     #[serde(rename = "_meta")]
     pub meta: SubscriptionsListenResultMetaObject,
@@ -9341,7 +9341,7 @@ server implementing an earlier protocol version (which does not include
 }
 /**Extends {@link ResultMetaObject} with the subscription-stream identifier carried by a
 {@link SubscriptionsListenResult}. All key naming rules from `MetaObject` apply.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsListenResultMetaObject {
     /**Identifies the server software producing the response. Servers SHOULD
 include this field on every response unless specifically configured not
@@ -9371,7 +9371,7 @@ response's `id`).*/
 }
 /**A successful response from the server for a {@link SubscriptionsListenRequestsubscriptions/listen}
 request, sent when the server tears the subscription down gracefully.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct SubscriptionsListenResultResponse {
     pub id: RequestId,
     pub jsonrpc: SubscriptionsListenResultResponseJsonrpc,
@@ -9490,7 +9490,7 @@ for SubscriptionsListenResultResultType {
     }
 }
 ///Text provided to or from an LLM.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TextContent {
     ///Optional annotations for the client.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9556,7 +9556,7 @@ impl ::std::convert::TryFrom<::std::string::String> for TextContentType {
     }
 }
 ///`TextResourceContents`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TextResourceContents {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     pub meta: ::std::option::Option<MetaObject>,
@@ -9571,7 +9571,7 @@ pub struct TextResourceContents {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Schema for multiple-selection enumeration with display titles for each option.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TitledMultiSelectEnumSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<TitledMultiSelectEnumSchemaDefault>,
@@ -9594,7 +9594,7 @@ pub struct TitledMultiSelectEnumSchema {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Optional default value.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct TitledMultiSelectEnumSchemaDefault(
     pub ::std::vec::Vec<::std::string::String>,
@@ -9618,7 +9618,7 @@ for TitledMultiSelectEnumSchemaDefault {
     }
 }
 ///Schema for array items with enum options and display labels.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TitledMultiSelectEnumSchemaItems {
     ///Array of enum options with values and display labels.
     #[serde(rename = "anyOf")]
@@ -9627,7 +9627,7 @@ pub struct TitledMultiSelectEnumSchemaItems {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`TitledMultiSelectEnumSchemaItemsAnyOfItem`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TitledMultiSelectEnumSchemaItemsAnyOfItem {
     ///The constant enum value.
     #[serde(rename = "const")]
@@ -9689,7 +9689,7 @@ impl ::std::convert::TryFrom<::std::string::String> for TitledMultiSelectEnumSch
     }
 }
 ///Schema for single-selection enumeration with display titles for each option.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TitledSingleSelectEnumSchema {
     ///Optional default value.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -9709,7 +9709,7 @@ pub struct TitledSingleSelectEnumSchema {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`TitledSingleSelectEnumSchemaOneOfItem`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct TitledSingleSelectEnumSchemaOneOfItem {
     ///The enum value.
     #[serde(rename = "const")]
@@ -9772,7 +9772,7 @@ for TitledSingleSelectEnumSchemaType {
     }
 }
 ///Definition for a tool the client can call.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Tool {
     /**Optional additional tool information.
 
@@ -9816,7 +9816,7 @@ tool behavior (including descriptive properties like `title`).
 
 Clients should never make tool use decisions based on `ToolAnnotations`
 received from untrusted servers.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolAnnotations {
     /**If true, the tool may perform destructive updates to its environment.
 If false, the tool performs only additive updates.
@@ -9866,7 +9866,7 @@ Default: false*/
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Controls tool selection behavior for sampling requests.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolChoice {
     /**Controls the tool use ability of the model:
 - `"auto"`: Model decides whether to use tools (default)
@@ -9948,7 +9948,7 @@ Clients that support rendering icons MUST support at least the following MIME ty
 Clients that support rendering icons SHOULD also support:
 - `image/svg+xml` - SVG images (scalable but requires security precautions)
 - `image/webp` - WebP images (modern, efficient format)*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct ToolIcons(pub ::std::vec::Vec<Icon>);
 impl ::std::ops::Deref for ToolIcons {
@@ -9968,7 +9968,7 @@ impl ::std::convert::From<::std::vec::Vec<Icon>> for ToolIcons {
     }
 }
 ///An optional notification from the server to the client, informing it that the list of tools it offers has changed. This is only delivered on a {@link SubscriptionsListenRequestsubscriptions/listen} stream when the client requested it via the `toolsListChanged` filter field.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolListChangedNotification {
     pub jsonrpc: ToolListChangedNotificationJsonrpc,
     pub method: ToolListChangedNotificationMethod,
@@ -10084,7 +10084,7 @@ for ToolListChangedNotificationMethod {
     }
 }
 ///The result of a tool use, provided by the user back to the assistant.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolResultContent {
     /**The unstructured result content of the tool use.
 
@@ -10173,7 +10173,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ToolResultContentType {
     }
 }
 ///A request from the assistant to call a tool.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct ToolUseContent {
     /**A unique identifier for this tool use.
 
@@ -10247,7 +10247,7 @@ impl ::std::convert::TryFrom<::std::string::String> for ToolUseContentType {
 unsupported (e.g., a known experimental or draft version the server has
 chosen not to implement). For HTTP, the response status code MUST be
 `400 Bad Request`.*/
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UnsupportedProtocolVersionError {
     pub error: UnsupportedProtocolVersionErrorError,
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -10257,7 +10257,7 @@ pub struct UnsupportedProtocolVersionError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`UnsupportedProtocolVersionErrorError`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UnsupportedProtocolVersionErrorError {
     pub code: UnsupportedProtocolVersionErrorErrorCode,
     pub data: UnsupportedProtocolVersionErrorErrorData,
@@ -10266,7 +10266,7 @@ pub struct UnsupportedProtocolVersionErrorError {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///`UnsupportedProtocolVersionErrorErrorCode`
-#[derive(::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct UnsupportedProtocolVersionErrorErrorCode(i64);
 impl ::std::ops::Deref for UnsupportedProtocolVersionErrorErrorCode {
@@ -10302,7 +10302,7 @@ impl<'de> ::serde::Deserialize<'de> for UnsupportedProtocolVersionErrorErrorCode
     }
 }
 ///`UnsupportedProtocolVersionErrorErrorData`
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UnsupportedProtocolVersionErrorErrorData {
     ///The protocol version that was requested by the client.
     pub requested: ::std::string::String,
@@ -10365,7 +10365,7 @@ for UnsupportedProtocolVersionErrorJsonrpc {
     }
 }
 ///Schema for multiple-selection enumeration without display titles for options.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UntitledMultiSelectEnumSchema {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub default: ::std::option::Option<UntitledMultiSelectEnumSchemaDefault>,
@@ -10388,7 +10388,7 @@ pub struct UntitledMultiSelectEnumSchema {
     pub extra: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
 }
 ///Optional default value.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(transparent)]
 pub struct UntitledMultiSelectEnumSchemaDefault(
     pub ::std::vec::Vec<::std::string::String>,
@@ -10412,7 +10412,7 @@ for UntitledMultiSelectEnumSchemaDefault {
     }
 }
 ///Schema for the array items.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UntitledMultiSelectEnumSchemaItems {
     ///Array of enum values to choose from.
     #[serde(rename = "enum")]
@@ -10527,7 +10527,7 @@ for UntitledMultiSelectEnumSchemaType {
     }
 }
 ///Schema for single-selection enumeration without display titles for options.
-#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug)]
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct UntitledSingleSelectEnumSchema {
     ///Optional default value.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]

@@ -14,9 +14,9 @@
 //!   [`ResourceTemplate`];
 //! - [`PromptMessage`].
 //!
-//! typify derives neither `Default` nor `PartialEq`; both are implemented here (equality
-//! destructures every member, so a member a new schema adds is a compile error until it is
-//! compared), with small constructors (`Icon::new`, `Resource::new`, `TextContent::new`, …),
+//! `build.rs` has typify derive `PartialEq` on every generated type (every member compared,
+//! a member a new schema adds included; schemas and structured content by their exact text);
+//! typify derives no `Default`, which is implemented here, with small constructors (`Icon::new`, `Resource::new`, `TextContent::new`, …),
 //! so struct-update authoring keeps working. They write their members in `schema.json`'s
 //! order, which is alphabetical (`{"text":"hi","type":"text"}`: `type` comes last; JSON
 //! objects are unordered and the schema is the spec's shape), and keep any member the schema
@@ -86,16 +86,6 @@ impl Icon {
     }
 }
 
-impl PartialEq for Icon {
-    fn eq(&self, other: &Self) -> bool {
-        self.src == other.src
-            && self.mime_type == other.mime_type
-            && self.sizes.as_deref() == other.sizes.as_deref()
-            && self.theme == other.theme
-            && self.extra == other.extra
-    }
-}
-
 impl Eq for Icon {}
 
 /// Behavioural hints of a tool: the generated `ToolAnnotations`. Absent stays absent;
@@ -118,17 +108,6 @@ impl Default for ToolAnnotations {
             title: None,
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for ToolAnnotations {
-    fn eq(&self, other: &Self) -> bool {
-        self.title == other.title
-            && self.read_only_hint == other.read_only_hint
-            && self.destructive_hint == other.destructive_hint
-            && self.idempotent_hint == other.idempotent_hint
-            && self.open_world_hint == other.open_world_hint
-            && self.extra == other.extra
     }
 }
 
@@ -182,33 +161,6 @@ impl Tool {
     }
 }
 
-/// Schemas compare by their exact text; every member counts (the destructuring below makes
-/// a new generated member a compile error here until it is compared too).
-impl PartialEq for Tool {
-    fn eq(&self, other: &Self) -> bool {
-        let Tool {
-            annotations,
-            description,
-            icons,
-            input_schema,
-            meta,
-            name,
-            output_schema,
-            title,
-            extra,
-        } = self;
-        *name == other.name
-            && *title == other.title
-            && *description == other.description
-            && icons.as_deref() == other.icons.as_deref()
-            && *input_schema == other.input_schema
-            && *output_schema == other.output_schema
-            && *annotations == other.annotations
-            && meta.as_deref() == other.meta.as_deref()
-            && *extra == other.extra
-    }
-}
-
 impl Eq for Tool {}
 
 /// Audience role: the generated `Role` (`"user"` or `"assistant"`, same bytes).
@@ -239,15 +191,6 @@ impl Default for Annotations {
             priority: None,
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for Annotations {
-    fn eq(&self, other: &Self) -> bool {
-        self.audience.as_deref() == other.audience.as_deref()
-            && self.priority == other.priority
-            && self.last_modified == other.last_modified
-            && self.extra == other.extra
     }
 }
 
@@ -287,23 +230,6 @@ impl TextResourceContents {
     }
 }
 
-impl PartialEq for TextResourceContents {
-    fn eq(&self, other: &Self) -> bool {
-        let TextResourceContents {
-            meta,
-            mime_type,
-            text,
-            uri,
-            extra,
-        } = self;
-        meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *text == other.text
-            && *uri == other.uri
-            && *extra == other.extra
-    }
-}
-
 impl Eq for TextResourceContents {}
 
 impl BlobResourceContents {
@@ -318,23 +244,6 @@ impl BlobResourceContents {
             uri: uri.into(),
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for BlobResourceContents {
-    fn eq(&self, other: &Self) -> bool {
-        let BlobResourceContents {
-            blob,
-            meta,
-            mime_type,
-            uri,
-            extra,
-        } = self;
-        *blob == other.blob
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *uri == other.uri
-            && *extra == other.extra
     }
 }
 
@@ -390,22 +299,6 @@ impl ResourceContents {
         match self {
             ResourceContents::TextResourceContents(c) => &mut c.mime_type,
             ResourceContents::BlobResourceContents(c) => &mut c.mime_type,
-        }
-    }
-}
-
-impl PartialEq for ResourceContents {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (
-                ResourceContents::TextResourceContents(a),
-                ResourceContents::TextResourceContents(b),
-            ) => a == b,
-            (
-                ResourceContents::BlobResourceContents(a),
-                ResourceContents::BlobResourceContents(b),
-            ) => a == b,
-            _ => false,
         }
     }
 }
@@ -466,23 +359,6 @@ impl TextContent {
     }
 }
 
-impl PartialEq for TextContent {
-    fn eq(&self, other: &Self) -> bool {
-        let TextContent {
-            annotations,
-            meta,
-            text,
-            type_,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && meta.as_deref() == other.meta.as_deref()
-            && *text == other.text
-            && *type_ == other.type_
-            && *extra == other.extra
-    }
-}
-
 impl Eq for TextContent {}
 
 impl ImageContent {
@@ -500,25 +376,6 @@ impl ImageContent {
     }
 }
 
-impl PartialEq for ImageContent {
-    fn eq(&self, other: &Self) -> bool {
-        let ImageContent {
-            annotations,
-            data,
-            meta,
-            mime_type,
-            type_,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && *data == other.data
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *type_ == other.type_
-            && *extra == other.extra
-    }
-}
-
 impl Eq for ImageContent {}
 
 impl AudioContent {
@@ -533,25 +390,6 @@ impl AudioContent {
             type_: AudioContentType::Audio,
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for AudioContent {
-    fn eq(&self, other: &Self) -> bool {
-        let AudioContent {
-            annotations,
-            data,
-            meta,
-            mime_type,
-            type_,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && *data == other.data
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *type_ == other.type_
-            && *extra == other.extra
     }
 }
 
@@ -588,35 +426,6 @@ impl From<Resource> for ResourceLink {
     }
 }
 
-impl PartialEq for ResourceLink {
-    fn eq(&self, other: &Self) -> bool {
-        let ResourceLink {
-            annotations,
-            description,
-            icons,
-            meta,
-            mime_type,
-            name,
-            size,
-            title,
-            type_,
-            uri,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && *description == other.description
-            && icons.as_deref() == other.icons.as_deref()
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *name == other.name
-            && *size == other.size
-            && *title == other.title
-            && *type_ == other.type_
-            && *uri == other.uri
-            && *extra == other.extra
-    }
-}
-
 impl Eq for ResourceLink {}
 
 impl EmbeddedResource {
@@ -630,23 +439,6 @@ impl EmbeddedResource {
             type_: EmbeddedResourceType::Resource,
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for EmbeddedResource {
-    fn eq(&self, other: &Self) -> bool {
-        let EmbeddedResource {
-            annotations,
-            meta,
-            resource,
-            type_,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && meta.as_deref() == other.meta.as_deref()
-            && *resource == other.resource
-            && *type_ == other.type_
-            && *extra == other.extra
     }
 }
 
@@ -713,19 +505,6 @@ impl ContentBlock {
     }
 }
 
-impl PartialEq for ContentBlock {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (ContentBlock::TextContent(a), ContentBlock::TextContent(b)) => a == b,
-            (ContentBlock::ImageContent(a), ContentBlock::ImageContent(b)) => a == b,
-            (ContentBlock::AudioContent(a), ContentBlock::AudioContent(b)) => a == b,
-            (ContentBlock::ResourceLink(a), ContentBlock::ResourceLink(b)) => a == b,
-            (ContentBlock::EmbeddedResource(a), ContentBlock::EmbeddedResource(b)) => a == b,
-            _ => false,
-        }
-    }
-}
-
 impl Eq for ContentBlock {}
 
 /// A resource as listed: the generated `Resource` (`uri`, `name`, optional `title`,
@@ -764,33 +543,6 @@ impl Resource {
     }
 }
 
-impl PartialEq for Resource {
-    fn eq(&self, other: &Self) -> bool {
-        let Resource {
-            annotations,
-            description,
-            icons,
-            meta,
-            mime_type,
-            name,
-            size,
-            title,
-            uri,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && *description == other.description
-            && icons.as_deref() == other.icons.as_deref()
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *name == other.name
-            && *size == other.size
-            && *title == other.title
-            && *uri == other.uri
-            && *extra == other.extra
-    }
-}
-
 impl Eq for Resource {}
 
 /// A resource template: the generated `ResourceTemplate` (`uriTemplate`, `name`, optional
@@ -818,31 +570,6 @@ impl ResourceTemplate {
     }
 }
 
-impl PartialEq for ResourceTemplate {
-    fn eq(&self, other: &Self) -> bool {
-        let ResourceTemplate {
-            annotations,
-            description,
-            icons,
-            meta,
-            mime_type,
-            name,
-            title,
-            uri_template,
-            extra,
-        } = self;
-        *annotations == other.annotations
-            && *description == other.description
-            && icons.as_deref() == other.icons.as_deref()
-            && meta.as_deref() == other.meta.as_deref()
-            && *mime_type == other.mime_type
-            && *name == other.name
-            && *title == other.title
-            && *uri_template == other.uri_template
-            && *extra == other.extra
-    }
-}
-
 impl Eq for ResourceTemplate {}
 
 /// A prompt argument: the generated `PromptArgument` (`name`, optional `title`,
@@ -860,16 +587,6 @@ impl PromptArgument {
             title: None,
             extra: Map::new(),
         }
-    }
-}
-
-impl PartialEq for PromptArgument {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-            && self.title == other.title
-            && self.description == other.description
-            && self.required == other.required
-            && self.extra == other.extra
     }
 }
 
@@ -909,18 +626,6 @@ impl Prompt {
     }
 }
 
-impl PartialEq for Prompt {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-            && self.title == other.title
-            && self.description == other.description
-            && self.icons.as_deref() == other.icons.as_deref()
-            && self.arguments.as_deref() == other.arguments.as_deref()
-            && self.meta.as_deref() == other.meta.as_deref()
-            && self.extra == other.extra
-    }
-}
-
 /// One message of a prompt: the generated `PromptMessage` (`content`, `role`), members in the
 /// schema's (alphabetical) order.
 ///
@@ -952,17 +657,6 @@ impl PromptMessage {
     #[must_use]
     pub fn assistant(text: impl Into<String>) -> Self {
         PromptMessage::new(Role::Assistant, ContentBlock::text(text))
-    }
-}
-
-impl PartialEq for PromptMessage {
-    fn eq(&self, other: &Self) -> bool {
-        let PromptMessage {
-            content,
-            role,
-            extra,
-        } = self;
-        *content == other.content && *role == other.role && *extra == other.extra
     }
 }
 
