@@ -13,23 +13,26 @@ use serde_json::{Map, Value};
 
 use crate::core::descriptor::{Tool, ToolAnnotations, ToolInputSchema, ToolOutputSchema};
 use crate::core::schema::DRAFT_2020_12;
-use crate::core::{failure_envelope_schema, CoreError};
+use crate::core::CoreError;
 
 use super::envelope::{invalid, OrderedMembers};
 
 /// The failure envelope schema as JSON text: the core's schema derived from `ToolFailure`
 /// (one source of truth for codes and diagnostics), without `$schema` so that it can be
 /// bundled into wrappers of any dialect.
+///
+/// The text is written out here rather than derived at run time: the derivation (schemars
+/// walking `ToolFailure` and `Diagnostic`, then writing the value) cost every process about
+/// 0.25 M instructions on its first `tools/call`, 4 % of its time to the first stdio reply
+/// (issue #23). `the_written_failure_envelope_is_the_derived_one` keeps the two equal byte for
+/// byte, so the derivation stays the source of truth: a change to `ToolFailure` fails that
+/// test until this text is updated from the derivation.
 pub fn failure_envelope_schema_text() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        let mut schema = failure_envelope_schema();
-        if let Value::Object(map) = &mut schema {
-            map.remove("$schema");
-        }
-        schema.to_string()
-    })
+    FAILURE_ENVELOPE_SCHEMA_TEXT
 }
+
+/// [`crate::core::failure_envelope_schema`] without `$schema`, as `serde_json` writes it.
+const FAILURE_ENVELOPE_SCHEMA_TEXT: &str = r#"{"additionalProperties":false,"properties":{"failure":{"additionalProperties":false,"description":"A typed tool failure: reported as a result with `isError: true`, never as a panic.","properties":{"code":{"description":"Stable failure code.","maxLength":64,"pattern":"^[a-z][a-z0-9_]*$","type":"string"},"diagnostics":{"description":"Optional structured findings.","items":{"additionalProperties":false,"description":"One machine-readable finding attached to a failure, e.g. a schema violation.","properties":{"allowedKeys":{"description":"The keys allowed at `pointer`, when the failure concerns object members.","items":{"type":"string"},"type":"array"},"expected":{"description":"The expected type(s) when `keyword` is `type`.","type":"string"},"keyword":{"description":"The JSON Schema keyword that failed (`type`, `required`, `additionalProperties`, ...).","type":"string"},"message":{"description":"A human-readable explanation without parser line/column noise.","type":"string"},"pointer":{"description":"JSON Pointer into the arguments (`\"\"` is the whole object).","type":"string"}},"required":["pointer","keyword","message"],"type":"object"},"type":"array"},"message":{"description":"A safe message for the model.","type":"string"},"retryable":{"description":"Whether retrying the same call could succeed.","type":"boolean"}},"required":["code","message","retryable"],"type":"object"}},"required":["failure"],"type":"object"}"#;
 
 /// The compact `tools/list` body as JSON text: exactly three tools, strict input schemas,
 /// output schemas for the two discovery tools and none for `call_tool`.
@@ -271,6 +274,7 @@ pub(crate) fn wrap_output_schema(tool: &str, app: &RawValue) -> Result<String, C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::failure_envelope_schema;
 
     /// The members of the object `text`, in order.
     fn keys(text: &str) -> Vec<String> {
@@ -281,6 +285,22 @@ mod tests {
             .into_iter()
             .map(|(k, _)| k)
             .collect()
+    }
+
+    /// The written-out envelope (issue #23: no derivation before the first reply) is the
+    /// derived schema without `$schema`, byte for byte (E15: the published union admits
+    /// exactly the envelopes the core produces).
+    #[test]
+    fn the_written_failure_envelope_is_the_derived_one() {
+        let mut derived = failure_envelope_schema();
+        let Value::Object(map) = &mut derived else {
+            panic!("the derived envelope schema is an object");
+        };
+        assert_eq!(
+            map.remove("$schema"),
+            Some(Value::String(DRAFT_2020_12.to_owned()))
+        );
+        assert_eq!(failure_envelope_schema_text(), derived.to_string());
     }
 
     #[test]
