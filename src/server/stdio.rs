@@ -604,6 +604,18 @@ impl Server {
     /// Stdin and stdout are served by two dedicated threads (`mcp-stdin`, `mcp-stdout`); the
     /// requests that have to wait run as tasks on the calling runtime.
     ///
+    /// # Which runtime to build
+    ///
+    /// A request that completes in its first poll (the common case) is served on `mcp-stdin`,
+    /// not on a runtime worker, so a stdio host needs no worker threads: build a
+    /// current-thread runtime (`#[tokio::main(flavor = "current_thread")]`, or
+    /// `tokio::runtime::Builder::new_current_thread().enable_all()`). Its one thread (the
+    /// caller of `block_on`) runs the requests that wait and drives timers and I/O; starting
+    /// no workers saves two thread starts before the first reply (issue #23). Build a
+    /// multi-thread runtime instead when handlers block their thread or compute for long
+    /// after their first poll: on a current-thread runtime such a handler holds up every
+    /// other waiting request and the shutdown budget's timer until it yields.
+    ///
     /// # Errors
     /// When stdio already ran for this server, the threads cannot be started, or reading
     /// stdin / writing stdout fails.
