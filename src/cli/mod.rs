@@ -60,11 +60,7 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
         let _ = std::io::stdout().write_all(&script);
         return Exit::Success.code();
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -75,6 +71,24 @@ pub fn main_with(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     // Background tasks (a stuck reader) must not hold the process open.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     code
+}
+
+/// The runtime `command` runs on. The demo's stdio server gets a current-thread runtime, as
+/// [`Server::run_stdio`](crate::server::Server::run_stdio) documents for a host whose handlers
+/// do not block (the demo's never do): its requests are served on the stdin thread, so worker
+/// threads would only be started before the first reply, never used (issue #23). Everything
+/// else (the clients, the demo over HTTP) keeps two workers.
+fn runtime_for(command: &args::Command) -> tokio::runtime::Builder {
+    match command {
+        args::Command::Demo(args::DemoCommand::Serve { http: None, .. }) => {
+            tokio::runtime::Builder::new_current_thread()
+        }
+        _ => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        }
+    }
 }
 
 /// Runs the process's own command line.
@@ -113,5 +127,43 @@ async fn run(cli: Cli) -> Exit {
         args::Command::Check(args) => session::check(&cli.global, &args).await,
         args::Command::Bench(args) => bench::run(&cli.global, &args).await,
         command => session::run(&cli.global, command).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::runtime::RuntimeFlavor;
+
+    fn flavor(args: &[&str]) -> RuntimeFlavor {
+        let cli = Cli::try_parse_from(args).expect("a valid command line");
+        runtime_for(&cli.command)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .handle()
+            .runtime_flavor()
+    }
+
+    /// Issue #23 (time to the first stdio reply): the demo's stdio server starts no worker
+    /// threads; the demo over HTTP and every client command keep the two workers.
+    #[test]
+    fn only_the_stdio_demo_server_runs_on_a_current_thread_runtime() {
+        assert_eq!(
+            flavor(&["strict-mcp", "demo", "serve"]),
+            RuntimeFlavor::CurrentThread
+        );
+        assert_eq!(
+            flavor(&["strict-mcp", "demo", "serve", "--mode", "compact"]),
+            RuntimeFlavor::CurrentThread
+        );
+        assert_eq!(
+            flavor(&["strict-mcp", "demo", "serve", "--http", "127.0.0.1:0"]),
+            RuntimeFlavor::MultiThread
+        );
+        assert_eq!(
+            flavor(&["strict-mcp", "--demo", "tools", "list"]),
+            RuntimeFlavor::MultiThread
+        );
     }
 }
