@@ -233,6 +233,16 @@ impl CompiledSchema {
         &self,
         bytes: &'a str,
     ) -> Result<std::borrow::Cow<'a, str>, Vec<Diagnostic>> {
+        self.validate_arguments_value(bytes).map(|(text, _)| text)
+    }
+
+    /// As [`CompiledSchema::validate_arguments`], also returning the value the schema
+    /// checked (parsed once from the returned text), for a typed handler to read instead of
+    /// parsing the text again.
+    pub(crate) fn validate_arguments_value<'a>(
+        &self,
+        bytes: &'a str,
+    ) -> Result<(std::borrow::Cow<'a, str>, Value), Vec<Diagnostic>> {
         let rewritten = if self.null_as_absent.is_empty() || !bytes.contains("null") {
             None
         } else {
@@ -240,12 +250,12 @@ impl CompiledSchema {
         };
         match rewritten {
             Some(text) => {
-                self.validate_bytes(&text)?;
-                Ok(std::borrow::Cow::Owned(text))
+                let value = self.validate_bytes(&text)?;
+                Ok((std::borrow::Cow::Owned(text), value))
             }
             None => {
-                self.validate_bytes(bytes)?;
-                Ok(std::borrow::Cow::Borrowed(bytes))
+                let value = self.validate_bytes(bytes)?;
+                Ok((std::borrow::Cow::Borrowed(bytes), value))
             }
         }
     }
