@@ -31,7 +31,7 @@ use crate::core::resource::{
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
 use crate::core::search::{self, SearchText};
 use crate::core::skills::Skills;
-use crate::core::tool::{Arguments, DynamicOutput, SchemaSource, ToolDef, ToolReply};
+use crate::core::tool::{Arguments, HandlerOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
 /// Items per list page (at most 20 tools per page).
@@ -1497,7 +1497,7 @@ async fn run_handler(
     tool: &CompiledTool,
     inv: Invocation,
     args: Arguments<'_>,
-) -> Result<Outcome<DynamicOutput>, Result<ToolReply, CoreError>> {
+) -> Result<Outcome<HandlerOutput>, Result<ToolReply, CoreError>> {
     let name = tool.descriptor.name.as_str();
     let token = inv.cancel_token().clone();
     let gate = inv.progress_gate();
@@ -1526,14 +1526,21 @@ async fn run_handler(
 }
 
 /// A complete result checked against the tool's output schema.
-fn checked_output(tool: &CompiledTool, out: DynamicOutput) -> ToolReply {
+/// A typed tool's result is checked as the value serialised from its typed output (no parse
+/// of the text just written) where it has one; otherwise its text is parsed.
+fn checked_output(tool: &CompiledTool, out: HandlerOutput) -> ToolReply {
+    let HandlerOutput { output: out, value } = out;
     let name = tool.descriptor.name.as_str();
     if let Some(schema) = &tool.output {
         let Some(structured) = &out.structured else {
             tracing::warn!(tool = name, "structured result missing");
             return ToolReply::Failure(invalid_result());
         };
-        if let Err(diags) = schema.validate_bytes(structured.get()) {
+        let checked = match &value {
+            Some(value) => schema.validate_instance(value),
+            None => schema.validate_bytes(structured.get()).map(drop),
+        };
+        if let Err(diags) = checked {
             tracing::warn!(
                 tool = name,
                 ?diags,

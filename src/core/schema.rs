@@ -287,6 +287,25 @@ impl CompiledSchema {
         Some(out)
     }
 
+    /// Validates an instance built in memory (a typed tool's result serialised to a value, not
+    /// parsed from text) as [`CompiledSchema::validate_bytes`] validates the parsed text: the
+    /// depth bound on its containers, then the schema.
+    ///
+    /// # Errors
+    /// As [`CompiledSchema::validate_bytes`].
+    pub(crate) fn validate_instance(&self, value: &Value) -> Result<(), Vec<Diagnostic>> {
+        if deeper_than(value, MAX_INSTANCE_DEPTH) {
+            return Err(vec![Diagnostic {
+                pointer: String::new(),
+                keyword: "depth".to_owned(),
+                message: format!("value nesting exceeds {MAX_INSTANCE_DEPTH} levels"),
+                expected: None,
+                allowed_keys: None,
+            }]);
+        }
+        self.validate_value(value)
+    }
+
     /// Validates a parsed instance.
     ///
     /// # Errors

@@ -41,11 +41,19 @@ pub(crate) struct Arguments<'a> {
     pub(crate) value: Value,
 }
 
+/// What a handler produced: the output, and for a typed tool the value of its structured
+/// result serialised from the typed output ([`typed_value`]), so the output schema checks it
+/// without parsing the text just written; `None` means the text is parsed for the check.
+pub(crate) struct HandlerOutput {
+    pub(crate) output: DynamicOutput,
+    pub(crate) value: Option<Value>,
+}
+
 pub(crate) type ErasedHandler = Arc<
     dyn for<'a> Fn(
             Invocation,
             Arguments<'a>,
-        ) -> BoxFuture<Result<Outcome<DynamicOutput>, ToolError>>
+        ) -> BoxFuture<Result<Outcome<HandlerOutput>, ToolError>>
         + Send
         + Sync,
 >;
@@ -466,7 +474,7 @@ fn decode_typed<In: DeserializeOwned>(args: Arguments<'_>) -> Result<In, ToolErr
     })
 }
 
-fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
+fn encode_typed<Out: Serialize>(out: &Out) -> Result<HandlerOutput, ToolError> {
     // Serialised straight into a raw value (serde_json's own output is not parsed again).
     let structured = serde_json::value::to_raw_value(out).map_err(|e| {
         tracing::warn!(error = %e, "typed tool output could not be serialised");
@@ -475,10 +483,24 @@ fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
             "The tool produced a result it cannot encode.",
         ))
     })?;
-    Ok(DynamicOutput {
-        content: vec![ContentBlock::text(structured.get())],
-        structured: Some(structured),
+    Ok(HandlerOutput {
+        value: typed_value(out),
+        output: DynamicOutput {
+            content: vec![ContentBlock::text(structured.get())],
+            structured: Some(structured),
+        },
     })
+}
+
+/// The typed result as the value its text parses to, serialised from the typed output (no
+/// parse of the text: strings are copied, not unescaped). `None` where serialising to a value
+/// would not give what parsing the text gives, so the caller parses the text: an `f32` (its
+/// text is its own shortest form, which parses to another `f64` than the widened `f32`), an
+/// integer beyond `u64`/`i64` (a value cannot hold it), or anything serde_json's value
+/// serializer refuses. A `RawValue` member is parsed by that serializer, as the text is.
+fn typed_value<Out: Serialize>(out: &Out) -> Option<Value> {
+    out.serialize(no_f32::NoF32(serde_json::value::Serializer))
+        .ok()
 }
 
 /// Dynamic tools: explicit schema text kept byte-exact (for proxies and
@@ -548,7 +570,16 @@ impl ToolDef {
             handler: Arc::new(move |inv, args: Arguments<'_>| {
                 // The handler gets its own copy of the exact text (none when validation
                 // rewrote it: that text is moved); the parsed value is not needed.
-                Box::pin(handler(inv, args.text.into_owned()))
+                let fut = handler(inv, args.text.into_owned());
+                Box::pin(async move {
+                    Ok(match fut.await? {
+                        Outcome::Complete(output) => Outcome::Complete(HandlerOutput {
+                            output,
+                            value: None,
+                        }),
+                        Outcome::InputRequired { requests } => Outcome::InputRequired { requests },
+                    })
+                })
             }),
         }
     }
@@ -1082,6 +1113,97 @@ mod tests {
         }
     }
 
+    /// The value a typed result is checked as is the value its text parses to (o13_: the
+    /// output schema sees what the client gets), or `None` where it could not be.
+    #[test]
+    fn o13_typed_result_value_is_what_its_text_parses_to() {
+        use super::typed_value;
+        use serde::Serialize;
+        #[derive(Serialize)]
+        enum Kind {
+            Unit,
+            New(u8),
+            Pair(u8, String),
+            Named { a: bool },
+        }
+        #[derive(Serialize)]
+        struct Out {
+            text: String,
+            n: i64,
+            big: u64,
+            x: f64,
+            nan: f64,
+            c: char,
+            kinds: Vec<Kind>,
+            none: Option<u8>,
+            some: Option<&'static str>,
+            map: BTreeMap<u32, bool>,
+            raw: Box<RawValue>,
+            unit: (),
+            tuple: (u8, i128),
+        }
+        let out = Out {
+            text: "a \"q\" \\ é 😀\n\u{1}".to_owned(),
+            n: -5,
+            big: u64::MAX,
+            x: 0.1 + 0.2,
+            nan: f64::NAN,
+            c: 'ü',
+            kinds: vec![
+                Kind::Unit,
+                Kind::New(1),
+                Kind::Pair(2, "p".to_owned()),
+                Kind::Named { a: true },
+            ],
+            none: None,
+            some: Some("s"),
+            map: BTreeMap::from([(3, true), (10, false)]),
+            raw: RawValue::from_string(r#"{"m":1.10,"z":[]}"#.to_owned()).unwrap(),
+            unit: (),
+            tuple: (1, -7),
+        };
+        let parsed: Value = serde_json::from_str(&serde_json::to_string(&out).unwrap()).unwrap();
+        assert_eq!(typed_value(&out), Some(parsed));
+
+        // An f32 writes its own shortest text (0.1), which parses to another f64 than the
+        // widened f32 (0.10000000149011612): the text is checked instead.
+        #[derive(Serialize)]
+        struct Float {
+            ratio: Option<f32>,
+        }
+        assert_eq!(typed_value(&Float { ratio: Some(0.1) }), None);
+        assert_eq!(
+            typed_value(&Float { ratio: None }),
+            Some(serde_json::json!({ "ratio": null }))
+        );
+        // o29_: an integer beyond u64 has no value form; one inside it has.
+        #[derive(Serialize)]
+        struct Wide {
+            n: u128,
+        }
+        assert_eq!(
+            typed_value(&Wide {
+                n: u128::from(u64::MAX) + 1
+            }),
+            None
+        );
+        assert_eq!(
+            typed_value(&Wide {
+                n: u128::from(u64::MAX)
+            }),
+            Some(serde_json::json!({ "n": u64::MAX }))
+        );
+        // A raw value beyond the f64 range: no value, as its text does not parse to one.
+        #[derive(Serialize)]
+        struct Huge {
+            raw: Box<RawValue>,
+        }
+        let huge = Huge {
+            raw: RawValue::from_string("1e400".to_owned()).unwrap(),
+        };
+        assert_eq!(typed_value(&huge), None);
+    }
+
     /// The typed decoder falls back to the text where the value refuses, and reports the one
     /// failure where neither fits (o13_).
     #[test]
@@ -1108,5 +1230,268 @@ mod tests {
             value: serde_json::from_str(text).unwrap(),
         };
         assert!(decode_typed::<Inner>(args).is_err());
+    }
+}
+
+/// A serializer that passes everything to the one it wraps, at every depth (each nested value
+/// goes through [`no_f32::Guard`]), except an `f32`, which it refuses: serialised to text an
+/// `f32` is written in its own shortest form, which parses back to another `f64` than the
+/// widened `f32` a value would hold, so a value built from it would not be what the text
+/// says.
+mod no_f32 {
+    use serde::ser::{self, Serialize, Serializer};
+
+    pub(super) struct NoF32<S>(pub(super) S);
+
+    /// A value serialised through [`NoF32`] by whichever serializer asks for it.
+    struct Guard<'a, T: ?Sized>(&'a T);
+
+    impl<T: ?Sized + Serialize> Serialize for Guard<'_, T> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.0.serialize(NoF32(serializer))
+        }
+    }
+
+    /// A compound serializer whose members go through [`Guard`].
+    pub(super) struct Compound<C>(C);
+
+    impl<S: Serializer> Serializer for NoF32<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = Compound<S::SerializeSeq>;
+        type SerializeTuple = Compound<S::SerializeTuple>;
+        type SerializeTupleStruct = Compound<S::SerializeTupleStruct>;
+        type SerializeTupleVariant = Compound<S::SerializeTupleVariant>;
+        type SerializeMap = Compound<S::SerializeMap>;
+        type SerializeStruct = Compound<S::SerializeStruct>;
+        type SerializeStructVariant = Compound<S::SerializeStructVariant>;
+
+        fn serialize_bool(self, v: bool) -> Result<S::Ok, S::Error> {
+            self.0.serialize_bool(v)
+        }
+        fn serialize_i8(self, v: i8) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i8(v)
+        }
+        fn serialize_i16(self, v: i16) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i16(v)
+        }
+        fn serialize_i32(self, v: i32) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i32(v)
+        }
+        fn serialize_i64(self, v: i64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i64(v)
+        }
+        fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i128(v)
+        }
+        fn serialize_u8(self, v: u8) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u8(v)
+        }
+        fn serialize_u16(self, v: u16) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u16(v)
+        }
+        fn serialize_u32(self, v: u32) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u32(v)
+        }
+        fn serialize_u64(self, v: u64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u64(v)
+        }
+        fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u128(v)
+        }
+        fn serialize_f32(self, _v: f32) -> Result<S::Ok, S::Error> {
+            Err(ser::Error::custom("an f32 is checked from its text"))
+        }
+        fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_f64(v)
+        }
+        fn serialize_char(self, v: char) -> Result<S::Ok, S::Error> {
+            self.0.serialize_char(v)
+        }
+        fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
+            self.0.serialize_str(v)
+        }
+        fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
+            self.0.serialize_bytes(v)
+        }
+        fn serialize_none(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_none()
+        }
+        fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
+            self.0.serialize_some(&Guard(value))
+        }
+        fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit()
+        }
+        fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_struct(name)
+        }
+        fn serialize_unit_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_variant(name, index, variant)
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_newtype_struct(name, &Guard(value))
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0
+                .serialize_newtype_variant(name, index, variant, &Guard(value))
+        }
+        fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+            self.0.serialize_seq(len).map(Compound)
+        }
+        fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+            self.0.serialize_tuple(len).map(Compound)
+        }
+        fn serialize_tuple_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleStruct, S::Error> {
+            self.0.serialize_tuple_struct(name, len).map(Compound)
+        }
+        fn serialize_tuple_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleVariant, S::Error> {
+            self.0
+                .serialize_tuple_variant(name, index, variant, len)
+                .map(Compound)
+        }
+        fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+            self.0.serialize_map(len).map(Compound)
+        }
+        fn serialize_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStruct, S::Error> {
+            self.0.serialize_struct(name, len).map(Compound)
+        }
+        fn serialize_struct_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStructVariant, S::Error> {
+            self.0
+                .serialize_struct_variant(name, index, variant, len)
+                .map(Compound)
+        }
+        fn is_human_readable(&self) -> bool {
+            self.0.is_human_readable()
+        }
+    }
+
+    impl<C: ser::SerializeSeq> ser::SerializeSeq for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_element(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTuple> ser::SerializeTuple for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_element(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_field(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_field(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeMap> ser::SerializeMap for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), C::Error> {
+            self.0.serialize_key(&Guard(key))
+        }
+        fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_value(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(
+            &mut self,
+            key: &'static str,
+            value: &T,
+        ) -> Result<(), C::Error> {
+            self.0.serialize_field(key, &Guard(value))
+        }
+        fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+            self.0.skip_field(key)
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(
+            &mut self,
+            key: &'static str,
+            value: &T,
+        ) -> Result<(), C::Error> {
+            self.0.serialize_field(key, &Guard(value))
+        }
+        fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+            self.0.skip_field(key)
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
     }
 }
