@@ -879,3 +879,52 @@ fn o49_url_answers_carry_no_content() {
     let as_protocol: CoreError = inv.url_answer("b").unwrap_err().into();
     assert_eq!(as_protocol.code(), -32602);
 }
+
+/// A chain of objects `depth` levels deep.
+#[derive(Serialize, JsonSchema)]
+struct Nest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<Box<Nest>>,
+}
+
+fn nest(depth: usize) -> Nest {
+    (1..depth).fold(Nest { next: None }, |inner, _| Nest {
+        next: Some(Box::new(inner)),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DepthIn {
+    depth: usize,
+}
+
+/// A typed result is checked as the value serialised from it (issue #23: no parse of its own
+/// text), with the same depth bound as parsed text: 64 levels pass, 65 are `invalid_result`
+/// (O107, `MAX_INSTANCE_DEPTH`); an `f32` result, checked from its text, still passes.
+#[tokio::test]
+async fn o107_typed_result_checked_as_a_value_at_the_depth_bound_and_one_past() {
+    #[derive(Serialize, JsonSchema)]
+    struct Ratio {
+        ratio: f32,
+    }
+    let reg = RegistryBuilder::new()
+        .tool(ToolDef::typed(
+            "nest",
+            |_i: Invocation, a: DepthIn| async move { Ok(nest(a.depth)) },
+        ))
+        .tool(ToolDef::typed(
+            "ratio",
+            |_i: Invocation, _a: DepthIn| async move { Ok(Ratio { ratio: 0.1 }) },
+        ))
+        .build()
+        .unwrap();
+    assert_eq!(strict_mcp::core::schema::MAX_INSTANCE_DEPTH, 64);
+    let at = structured(call(&reg, "nest", r#"{"depth":64}"#).await.unwrap());
+    assert_eq!(at.matches('{').count(), 64, "{at}");
+    let past = failure(call(&reg, "nest", r#"{"depth":65}"#).await.unwrap());
+    assert_eq!(past.code, FailureCode::InvalidResult);
+    assert_eq!(
+        structured(call(&reg, "ratio", r#"{"depth":0}"#).await.unwrap()),
+        r#"{"ratio":0.1}"#
+    );
+}

@@ -279,25 +279,38 @@ pub(crate) fn encode_success_text(
     payload: &str,
     limits: &EgressLimits,
 ) -> Result<String, EgressError> {
+    encode_success_pieces(id, &[payload], limits)
+}
+
+/// As [`encode_success_text`], for a result payload given as pieces whose concatenation is
+/// one JSON value: written once, straight into the reply line (allocated at its final size),
+/// instead of being joined first and copied again.
+pub(crate) fn encode_success_pieces(
+    id: &RequestId,
+    pieces: &[&str],
+    limits: &EgressLimits,
+) -> Result<String, EgressError> {
     const HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
     const MID: &str = ",\"result\":";
     debug_assert!(
-        serde_json::from_str::<&RawValue>(payload).is_ok(),
-        "result is not one JSON value: {payload}"
+        serde_json::from_str::<&RawValue>(&pieces.concat()).is_ok(),
+        "result is not one JSON value: {}",
+        pieces.concat()
     );
     let token = id.token();
     if token.len() > limits.max_id_bytes {
         return Err(too_large(EgressBound::Id, limits.max_id_bytes, token.len()));
     }
+    let payload_len: usize = pieces.iter().map(|p| p.len()).sum();
     let payload_limit = limits.max_payload_bytes();
-    if payload.len() > payload_limit {
+    if payload_len > payload_limit {
         return Err(too_large(
             EgressBound::ResultPayload,
             payload_limit,
-            payload.len(),
+            payload_len,
         ));
     }
-    let total = HEAD.len() + token.len() + MID.len() + payload.len() + 1;
+    let total = HEAD.len() + token.len() + MID.len() + payload_len + 1;
     if total > limits.max_message_bytes {
         return Err(too_large(
             EgressBound::Message,
@@ -309,7 +322,9 @@ pub(crate) fn encode_success_text(
     out.push_str(HEAD);
     out.push_str(token);
     out.push_str(MID);
-    out.push_str(payload);
+    for piece in pieces {
+        out.push_str(piece);
+    }
     out.push('}');
     if memchr::memchr2(b'\n', b'\r', out.as_bytes()).is_some() {
         let mut buf = out.into_bytes();
@@ -396,5 +411,73 @@ impl<W: io::Write> LineWriter<W> {
     /// Gives back the sink.
     pub fn into_inner(self) -> W {
         self.inner
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A payload of exactly `len` bytes: a JSON string of `len - 2` letters.
+    fn payload(len: usize) -> String {
+        format!("\"{}\"", "a".repeat(len - 2))
+    }
+
+    /// The pieces encoder writes what the one-text encoder writes for their concatenation, and
+    /// keeps its bounds on the pieces' total: `max_payload_bytes` passes, one past it is
+    /// `ResultPayload` too large; over the whole message it is `Message` too large (O39).
+    #[test]
+    fn o39_success_pieces_match_the_joined_text_at_the_bound_and_one_past() {
+        let limits = EgressLimits {
+            max_message_bytes: 200,
+            reserve_bytes: 50,
+            ..EgressLimits::SERVER
+        };
+        let id = RequestId::from_token("7").expect("integer id");
+        let at = payload(limits.max_payload_bytes());
+        let (head, tail) = at.split_at(40);
+        let joined = encode_success_text(&id, &at, &limits).expect("at the bound");
+        assert_eq!(
+            encode_success_pieces(&id, &[head, "", tail], &limits).expect("at the bound"),
+            joined
+        );
+        assert_eq!(
+            joined,
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{at}}}")
+        );
+
+        let past = payload(limits.max_payload_bytes() + 1);
+        let (head, tail) = past.split_at(40);
+        match encode_success_pieces(&id, &[head, tail], &limits) {
+            Err(EgressError::TooLarge {
+                bound: EgressBound::ResultPayload,
+                limit,
+                actual,
+            }) => assert_eq!((limit, actual), (150, 151)),
+            other => panic!("one past the payload bound: {other:?}"),
+        }
+
+        // No reserve: the payload fits its bound but the message does not.
+        let tight = EgressLimits {
+            reserve_bytes: 0,
+            ..limits
+        };
+        let whole = payload(200 - "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":}".len());
+        let (head, tail) = whole.split_at(10);
+        assert!(encode_success_pieces(&id, &[head, tail], &tight).is_ok());
+        let over = payload(whole.len() + 1);
+        let (head, tail) = over.split_at(10);
+        assert!(matches!(
+            encode_success_pieces(&id, &[head, tail], &tight),
+            Err(EgressError::TooLarge {
+                bound: EgressBound::Message,
+                ..
+            })
+        ));
+        // A raw line break in a piece is compacted as in one text.
+        assert_eq!(
+            encode_success_pieces(&id, &["{\"a\":\n", "1}"], &limits).unwrap(),
+            encode_success_text(&id, "{\"a\":\n1}", &limits).unwrap()
+        );
     }
 }

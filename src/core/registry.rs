@@ -1,6 +1,7 @@
 //! The immutable registry: build-time checks, per-request policy, listing with cursors,
 //! search, tool calls, resource reads, prompt gets and completion.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
@@ -30,7 +31,7 @@ use crate::core::resource::{
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
 use crate::core::search::{self, SearchText};
 use crate::core::skills::Skills;
-use crate::core::tool::{DynamicOutput, SchemaSource, ToolDef, ToolReply};
+use crate::core::tool::{Arguments, HandlerOutput, SchemaSource, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
 /// Items per list page (at most 20 tools per page).
@@ -1113,24 +1114,30 @@ impl Registry {
         if inv.is_cancelled() {
             return Ok(ToolReply::Failure(cancelled()));
         }
-        let args: Box<RawValue> = match arguments {
-            Some(raw) => raw.to_owned(),
-            None => RawValue::from_string("{}".to_owned())
-                .map_err(|_| CoreError::Internal { retryable: false })?,
+        let empty: Box<RawValue>;
+        let raw: &RawValue = match arguments {
+            Some(raw) => raw,
+            None => {
+                empty = RawValue::from_string("{}".to_owned())
+                    .map_err(|_| CoreError::Internal { retryable: false })?;
+                &empty
+            }
         };
         // An explicit null on an optional property is read as absent (see validate_arguments).
-        let checked = tool
-            .input
-            .validate_arguments(args.get())
-            .map(|text| match text {
-                std::borrow::Cow::Borrowed(_) => None,
-                std::borrow::Cow::Owned(text) => Some(text),
-            });
-        let args = match checked {
-            Ok(None) => args,
-            Ok(Some(text)) => {
-                RawValue::from_string(text).map_err(|_| CoreError::Internal { retryable: false })?
-            }
+        // The text stays borrowed from the request unless that rewrote it; the value the
+        // schema checked goes to the handler (a typed one reads it instead of parsing again).
+        let args = match tool.input.validate_arguments_value(raw.get()) {
+            Ok((Cow::Borrowed(_), value)) => Arguments {
+                text: Cow::Borrowed(raw),
+                value,
+            },
+            Ok((Cow::Owned(text), value)) => Arguments {
+                text: Cow::Owned(
+                    RawValue::from_string(text)
+                        .map_err(|_| CoreError::Internal { retryable: false })?,
+                ),
+                value,
+            },
             Err(diagnostics) => {
                 return Ok(ToolReply::Failure(
                     ToolFailure::new(
@@ -1489,8 +1496,8 @@ impl VisibleTool<'_> {
 async fn run_handler(
     tool: &CompiledTool,
     inv: Invocation,
-    args: Box<RawValue>,
-) -> Result<Outcome<DynamicOutput>, Result<ToolReply, CoreError>> {
+    args: Arguments<'_>,
+) -> Result<Outcome<HandlerOutput>, Result<ToolReply, CoreError>> {
     let name = tool.descriptor.name.as_str();
     let token = inv.cancel_token().clone();
     let gate = inv.progress_gate();
@@ -1519,14 +1526,21 @@ async fn run_handler(
 }
 
 /// A complete result checked against the tool's output schema.
-fn checked_output(tool: &CompiledTool, out: DynamicOutput) -> ToolReply {
+/// A typed tool's result is checked as the value serialised from its typed output (no parse
+/// of the text just written) where it has one; otherwise its text is parsed.
+fn checked_output(tool: &CompiledTool, out: HandlerOutput) -> ToolReply {
+    let HandlerOutput { output: out, value } = out;
     let name = tool.descriptor.name.as_str();
     if let Some(schema) = &tool.output {
         let Some(structured) = &out.structured else {
             tracing::warn!(tool = name, "structured result missing");
             return ToolReply::Failure(invalid_result());
         };
-        if let Err(diags) = schema.validate_bytes(structured.get()) {
+        let checked = match &value {
+            Some(value) => schema.validate_instance(value),
+            None => schema.validate_bytes(structured.get()).map(drop),
+        };
+        if let Err(diags) = checked {
             tracing::warn!(
                 tool = name,
                 ?diags,

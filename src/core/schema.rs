@@ -233,6 +233,16 @@ impl CompiledSchema {
         &self,
         bytes: &'a str,
     ) -> Result<std::borrow::Cow<'a, str>, Vec<Diagnostic>> {
+        self.validate_arguments_value(bytes).map(|(text, _)| text)
+    }
+
+    /// As [`CompiledSchema::validate_arguments`], also returning the value the schema
+    /// checked (parsed once from the returned text), for a typed handler to read instead of
+    /// parsing the text again.
+    pub(crate) fn validate_arguments_value<'a>(
+        &self,
+        bytes: &'a str,
+    ) -> Result<(std::borrow::Cow<'a, str>, Value), Vec<Diagnostic>> {
         let rewritten = if self.null_as_absent.is_empty() || !bytes.contains("null") {
             None
         } else {
@@ -240,12 +250,12 @@ impl CompiledSchema {
         };
         match rewritten {
             Some(text) => {
-                self.validate_bytes(&text)?;
-                Ok(std::borrow::Cow::Owned(text))
+                let value = self.validate_bytes(&text)?;
+                Ok((std::borrow::Cow::Owned(text), value))
             }
             None => {
-                self.validate_bytes(bytes)?;
-                Ok(std::borrow::Cow::Borrowed(bytes))
+                let value = self.validate_bytes(bytes)?;
+                Ok((std::borrow::Cow::Borrowed(bytes), value))
             }
         }
     }
@@ -275,6 +285,25 @@ impl CompiledSchema {
         }
         out.push('}');
         Some(out)
+    }
+
+    /// Validates an instance built in memory (a typed tool's result serialised to a value, not
+    /// parsed from text) as [`CompiledSchema::validate_bytes`] validates the parsed text: the
+    /// depth bound on its containers, then the schema.
+    ///
+    /// # Errors
+    /// As [`CompiledSchema::validate_bytes`].
+    pub(crate) fn validate_instance(&self, value: &Value) -> Result<(), Vec<Diagnostic>> {
+        if deeper_than(value, MAX_INSTANCE_DEPTH) {
+            return Err(vec![Diagnostic {
+                pointer: String::new(),
+                keyword: "depth".to_owned(),
+                message: format!("value nesting exceeds {MAX_INSTANCE_DEPTH} levels"),
+                expected: None,
+                allowed_keys: None,
+            }]);
+        }
+        self.validate_value(value)
     }
 
     /// Validates a parsed instance.

@@ -1,6 +1,7 @@
 //! Tool definitions: typed tools (schemas derived from Rust types, ADR-061) and dynamic tools
 //! (explicit schema text, the documented exception for proxies and fixtures).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -31,8 +32,28 @@ pub struct DynamicOutput {
     pub structured: Option<Box<RawValue>>,
 }
 
+/// The arguments a handler is called with: their exact text after validation (borrowed from
+/// the request where nothing was rewritten) and the value the input schema checked, parsed
+/// once from that text. Typed handlers read the value (no second parse, strings moved, not
+/// copied); dynamic handlers get the text.
+pub(crate) struct Arguments<'a> {
+    pub(crate) text: Cow<'a, RawValue>,
+    pub(crate) value: Value,
+}
+
+/// What a handler produced: the output, and for a typed tool the value of its structured
+/// result serialised from the typed output ([`typed_value`]), so the output schema checks it
+/// without parsing the text just written; `None` means the text is parsed for the check.
+pub(crate) struct HandlerOutput {
+    pub(crate) output: DynamicOutput,
+    pub(crate) value: Option<Value>,
+}
+
 pub(crate) type ErasedHandler = Arc<
-    dyn Fn(Invocation, Box<RawValue>) -> BoxFuture<Result<Outcome<DynamicOutput>, ToolError>>
+    dyn for<'a> Fn(
+            Invocation,
+            Arguments<'a>,
+        ) -> BoxFuture<Result<Outcome<HandlerOutput>, ToolError>>
         + Send
         + Sync,
 >;
@@ -286,11 +307,13 @@ impl ToolDef {
         let handler = Arc::new(handler);
         Self::build_typed::<In, Out>(
             name.into(),
-            Arc::new(move |inv, args: Box<RawValue>| {
+            Arc::new(move |inv, args: Arguments<'_>| {
                 let handler = Arc::clone(&handler);
+                // Decoded before the future exists: the arguments' text is borrowed from the
+                // request and needed only when the validated value does not fit `In`.
+                let input = decode_typed::<In>(args);
                 Box::pin(async move {
-                    let input = decode_typed::<In>(&args)?;
-                    let out = handler(inv, input).await?;
+                    let out = handler(inv, input?).await?;
                     encode_typed(&out).map(Outcome::Complete)
                 })
             }),
@@ -361,11 +384,11 @@ impl ToolDef {
         let handler = Arc::new(handler);
         Self::build_typed::<In, Out>(
             name.into(),
-            Arc::new(move |inv, args: Box<RawValue>| {
+            Arc::new(move |inv, args: Arguments<'_>| {
                 let handler = Arc::clone(&handler);
+                let input = decode_typed::<In>(args);
                 Box::pin(async move {
-                    let input = decode_typed::<In>(&args)?;
-                    match handler(inv, input).await? {
+                    match handler(inv, input?).await? {
                         Outcome::Complete(out) => encode_typed(&out).map(Outcome::Complete),
                         Outcome::InputRequired { requests } => {
                             Ok(Outcome::InputRequired { requests })
@@ -422,8 +445,16 @@ impl ToolDef {
     }
 }
 
-fn decode_typed<In: DeserializeOwned>(args: &RawValue) -> Result<In, ToolError> {
-    serde_json::from_str::<In>(args.get()).map_err(|e| {
+/// The typed input from the validated value (moved: no second parse of the arguments, strings
+/// not copied). Where the value cannot give what the text would ([`exact_value`] refuses: a
+/// `RawValue` member, an integer beyond `u64`, a key that is not a plain string), or `In`
+/// refuses it, the exact text is deserialised instead, exactly as before; so every input gets
+/// the answer the text gives.
+fn decode_typed<In: DeserializeOwned>(args: Arguments<'_>) -> Result<In, ToolError> {
+    if let Ok(input) = In::deserialize(exact_value::Owned(args.value)) {
+        return Ok(input);
+    }
+    serde_json::from_str::<In>(args.text.get()).map_err(|e| {
         // The schema accepted the arguments but the type did not: report it without the
         // parser's position noise.
         tracing::warn!(error = %e, "arguments passed the schema but not the input type");
@@ -443,7 +474,7 @@ fn decode_typed<In: DeserializeOwned>(args: &RawValue) -> Result<In, ToolError> 
     })
 }
 
-fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
+fn encode_typed<Out: Serialize>(out: &Out) -> Result<HandlerOutput, ToolError> {
     // Serialised straight into a raw value (serde_json's own output is not parsed again).
     let structured = serde_json::value::to_raw_value(out).map_err(|e| {
         tracing::warn!(error = %e, "typed tool output could not be serialised");
@@ -452,10 +483,24 @@ fn encode_typed<Out: Serialize>(out: &Out) -> Result<DynamicOutput, ToolError> {
             "The tool produced a result it cannot encode.",
         ))
     })?;
-    Ok(DynamicOutput {
-        content: vec![ContentBlock::text(structured.get())],
-        structured: Some(structured),
+    Ok(HandlerOutput {
+        value: typed_value(out),
+        output: DynamicOutput {
+            content: vec![ContentBlock::text(structured.get())],
+            structured: Some(structured),
+        },
     })
+}
+
+/// The typed result as the value its text parses to, serialised from the typed output (no
+/// parse of the text: strings are copied, not unescaped). `None` where serialising to a value
+/// would not give what parsing the text gives, so the caller parses the text: an `f32` (its
+/// text is its own shortest form, which parses to another `f64` than the widened `f32`), an
+/// integer beyond `u64`/`i64` (a value cannot hold it), or anything serde_json's value
+/// serializer refuses. A `RawValue` member is parsed by that serializer, as the text is.
+fn typed_value<Out: Serialize>(out: &Out) -> Option<Value> {
+    out.serialize(no_f32::NoF32(serde_json::value::Serializer))
+        .ok()
 }
 
 /// Dynamic tools: explicit schema text kept byte-exact (for proxies and
@@ -522,7 +567,20 @@ impl ToolDef {
             derive: None,
             timeout: None,
             task: crate::core::tasks::TaskMode::Never,
-            handler: Arc::new(move |inv, args| Box::pin(handler(inv, args))),
+            handler: Arc::new(move |inv, args: Arguments<'_>| {
+                // The handler gets its own copy of the exact text (none when validation
+                // rewrote it: that text is moved); the parsed value is not needed.
+                let fut = handler(inv, args.text.into_owned());
+                Box::pin(async move {
+                    Ok(match fut.await? {
+                        Outcome::Complete(output) => Outcome::Complete(HandlerOutput {
+                            output,
+                            value: None,
+                        }),
+                        Outcome::InputRequired { requests } => Outcome::InputRequired { requests },
+                    })
+                })
+            }),
         }
     }
 }
@@ -574,6 +632,866 @@ impl ToolReply {
                 })
             }
             ToolReply::InputRequired { .. } => None,
+        }
+    }
+}
+
+/// A `serde` deserializer over an owned, validated `serde_json::Value` that gives a typed
+/// input exactly what deserialising the value's own text gives, or an error (the caller then
+/// deserialises the text, so an error here never decides an answer). The value was built by
+/// serde_json's text deserializer through `deserialize_any`, so replaying its nodes replays
+/// the visits that parse made, with strings moved instead of copied. Refused, because the value
+/// no longer holds what the text had:
+/// - a `RawValue` (its exact text: `1.10` would come back as `1.1`);
+/// - a `u128`/`i128` read of an integer beyond `u64`/`i64` (the value holds it as `f64`);
+/// - an object of more than one member read as a map or as any value (the value's members are
+///   sorted, the text's are in wire order; an order-keeping map would see another order). An
+///   object read as a struct is fine: a struct's fields have no order;
+/// - bytes, and map keys read as anything but a string or a unit variant (the text's key
+///   reader parses numbers and more from key strings).
+mod exact_value {
+    use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+    use serde::forward_to_deserialize_any;
+    use serde_json::{Error, Map, Value};
+
+    /// serde_json's private name for its raw value type: `RawValue` deserialises as a newtype
+    /// struct of this name.
+    const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+    /// The deserializer over one owned value.
+    pub(super) struct Owned(pub(super) Value);
+
+    fn refuse(what: &str) -> Error {
+        de::Error::custom(format_args!("{what} is read from the exact argument text"))
+    }
+
+    fn visit_array<'de, V: Visitor<'de>>(items: Vec<Value>, visitor: V) -> Result<V::Value, Error> {
+        let len = items.len();
+        let mut seq = Items(items.into_iter());
+        let out = visitor.visit_seq(&mut seq)?;
+        if seq.0.len() == 0 {
+            Ok(out)
+        } else {
+            Err(de::Error::invalid_length(len, &"fewer elements in array"))
+        }
+    }
+
+    fn visit_object<'de, V: Visitor<'de>>(
+        members: Map<String, Value>,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let len = members.len();
+        let mut map = Members {
+            iter: members.into_iter(),
+            value: None,
+        };
+        let out = visitor.visit_map(&mut map)?;
+        if map.iter.len() == 0 {
+            Ok(out)
+        } else {
+            Err(de::Error::invalid_length(len, &"fewer elements in map"))
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for Owned {
+        type Error = Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::Null => visitor.visit_unit(),
+                Value::Bool(b) => visitor.visit_bool(b),
+                Value::Number(n) => de::Deserializer::deserialize_any(n, visitor),
+                Value::String(s) => visitor.visit_string(s),
+                Value::Array(items) => visit_array(items, visitor),
+                Value::Object(members) if members.len() <= 1 => visit_object(members, visitor),
+                Value::Object(_) => Err(refuse("an object read in member order")),
+            }
+        }
+
+        fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::Object(members) => visit_object(members, visitor),
+                other => Owned(other).deserialize_any(visitor),
+            }
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::Null => visitor.visit_none(),
+                other => visitor.visit_some(Owned(other)),
+            }
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            if name == RAW_VALUE_TOKEN {
+                return Err(refuse("a raw value"));
+            }
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::String(s) => visitor.visit_enum(s.into_deserializer()),
+                Value::Object(members) if members.len() == 1 => {
+                    visitor.visit_enum(de::value::MapAccessDeserializer::new(Members {
+                        iter: members.into_iter(),
+                        value: None,
+                    }))
+                }
+                _ => Err(refuse("this enum value")),
+            }
+        }
+
+        fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::Number(n) if n.is_i64() || n.is_u64() => {
+                    de::Deserializer::deserialize_i128(n, visitor)
+                }
+                _ => Err(refuse("a 128-bit integer")),
+            }
+        }
+
+        fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0 {
+                Value::Number(n) if n.is_i64() || n.is_u64() => {
+                    de::Deserializer::deserialize_u128(n, visitor)
+                }
+                _ => Err(refuse("a 128-bit integer")),
+            }
+        }
+
+        fn deserialize_bytes<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Error> {
+            Err(refuse("bytes"))
+        }
+
+        fn deserialize_byte_buf<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Error> {
+            Err(refuse("bytes"))
+        }
+
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64 char str string
+            unit unit_struct seq tuple tuple_struct identifier ignored_any
+        }
+    }
+
+    struct Items(std::vec::IntoIter<Value>);
+
+    impl<'de> SeqAccess<'de> for Items {
+        type Error = Error;
+
+        fn next_element_seed<T: DeserializeSeed<'de>>(
+            &mut self,
+            seed: T,
+        ) -> Result<Option<T::Value>, Error> {
+            self.0
+                .next()
+                .map(|item| seed.deserialize(Owned(item)))
+                .transpose()
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            Some(self.0.len())
+        }
+    }
+
+    struct Members {
+        iter: serde_json::map::IntoIter,
+        value: Option<Value>,
+    }
+
+    impl<'de> MapAccess<'de> for Members {
+        type Error = Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Error> {
+            match self.iter.next() {
+                Some((key, value)) => {
+                    self.value = Some(value);
+                    seed.deserialize(Key(key)).map(Some)
+                }
+                None => Ok(None),
+            }
+        }
+
+        fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+            match self.value.take() {
+                Some(value) => seed.deserialize(Owned(value)),
+                None => Err(de::Error::custom("a map value was read before its key")),
+            }
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            Some(self.iter.len())
+        }
+    }
+
+    /// A member name: a string, or a unit variant's name; anything else the text's key reader
+    /// would parse out of the string, so it is refused.
+    struct Key(String);
+
+    impl<'de> de::Deserializer<'de> for Key {
+        type Error = Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_string(self.0)
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            visitor.visit_enum(self.0.into_deserializer())
+        }
+
+        fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_any(visitor)
+        }
+
+        fn deserialize_bool<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_i8<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_i16<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_i32<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_i64<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_i128<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_u8<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_u16<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_u32<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_u64<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_u128<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_f32<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_f64<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_char<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_bytes<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_byte_buf<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_option<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_unit<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_unit_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _v: V,
+        ) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _v: V,
+        ) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_seq<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_tuple_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _len: usize,
+            _v: V,
+        ) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_map<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _fields: &'static [&'static str],
+            _v: V,
+        ) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+        fn deserialize_ignored_any<V: Visitor<'de>>(self, _v: V) -> Result<V::Value, Error> {
+            Err(refuse("a key"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, HashMap};
+
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
+    use serde_json::Value;
+
+    use super::exact_value::Owned;
+
+    /// Deserialised from the value parsed out of `text`, if the value path accepts it.
+    fn from_value<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+        let value: Value = serde_json::from_str(text).expect("JSON");
+        T::deserialize(Owned(value))
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Mode {
+        Fast,
+        Slow { depth: u8 },
+        Tuple(u8, String),
+        Wrapped(String),
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Inner {
+        n: i64,
+        x: f64,
+        tags: Vec<String>,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Plain {
+        text: String,
+        count: u32,
+        small: u128,
+        maybe: Option<Inner>,
+        none: Option<u8>,
+        modes: Vec<Mode>,
+        pair: (bool, char),
+        one: BTreeMap<String, u8>,
+        #[serde(default)]
+        missing: Vec<u8>,
+    }
+
+    const PLAIN: &str = r#"{"text":"a \"q\" \\ é 😀\n","count":7,"small":18446744073709551615,
+        "maybe":{"n":-3,"x":1.10,"tags":["a","b"]},"none":null,
+        "modes":["fast",{"slow":{"depth":2}},{"tuple":[1,"t"]},{"wrapped":"w"}],
+        "pair":[true,"c"],"one":{"k":1}}"#;
+
+    /// The value path gives what the text gives, member for member (o13_: the handler sees
+    /// what it always saw).
+    #[test]
+    fn o13_value_path_gives_what_the_text_gives() {
+        let by_text: Plain = serde_json::from_str(PLAIN).unwrap();
+        let by_value: Plain = from_value(PLAIN).expect("the value path takes plain inputs");
+        assert_eq!(by_value, by_text);
+        assert_eq!(by_value.small, u128::from(u64::MAX));
+        // A struct given as an array (serde_json accepts it from text too).
+        let by_text: Inner = serde_json::from_str(r#"[1,2.5,["z"]]"#).unwrap();
+        assert_eq!(from_value::<Inner>(r#"[1,2.5,["z"]]"#).unwrap(), by_text);
+    }
+
+    /// What the value has lost is refused, so the text decides: a raw value (exact text), an
+    /// integer beyond u64 read as u128 (o29_), a map of several members (order), numeric keys,
+    /// bytes, an enum object of two members, an array longer than a tuple.
+    #[test]
+    fn o29_value_path_refuses_what_only_the_text_has() {
+        #[derive(Deserialize)]
+        struct Raw {
+            #[allow(dead_code)]
+            exact: Box<RawValue>,
+        }
+        assert!(from_value::<Raw>(r#"{"exact":1.10}"#).is_err());
+        let raw: Raw = serde_json::from_str(r#"{"exact":1.10}"#).unwrap();
+        assert_eq!(raw.exact.get(), "1.10");
+
+        assert!(from_value::<u128>("18446744073709551617").is_err());
+        assert_eq!(
+            serde_json::from_str::<u128>("18446744073709551617").unwrap(),
+            18_446_744_073_709_551_617
+        );
+        assert!(from_value::<i128>("-9223372036854775809").is_err());
+        assert_eq!(
+            from_value::<u128>("18446744073709551615").unwrap(),
+            18_446_744_073_709_551_615
+        );
+
+        // Two members read as a map: refused (an order-keeping map would see sorted keys);
+        // one member is fine.
+        assert!(from_value::<HashMap<String, u8>>(r#"{"b":1,"a":2}"#).is_err());
+        assert!(from_value::<Value>(r#"{"b":1,"a":2}"#).is_err());
+        assert_eq!(
+            from_value::<HashMap<String, u8>>(r#"{"b":1}"#).unwrap(),
+            HashMap::from([("b".to_owned(), 1)])
+        );
+        // Keys the text's key reader would parse.
+        assert!(from_value::<BTreeMap<u8, u8>>(r#"{"1":1}"#).is_err());
+        assert_eq!(
+            serde_json::from_str::<BTreeMap<u8, u8>>(r#"{"1":1}"#).unwrap(),
+            BTreeMap::from([(1, 1)])
+        );
+        // Bytes, an enum object of two members, a too-long tuple.
+        #[derive(Debug, Deserialize)]
+        struct Bytes(#[allow(dead_code)] serde_bytes_like::Buf);
+        assert!(from_value::<Bytes>(r#""abc""#).is_err());
+        assert!(from_value::<Mode>(r#"{"fast":null,"slow":{"depth":1}}"#).is_err());
+        assert!(from_value::<(u8, u8)>("[1,2,3]").is_err());
+        assert!(serde_json::from_str::<(u8, u8)>("[1,2,3]").is_err());
+    }
+
+    /// A stand-in for a `serde_bytes` buffer: asks for bytes.
+    mod serde_bytes_like {
+        pub(super) struct Buf;
+        impl std::fmt::Debug for Buf {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Buf")
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for Buf {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = Buf;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E>(self, _v: &[u8]) -> Result<Buf, E> {
+                        Ok(Buf)
+                    }
+                }
+                d.deserialize_bytes(V)
+            }
+        }
+    }
+
+    /// The value a typed result is checked as is the value its text parses to (o13_: the
+    /// output schema sees what the client gets), or `None` where it could not be.
+    #[test]
+    fn o13_typed_result_value_is_what_its_text_parses_to() {
+        use super::typed_value;
+        use serde::Serialize;
+        #[derive(Serialize)]
+        enum Kind {
+            Unit,
+            New(u8),
+            Pair(u8, String),
+            Named { a: bool },
+        }
+        #[derive(Serialize)]
+        struct Out {
+            text: String,
+            n: i64,
+            big: u64,
+            x: f64,
+            nan: f64,
+            c: char,
+            kinds: Vec<Kind>,
+            none: Option<u8>,
+            some: Option<&'static str>,
+            map: BTreeMap<u32, bool>,
+            raw: Box<RawValue>,
+            unit: (),
+            tuple: (u8, i128),
+        }
+        let out = Out {
+            text: "a \"q\" \\ é 😀\n\u{1}".to_owned(),
+            n: -5,
+            big: u64::MAX,
+            x: 0.1 + 0.2,
+            nan: f64::NAN,
+            c: 'ü',
+            kinds: vec![
+                Kind::Unit,
+                Kind::New(1),
+                Kind::Pair(2, "p".to_owned()),
+                Kind::Named { a: true },
+            ],
+            none: None,
+            some: Some("s"),
+            map: BTreeMap::from([(3, true), (10, false)]),
+            raw: RawValue::from_string(r#"{"m":1.10,"z":[]}"#.to_owned()).unwrap(),
+            unit: (),
+            tuple: (1, -7),
+        };
+        let parsed: Value = serde_json::from_str(&serde_json::to_string(&out).unwrap()).unwrap();
+        assert_eq!(typed_value(&out), Some(parsed));
+
+        // An f32 writes its own shortest text (0.1), which parses to another f64 than the
+        // widened f32 (0.10000000149011612): the text is checked instead.
+        #[derive(Serialize)]
+        struct Float {
+            ratio: Option<f32>,
+        }
+        assert_eq!(typed_value(&Float { ratio: Some(0.1) }), None);
+        assert_eq!(
+            typed_value(&Float { ratio: None }),
+            Some(serde_json::json!({ "ratio": null }))
+        );
+        // o29_: an integer beyond u64 has no value form; one inside it has.
+        #[derive(Serialize)]
+        struct Wide {
+            n: u128,
+        }
+        assert_eq!(
+            typed_value(&Wide {
+                n: u128::from(u64::MAX) + 1
+            }),
+            None
+        );
+        assert_eq!(
+            typed_value(&Wide {
+                n: u128::from(u64::MAX)
+            }),
+            Some(serde_json::json!({ "n": u64::MAX }))
+        );
+        // A raw value beyond the f64 range: no value, as its text does not parse to one.
+        #[derive(Serialize)]
+        struct Huge {
+            raw: Box<RawValue>,
+        }
+        let huge = Huge {
+            raw: RawValue::from_string("1e400".to_owned()).unwrap(),
+        };
+        assert_eq!(typed_value(&huge), None);
+    }
+
+    /// The typed decoder falls back to the text where the value refuses, and reports the one
+    /// failure where neither fits (o13_).
+    #[test]
+    fn o13_typed_decode_falls_back_to_the_exact_text() {
+        use super::{decode_typed, Arguments};
+        use std::borrow::Cow;
+        #[derive(Deserialize)]
+        struct Big {
+            n: u128,
+            exact: Box<RawValue>,
+        }
+        let text = r#"{"n":18446744073709551617,"exact":{"m":1.10}}"#;
+        let raw: Box<RawValue> = RawValue::from_string(text.to_owned()).unwrap();
+        let args = Arguments {
+            text: Cow::Borrowed(&*raw),
+            value: serde_json::from_str(text).unwrap(),
+        };
+        let big = decode_typed::<Big>(args).expect("the text fits");
+        assert_eq!(big.n, 18_446_744_073_709_551_617);
+        assert_eq!(big.exact.get(), r#"{"m":1.10}"#);
+
+        let args = Arguments {
+            text: Cow::Borrowed(&*raw),
+            value: serde_json::from_str(text).unwrap(),
+        };
+        assert!(decode_typed::<Inner>(args).is_err());
+    }
+}
+
+/// A serializer that passes everything to the one it wraps, at every depth (each nested value
+/// goes through [`no_f32::Guard`]), except an `f32`, which it refuses: serialised to text an
+/// `f32` is written in its own shortest form, which parses back to another `f64` than the
+/// widened `f32` a value would hold, so a value built from it would not be what the text
+/// says.
+mod no_f32 {
+    use serde::ser::{self, Serialize, Serializer};
+
+    pub(super) struct NoF32<S>(pub(super) S);
+
+    /// A value serialised through [`NoF32`] by whichever serializer asks for it.
+    struct Guard<'a, T: ?Sized>(&'a T);
+
+    impl<T: ?Sized + Serialize> Serialize for Guard<'_, T> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            self.0.serialize(NoF32(serializer))
+        }
+    }
+
+    /// A compound serializer whose members go through [`Guard`].
+    pub(super) struct Compound<C>(C);
+
+    impl<S: Serializer> Serializer for NoF32<S> {
+        type Ok = S::Ok;
+        type Error = S::Error;
+        type SerializeSeq = Compound<S::SerializeSeq>;
+        type SerializeTuple = Compound<S::SerializeTuple>;
+        type SerializeTupleStruct = Compound<S::SerializeTupleStruct>;
+        type SerializeTupleVariant = Compound<S::SerializeTupleVariant>;
+        type SerializeMap = Compound<S::SerializeMap>;
+        type SerializeStruct = Compound<S::SerializeStruct>;
+        type SerializeStructVariant = Compound<S::SerializeStructVariant>;
+
+        fn serialize_bool(self, v: bool) -> Result<S::Ok, S::Error> {
+            self.0.serialize_bool(v)
+        }
+        fn serialize_i8(self, v: i8) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i8(v)
+        }
+        fn serialize_i16(self, v: i16) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i16(v)
+        }
+        fn serialize_i32(self, v: i32) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i32(v)
+        }
+        fn serialize_i64(self, v: i64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i64(v)
+        }
+        fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
+            self.0.serialize_i128(v)
+        }
+        fn serialize_u8(self, v: u8) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u8(v)
+        }
+        fn serialize_u16(self, v: u16) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u16(v)
+        }
+        fn serialize_u32(self, v: u32) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u32(v)
+        }
+        fn serialize_u64(self, v: u64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u64(v)
+        }
+        fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
+            self.0.serialize_u128(v)
+        }
+        fn serialize_f32(self, _v: f32) -> Result<S::Ok, S::Error> {
+            Err(ser::Error::custom("an f32 is checked from its text"))
+        }
+        fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
+            self.0.serialize_f64(v)
+        }
+        fn serialize_char(self, v: char) -> Result<S::Ok, S::Error> {
+            self.0.serialize_char(v)
+        }
+        fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
+            self.0.serialize_str(v)
+        }
+        fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
+            self.0.serialize_bytes(v)
+        }
+        fn serialize_none(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_none()
+        }
+        fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
+            self.0.serialize_some(&Guard(value))
+        }
+        fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit()
+        }
+        fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_struct(name)
+        }
+        fn serialize_unit_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_variant(name, index, variant)
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_newtype_struct(name, &Guard(value))
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0
+                .serialize_newtype_variant(name, index, variant, &Guard(value))
+        }
+        fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+            self.0.serialize_seq(len).map(Compound)
+        }
+        fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+            self.0.serialize_tuple(len).map(Compound)
+        }
+        fn serialize_tuple_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleStruct, S::Error> {
+            self.0.serialize_tuple_struct(name, len).map(Compound)
+        }
+        fn serialize_tuple_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeTupleVariant, S::Error> {
+            self.0
+                .serialize_tuple_variant(name, index, variant, len)
+                .map(Compound)
+        }
+        fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+            self.0.serialize_map(len).map(Compound)
+        }
+        fn serialize_struct(
+            self,
+            name: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStruct, S::Error> {
+            self.0.serialize_struct(name, len).map(Compound)
+        }
+        fn serialize_struct_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            len: usize,
+        ) -> Result<Self::SerializeStructVariant, S::Error> {
+            self.0
+                .serialize_struct_variant(name, index, variant, len)
+                .map(Compound)
+        }
+        fn is_human_readable(&self) -> bool {
+            self.0.is_human_readable()
+        }
+    }
+
+    impl<C: ser::SerializeSeq> ser::SerializeSeq for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_element(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTuple> ser::SerializeTuple for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_element(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_field(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_field(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeMap> ser::SerializeMap for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), C::Error> {
+            self.0.serialize_key(&Guard(key))
+        }
+        fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+            self.0.serialize_value(&Guard(value))
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(
+            &mut self,
+            key: &'static str,
+            value: &T,
+        ) -> Result<(), C::Error> {
+            self.0.serialize_field(key, &Guard(value))
+        }
+        fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+            self.0.skip_field(key)
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
+        }
+    }
+
+    impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<C> {
+        type Ok = C::Ok;
+        type Error = C::Error;
+        fn serialize_field<T: ?Sized + Serialize>(
+            &mut self,
+            key: &'static str,
+            value: &T,
+        ) -> Result<(), C::Error> {
+            self.0.serialize_field(key, &Guard(value))
+        }
+        fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+            self.0.skip_field(key)
+        }
+        fn end(self) -> Result<C::Ok, C::Error> {
+            self.0.end()
         }
     }
 }

@@ -211,7 +211,7 @@ pub(crate) fn to_reply(
     };
     // Tool results are written once from their pieces (no member map, no re-parse).
     let encoded_tool = |parts: &ResultParts| {
-        crate::codec::egress::encode_success_text(id, &parts.complete_text(info), limits)
+        crate::codec::egress::encode_success_pieces(id, &parts.complete_pieces(info), limits)
     };
     match answer {
         Answer::Silent => None,

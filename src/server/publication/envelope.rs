@@ -196,19 +196,38 @@ impl ResultParts {
     /// the envelope's JSON. `structured` must be one valid JSON value: every caller
     /// builds it from serialised or already validated text.
     pub(crate) fn new(
-        mut content: Vec<ContentBlock>,
+        content: Vec<ContentBlock>,
         structured: Option<String>,
         is_error: bool,
     ) -> Result<Self, CoreError> {
-        if let Some(text) = &structured {
-            debug_assert!(
-                serde_json::from_str::<&RawValue>(text).is_ok(),
-                "structured envelope is not JSON: {text}"
-            );
-            content.push(ContentBlock::text(text.clone()));
+        let Some(text) = &structured else {
+            let content = serde_json::to_string(&content)
+                .map_err(|_| CoreError::Internal { retryable: true })?;
+            return Ok(ResultParts {
+                content,
+                structured,
+                is_error,
+                meta_member: None,
+            });
+        };
+        debug_assert!(
+            serde_json::from_str::<&RawValue>(text).is_ok(),
+            "structured envelope is not JSON: {text}"
+        );
+        // The copy block is written from the borrowed envelope text (no `String` clone), after
+        // the other blocks, into a buffer sized for an escaped copy of it.
+        let mut out = Vec::with_capacity(text.len() + text.len() / 8 + 64);
+        serde_json::to_writer(&mut out, &content)
+            .map_err(|_| CoreError::Internal { retryable: true })?;
+        out.pop(); // the array's `]`
+        if !content.is_empty() {
+            out.push(b',');
         }
+        serde_json::to_writer(&mut out, &TextBlock::new(text))
+            .map_err(|_| CoreError::Internal { retryable: true })?;
+        out.push(b']');
         let content =
-            serde_json::to_string(&content).map_err(|_| CoreError::Internal { retryable: true })?;
+            String::from_utf8(out).map_err(|_| CoreError::Internal { retryable: true })?;
         Ok(ResultParts {
             content,
             structured,
@@ -236,32 +255,55 @@ impl ResultParts {
 
     /// The result as sent: the body plus `resultType: "complete"` and `_meta` holding
     /// `serverInfo`, members in key byte order, as every other result is written.
+    #[cfg(test)]
     pub(crate) fn complete_text(&self, server_info: &RawValue) -> String {
-        let mut out = String::with_capacity(self.len_hint() + server_info.get().len() + 96);
-        out.push_str("{\"_meta\":{\"");
-        out.push_str(crate::wire::meta::SERVER_INFO);
-        out.push_str("\":");
-        out.push_str(server_info.get());
+        self.complete_pieces(server_info).concat()
+    }
+
+    /// [`ResultParts::complete_text`] as the pieces whose concatenation it is (the reply
+    /// encoder writes them straight into the reply line: the content and structured texts
+    /// are copied once).
+    pub(crate) fn complete_pieces<'a>(&'a self, server_info: &'a RawValue) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::with_capacity(12);
+        out.push("{\"_meta\":{\"");
+        out.push(crate::wire::meta::SERVER_INFO);
+        out.push("\":");
+        out.push(server_info.get());
         if let Some(member) = &self.meta_member {
-            out.push(',');
-            out.push_str(member);
+            out.push(",");
+            out.push(member);
         }
-        out.push_str("},\"content\":");
-        out.push_str(&self.content);
+        out.push("},\"content\":");
+        out.push(&self.content);
         if self.is_error {
-            out.push_str(",\"isError\":true");
+            out.push(",\"isError\":true");
         }
-        out.push_str(",\"resultType\":\"complete\"");
+        out.push(",\"resultType\":\"complete\"");
         if let Some(structured) = &self.structured {
-            out.push_str(",\"structuredContent\":");
-            out.push_str(structured);
+            out.push(",\"structuredContent\":");
+            out.push(structured);
         }
-        out.push('}');
+        out.push("}");
         out
     }
 
     fn len_hint(&self) -> usize {
         self.content.len() + self.structured.as_ref().map_or(0, String::len) + 48
+    }
+}
+
+/// A plain text content block written from borrowed text, member for member as
+/// `ContentBlock::text` writes (`tests/server_tool_bytes.rs` pins the bytes).
+#[derive(serde::Serialize)]
+struct TextBlock<'a> {
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> TextBlock<'a> {
+    fn new(text: &'a str) -> Self {
+        TextBlock { text, kind: "text" }
     }
 }
 
