@@ -531,6 +531,7 @@ struct Life {
     status: Mutex<Option<serde_json::Value>>,
 }
 
+#[allow(clippy::too_many_arguments)] // one child's whole life; the run's state is passed in
 async fn child_life(
     exe: &std::path::Path,
     first_id: u64,
@@ -613,7 +614,7 @@ async fn child_life(
         id += 1;
         sent_here += 1;
         counts.sent.fetch_add(1, Ordering::Relaxed);
-        if sent_here % step == 0 && samples.len() < SAMPLES as usize {
+        if sent_here.is_multiple_of(step) && samples.len() < SAMPLES as usize {
             samples.push((sent_here, born.elapsed().as_secs_f64(), rss_kib_of(pid)));
         }
         if rng.below(100) < 5 {
@@ -716,6 +717,12 @@ async fn child_life(
     ))
 }
 
+/// A gracefully ended child: requests it served, its fds and RSS KiB at its end.
+type Graceful = (u64, u64, u64);
+
+/// A printed RSS series and whether it stayed flat.
+type Row = (String, bool);
+
 /// The children of a stdio run, one after another, until `requests` or `deadline`: per
 /// graceful child (requests, its fds and RSS at its end), and per child its RSS row.
 fn run_children(
@@ -725,7 +732,7 @@ fn run_children(
     inflight: usize,
     deadline: Instant,
     counts: &Arc<Counts>,
-) -> Result<(Vec<(u64, u64, u64)>, Vec<(String, bool)>), String> {
+) -> Result<(Vec<Graceful>, Vec<Row>), String> {
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     let mut next_id = 0u64;
     let mut graceful = Vec::new();
