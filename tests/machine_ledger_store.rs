@@ -238,3 +238,252 @@ fn o5_epoch_bump_through_the_store_kills_outstanding_state() {
         LedgerEffect::Rejected(ChainRejection::OldEpoch)
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// The O(1) refusal of a full store (issue #23) changes no outcome: `MemoryLedgerStore` keeps a
+// bound of when its chains become disposable and skips the scan before it; this model is the
+// store as it was before, sweeping every chain before every refusal and on every sweep.
+
+mod same_as_sweeping_always {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+    use strict_mcp::machine::ledger::{ChainRecord, Phase};
+
+    /// The previous `MemoryLedgerStore`, verbatim in behaviour.
+    struct SweepAlways {
+        capacity: usize,
+        map: HashMap<ChainId, Chain>,
+    }
+
+    impl SweepAlways {
+        fn sweep(&mut self, now: Tick) -> usize {
+            let before = self.map.len();
+            self.map.retain(|_, c| !c.is_disposable(now));
+            before - self.map.len()
+        }
+
+        fn cas(
+            &mut self,
+            now: Tick,
+            expected: Option<Chain>,
+            new: Chain,
+        ) -> Result<(), StoreError> {
+            if self.map.get(&new.id()) != expected.as_ref() {
+                return Err(StoreError::Conflict);
+            }
+            if expected.is_none() && self.map.len() >= self.capacity {
+                self.sweep(now);
+                if self.map.len() >= self.capacity {
+                    return Err(StoreError::Full);
+                }
+            }
+            self.map.insert(new.id(), new);
+            Ok(())
+        }
+
+        fn bump(&mut self, now: Tick, epoch: Epoch) {
+            for c in self.map.values_mut() {
+                let _ = c.handle(now, LedgerEvent::EpochBumped(epoch));
+            }
+            self.sweep(now);
+        }
+    }
+
+    const IDS: u8 = 6;
+
+    /// A chain in any phase, with its deadlines in 0..40 (the ticks `now` ranges over).
+    fn any_chain(id: u8, kind: u8, t: u64) -> Chain {
+        let (phase, issued, answers) = match kind {
+            0 => (Phase::Running { round: 0 }, 0, vec![]),
+            1 => (Phase::Running { round: 1 }, 1, vec![b"1".to_vec()]),
+            2 => (
+                Phase::AwaitingAnswer {
+                    round: 1,
+                    expires: Tick(t),
+                },
+                1,
+                vec![],
+            ),
+            3 => (Phase::Completed, 1, vec![b"1".to_vec()]),
+            4 => (Phase::Failed, 0, vec![]),
+            5 => (Phase::Expired, 1, vec![]),
+            6 => (Phase::Invalidated { running: false }, 0, vec![]),
+            _ => (Phase::Invalidated { running: true }, 0, vec![]),
+        };
+        Chain::from_record(ChainRecord {
+            id: ChainId([id; 16]),
+            binding: Binding {
+                principal: Digest([1; 32]),
+                method: InputMethod::ToolsCall,
+                request: Digest([2; 32]),
+            },
+            epoch: Epoch(0),
+            config: LedgerConfig::with_ttl(7),
+            phase,
+            issued,
+            prompt: b"{}".to_vec(),
+            answers,
+            last_expires: Tick(t),
+        })
+        .expect("a consistent record")
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A first round: insert a new chain (refused when full after a sweep).
+        Insert {
+            id: u8,
+            kind: u8,
+            t: u64,
+            now: u64,
+        },
+        /// Replace a kept chain by one in any phase (its disposable tick may move either way).
+        Replace {
+            id: u8,
+            kind: u8,
+            t: u64,
+            now: u64,
+        },
+        /// A real transition of a kept chain, written back by compare-and-swap.
+        Step {
+            id: u8,
+            event: u8,
+            now: u64,
+        },
+        /// A writer holding a stale value loses.
+        Stale {
+            id: u8,
+            now: u64,
+        },
+        Sweep {
+            now: u64,
+        },
+        Bump {
+            now: u64,
+            epoch: u64,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let id = 0..IDS;
+        let now = 0u64..40;
+        prop_oneof![
+            4 => (id.clone(), 0u8..8, 0u64..40, now.clone())
+                .prop_map(|(id, kind, t, now)| Op::Insert { id, kind, t, now }),
+            2 => (id.clone(), 0u8..8, 0u64..40, now.clone())
+                .prop_map(|(id, kind, t, now)| Op::Replace { id, kind, t, now }),
+            3 => (id.clone(), 0u8..4, now.clone())
+                .prop_map(|(id, event, now)| Op::Step { id, event, now }),
+            1 => (id, now.clone()).prop_map(|(id, now)| Op::Stale { id, now }),
+            2 => now.clone().prop_map(|now| Op::Sweep { now }),
+            1 => (now, 0u64..3).prop_map(|(now, epoch)| Op::Bump { now, epoch }),
+        ]
+    }
+
+    fn event(kind: u8) -> LedgerEvent {
+        match kind {
+            0 => LedgerEvent::HandlerAsked {
+                prompt: b"{\"input\":{}}".to_vec(),
+            },
+            1 => LedgerEvent::HandlerCompleted,
+            2 => LedgerEvent::HandlerFailed,
+            _ => LedgerEvent::EpochBumped(Epoch(1)),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn o52_a_bounded_store_answers_exactly_as_sweeping_always(
+            capacity in 0usize..5,
+            ops in proptest::collection::vec(op(), 1..60),
+        ) {
+            let store = MemoryLedgerStore::new(capacity);
+            let mut model = SweepAlways { capacity, map: HashMap::new() };
+            for op in ops {
+                match op {
+                    Op::Insert { id, kind, t, now } => {
+                        let c = any_chain(id, kind, t);
+                        let got = ready(store.compare_and_swap(Tick(now), None, c.clone()));
+                        prop_assert_eq!(got, model.cas(Tick(now), None, c), "{:?}", op);
+                    }
+                    Op::Replace { id, kind, t, now } => {
+                        let Some(old) = model.map.get(&ChainId([id; 16])).cloned() else {
+                            continue;
+                        };
+                        let c = any_chain(id, kind, t);
+                        let got =
+                            ready(store.compare_and_swap(Tick(now), Some(old.clone()), c.clone()));
+                        prop_assert_eq!(got, model.cas(Tick(now), Some(old), c), "{:?}", op);
+                    }
+                    Op::Step { id, event: e, now } => {
+                        let Some(old) = model.map.get(&ChainId([id; 16])).cloned() else {
+                            continue;
+                        };
+                        let mut new = old.clone();
+                        let _ = new.handle(Tick(now), event(e));
+                        let got =
+                            ready(store.compare_and_swap(Tick(now), Some(old.clone()), new.clone()));
+                        prop_assert_eq!(got, model.cas(Tick(now), Some(old), new), "{:?}", op);
+                    }
+                    Op::Stale { id, now } => {
+                        let stale = any_chain(id, 0, 0);
+                        let new = any_chain(id, 3, 0);
+                        if model.map.get(&stale.id()) == Some(&stale) {
+                            continue;
+                        }
+                        let got =
+                            ready(store.compare_and_swap(Tick(now), Some(stale.clone()), new.clone()));
+                        prop_assert_eq!(&got, &Err(StoreError::Conflict));
+                        prop_assert_eq!(got, model.cas(Tick(now), Some(stale), new));
+                    }
+                    Op::Sweep { now } => {
+                        prop_assert_eq!(ready(store.sweep(Tick(now))).unwrap(), model.sweep(Tick(now)));
+                    }
+                    Op::Bump { now, epoch } => {
+                        ready(store.bump_epoch(Tick(now), Epoch(epoch))).unwrap();
+                        model.bump(Tick(now), Epoch(epoch));
+                    }
+                }
+                prop_assert_eq!(store.len(), model.map.len());
+                for id in 0..IDS {
+                    let id = ChainId([id; 16]);
+                    prop_assert_eq!(ready(store.load(id)).unwrap(), model.map.get(&id).cloned());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn o52_disposable_from_per_phase() {
+        // Running chains (also invalidated ones whose handler has not reported) never; an
+        // unanswered prompt from its expiry; a finished chain from its last token's expiry;
+        // expired and idle invalidated chains at once.
+        let want = [
+            None,
+            None,
+            Some(20),
+            Some(20),
+            Some(20),
+            Some(0),
+            Some(0),
+            None,
+        ];
+        for (kind, want) in (0u8..).zip(want) {
+            let c = any_chain(0, kind, 20);
+            assert_eq!(c.disposable_from(), want.map(Tick), "kind {kind}");
+            assert_eq!(
+                c.is_disposable(Tick(19)),
+                want == Some(0),
+                "kind {kind} at 19"
+            );
+            assert_eq!(
+                c.is_disposable(Tick(20)),
+                want.is_some(),
+                "kind {kind} at 20"
+            );
+        }
+    }
+}

@@ -79,10 +79,61 @@ pub trait LedgerStore: Send + Sync {
 }
 
 /// Bounded in-memory store: a `Mutex<HashMap>`; every operation completes on first poll.
+///
+/// A full store refuses a new chain in O(1) while none of its chains can be dropped: it keeps
+/// a lower bound of the ticks at which its chains become disposable
+/// ([`Chain::disposable_from`]) and looks for disposable chains only once `now` reaches it.
 #[derive(Debug)]
 pub struct MemoryLedgerStore {
     capacity: usize,
-    chains: Mutex<HashMap<ChainId, Chain>>,
+    kept: Mutex<Kept>,
+}
+
+/// The chains and what is known about when any of them can be dropped.
+#[derive(Debug, Default)]
+struct Kept {
+    chains: HashMap<ChainId, Chain>,
+    /// No kept chain is disposable before this tick; `None`: none is disposable at any tick.
+    /// Lowered on every insert and replace (a replaced chain's old, later-or-earlier tick may
+    /// linger: the bound stays a bound) and made exact by every scan.
+    earliest: Option<Tick>,
+    /// Scans of the whole map so far (what the bound saves; read by the tests).
+    scans: u64,
+}
+
+impl Kept {
+    /// Drops every chain disposable at `now`, scanning only when the bound says one may be.
+    fn sweep(&mut self, now: Tick) -> usize {
+        match self.earliest {
+            Some(from) if now.has_reached(from) => self.scan(now),
+            _ => 0,
+        }
+    }
+
+    /// Drops every chain disposable at `now` and makes the bound exact over what is left.
+    fn scan(&mut self, now: Tick) -> usize {
+        self.scans += 1;
+        let before = self.chains.len();
+        let mut earliest: Option<Tick> = None;
+        self.chains.retain(|_, c| {
+            if c.is_disposable(now) {
+                return false;
+            }
+            if let Some(from) = c.disposable_from() {
+                earliest = Some(earliest.map_or(from, |e| e.min(from)));
+            }
+            true
+        });
+        self.earliest = earliest;
+        before - self.chains.len()
+    }
+
+    fn insert(&mut self, chain: Chain) {
+        if let Some(from) = chain.disposable_from() {
+            self.earliest = Some(self.earliest.map_or(from, |e| e.min(from)));
+        }
+        self.chains.insert(chain.id(), chain);
+    }
 }
 
 impl Default for MemoryLedgerStore {
@@ -97,14 +148,14 @@ impl MemoryLedgerStore {
     pub fn new(capacity: usize) -> MemoryLedgerStore {
         MemoryLedgerStore {
             capacity,
-            chains: Mutex::new(HashMap::new()),
+            kept: Mutex::default(),
         }
     }
 
     /// Chains currently kept.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().chains.len()
     }
 
     /// True when no chain is kept.
@@ -113,40 +164,41 @@ impl MemoryLedgerStore {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ChainId, Chain>> {
-        // No code path panics while holding the lock, and every write is a single map operation,
-        // so a poisoned map is still consistent.
-        self.chains
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // No code path panics while holding the lock, and every write leaves the map and its
+        // bound consistent (the bound is lowered before a chain can need it), so a poisoned
+        // store is still consistent.
+        self.kept
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn sweep_now(map: &mut HashMap<ChainId, Chain>, now: Tick) -> usize {
-        let before = map.len();
-        map.retain(|_, c| !c.is_disposable(now));
-        before - map.len()
+    /// Scans of the whole map so far (tests: a refusal of a full store costs none while nothing
+    /// can be dropped).
+    #[cfg(test)]
+    fn scans(&self) -> u64 {
+        self.lock().scans
     }
 
     fn cas_now(&self, now: Tick, expected: Option<Chain>, new: Chain) -> Result<(), StoreError> {
-        let mut map = self.lock();
-        let id = new.id();
-        if map.get(&id) != expected.as_ref() {
+        let mut kept = self.lock();
+        if kept.chains.get(&new.id()) != expected.as_ref() {
             return Err(StoreError::Conflict);
         }
-        if expected.is_none() && map.len() >= self.capacity {
-            Self::sweep_now(&mut map, now);
-            if map.len() >= self.capacity {
+        if expected.is_none() && kept.chains.len() >= self.capacity {
+            kept.sweep(now);
+            if kept.chains.len() >= self.capacity {
                 return Err(StoreError::Full);
             }
         }
-        map.insert(id, new);
+        kept.insert(new);
         Ok(())
     }
 }
 
 impl LedgerStore for MemoryLedgerStore {
     fn load(&self, id: ChainId) -> StoreFuture<'_, Result<Option<Chain>, StoreError>> {
-        let found = self.lock().get(&id).cloned();
+        let found = self.lock().chains.get(&id).cloned();
         Box::pin(async move { Ok(found) })
     }
 
@@ -162,19 +214,21 @@ impl LedgerStore for MemoryLedgerStore {
 
     fn bump_epoch(&self, now: Tick, epoch: Epoch) -> StoreFuture<'_, Result<(), StoreError>> {
         {
-            let mut map = self.lock();
-            for chain in map.values_mut() {
+            let mut kept = self.lock();
+            for chain in kept.chains.values_mut() {
                 // Effects are `Invalidated` or `Nothing`; the shutdown path cancels running calls
                 // itself, so there is nothing further to send.
                 let _ = chain.handle(now, LedgerEvent::EpochBumped(epoch));
             }
-            Self::sweep_now(&mut map, now);
+            // Every chain changed in place, so the bound no longer holds: a full scan
+            // drops what became disposable and recomputes it.
+            kept.scan(now);
         }
         Box::pin(async { Ok(()) })
     }
 
     fn sweep(&self, now: Tick) -> StoreFuture<'_, Result<usize, StoreError>> {
-        let dropped = Self::sweep_now(&mut self.lock(), now);
+        let dropped = self.lock().sweep(now);
         Box::pin(async move { Ok(dropped) })
     }
 }
@@ -243,6 +297,105 @@ mod tests {
         // At tick 100 both pending prompts have expired and are dropped to make room.
         ready(s.compare_and_swap(Tick(100), None, asked(chain(3), 100))).unwrap();
         assert_eq!(s.len(), 1);
+    }
+
+    /// A chain whose handler is running: never disposable.
+    fn running(id: u8) -> Chain {
+        chain(id)
+    }
+
+    #[test]
+    fn o52_a_full_store_refuses_without_scanning_until_a_chain_can_be_dropped() {
+        // At capacity (3 of 3) and one past: the fourth is refused; 1000 refusals before the
+        // prompts expire at tick 100 scan nothing.
+        let s = MemoryLedgerStore::new(3);
+        for id in 1..=3 {
+            ready(s.compare_and_swap(Tick(0), None, asked(chain(id), 0))).unwrap();
+        }
+        assert_eq!(s.len(), 3);
+        for now in 0..1000 {
+            assert_eq!(
+                ready(s.compare_and_swap(Tick(now % 100), None, asked(chain(4), 0))),
+                Err(StoreError::Full)
+            );
+        }
+        assert_eq!(s.scans(), 0);
+        assert_eq!(ready(s.sweep(Tick(99))).unwrap(), 0);
+        assert_eq!(s.scans(), 0);
+        // At tick 100 all three can go: one scan drops them and the fourth fits.
+        ready(s.compare_and_swap(Tick(100), None, asked(chain(4), 100))).unwrap();
+        assert_eq!((s.len(), s.scans()), (1, 1));
+    }
+
+    #[test]
+    fn o52_a_store_full_of_running_chains_never_scans() {
+        let s = MemoryLedgerStore::new(2);
+        ready(s.compare_and_swap(Tick(0), None, running(1))).unwrap();
+        ready(s.compare_and_swap(Tick(0), None, running(2))).unwrap();
+        for now in [0, 1, u64::MAX] {
+            assert_eq!(
+                ready(s.compare_and_swap(Tick(now), None, running(3))),
+                Err(StoreError::Full)
+            );
+            assert_eq!(ready(s.sweep(Tick(now))).unwrap(), 0);
+        }
+        assert_eq!(s.scans(), 0);
+    }
+
+    #[test]
+    fn o52_a_replace_that_moves_expiry_later_costs_one_scan_then_none() {
+        let s = MemoryLedgerStore::new(1);
+        let first = asked(chain(1), 0); // expires at 100
+        ready(s.compare_and_swap(Tick(0), None, first.clone())).unwrap();
+        // The same pending round, its expiry moved from 100 to 190 (as a shared store's
+        // record could be rewritten; the machine itself moves it through a new round).
+        let later = Chain::from_record(crate::machine::ledger::ChainRecord {
+            phase: Phase::AwaitingAnswer {
+                round: 1,
+                expires: Tick(190),
+            },
+            last_expires: Tick(190),
+            ..first.to_record()
+        })
+        .unwrap();
+        ready(s.compare_and_swap(Tick(90), Some(first), later)).unwrap();
+        // The bound still says 100: the refusal at 100 scans once, drops nothing, and learns 190.
+        assert_eq!(
+            ready(s.compare_and_swap(Tick(100), None, chain(2))),
+            Err(StoreError::Full)
+        );
+        assert_eq!(s.scans(), 1);
+        for now in 100..190 {
+            assert_eq!(
+                ready(s.compare_and_swap(Tick(now), None, chain(2))),
+                Err(StoreError::Full)
+            );
+        }
+        assert_eq!(s.scans(), 1);
+        ready(s.compare_and_swap(Tick(190), None, chain(2))).unwrap();
+        assert_eq!((s.len(), s.scans()), (1, 2));
+    }
+
+    #[test]
+    fn o5_bump_epoch_makes_invalidated_chains_droppable_by_the_next_refusal() {
+        let s = MemoryLedgerStore::new(2);
+        ready(s.compare_and_swap(Tick(0), None, running(1))).unwrap();
+        ready(s.compare_and_swap(Tick(0), None, running(2))).unwrap();
+        // Both still run after the bump: kept, not disposable.
+        ready(s.bump_epoch(Tick(1), Epoch(1))).unwrap();
+        assert_eq!(
+            ready(s.compare_and_swap(Tick(1), None, running(3))),
+            Err(StoreError::Full)
+        );
+        // One handler reports back: its invalidated chain is disposable at once.
+        let before = ready(s.load(ChainId([1; 16]))).unwrap().unwrap();
+        let mut after = before.clone();
+        let _ = after.handle(Tick(2), LedgerEvent::HandlerCompleted);
+        assert_eq!(after.disposable_from(), Some(Tick::ZERO));
+        ready(s.compare_and_swap(Tick(2), Some(before), after)).unwrap();
+        ready(s.compare_and_swap(Tick(2), None, running(3))).unwrap();
+        assert_eq!(ready(s.load(ChainId([1; 16]))).unwrap(), None);
+        assert_eq!(s.len(), 2);
     }
 
     #[test]

@@ -453,13 +453,21 @@ impl Chain {
     /// can still be accepted (its fate after that is decided by the token alone).
     #[must_use]
     pub fn is_disposable(&self, now: Tick) -> bool {
+        self.disposable_from()
+            .is_some_and(|from| now.has_reached(from))
+    }
+
+    /// The first tick at which [`Chain::is_disposable`] holds, `None` while it holds at no tick
+    /// (a handler is running). Once reached it holds at every later tick, so a store that knows
+    /// the earliest of these over its chains can skip looking for disposable ones before it.
+    #[must_use]
+    pub fn disposable_from(&self) -> Option<Tick> {
         match self.phase {
-            Phase::Running { .. } => false,
+            Phase::Running { .. } | Phase::Invalidated { running: true } => None,
             // An unanswered prompt past its expiry can only ever be rejected.
-            Phase::AwaitingAnswer { expires, .. } => now.has_reached(expires),
-            Phase::Invalidated { running } => !running,
-            Phase::Expired => true,
-            Phase::Completed | Phase::Failed => now.has_reached(self.last_expires),
+            Phase::AwaitingAnswer { expires, .. } => Some(expires),
+            Phase::Invalidated { running: false } | Phase::Expired => Some(Tick::ZERO),
+            Phase::Completed | Phase::Failed => Some(self.last_expires),
         }
     }
 

@@ -19,13 +19,18 @@
 //!
 //! At the end: the HTTP server's `Status` (no active call, no listen stream), its runtime's
 //! alive tasks back to the accept loop alone, this process's fds and RSS before and after;
-//! any violation makes the exit code 1. A wall-clock bound (SECONDS, default 3600) stops the
+//! any violation makes the exit code 1. RSS after warm-up: sampled at each tenth of the run
+//! (by requests, or by the time bound if that comes first) for the HTTP server (this process)
+//! and the stdio harness, and at each tenth of every stdio child's life (read from
+//! `/proc/PID/status`); each series is printed as a row with its largest deviation from its
+//! first sample, flagged beyond `FLAT_PCT` (±5 %, the issue's "flat"), and a flagged server or
+//! child series also makes the exit code 1. A wall-clock bound (SECONDS, default 3600) stops the
 //! run early; what ran is printed either way. Fixed PRNG seed: runs are reproducible in
 //! their choices (not in timing).
 
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -130,6 +135,92 @@ fn rss_kib() -> u64 {
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// `VmRSS` of another process (a stdio child), 0 once it is gone.
+fn rss_kib_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// How far RSS after warm-up may move over a run and still count as flat (issue #23: "RSS
+/// after warm-up flat (±5 %) over 10 million requests").
+const FLAT_PCT: f64 = 5.0;
+
+/// Number of RSS samples over a run or a child's life: one at each tenth (the first, at 10 %,
+/// is the post-warm-up reference).
+const SAMPLES: u64 = 10;
+
+/// One RSS sample: requests sent so far, seconds since the start, `VmRSS` KiB.
+type Sample = (u64, f64, u64);
+
+/// The largest deviation (percent, signed) of any sample from the first one.
+fn max_deviation(samples: &[Sample]) -> f64 {
+    let Some(&(_, _, first)) = samples.first() else {
+        return 0.0;
+    };
+    samples
+        .iter()
+        .map(|&(_, _, r)| (r as f64 - first as f64) * 100.0 / first.max(1) as f64)
+        .fold(0.0, |m: f64, d| if d.abs() > m.abs() { d } else { m })
+}
+
+/// The series as one printable row and whether it stayed within [`FLAT_PCT`].
+fn series_row(label: &str, samples: &[Sample]) -> (String, bool) {
+    let dev = max_deviation(samples);
+    let flat = dev.abs() <= FLAT_PCT;
+    let points: Vec<String> = samples
+        .iter()
+        .map(|(n, t, r)| format!("{r}@{n}/{t:.0}s"))
+        .collect();
+    (
+        format!(
+            "{label} RSS KiB@requests/seconds: {}; max deviation from the first sample {dev:+.1} %{}",
+            points.join(" "),
+            if flat {
+                String::new()
+            } else {
+                format!(" FLAG: beyond ±{FLAT_PCT} %")
+            }
+        ),
+        flat,
+    )
+}
+
+/// Samples this process's RSS at each tenth of the run, by requests sent (`sent` against
+/// `total`) or by the time bound, whichever comes first, until `stop`; a last sample when
+/// stopped if the tenth was not reached.
+fn sample_self(
+    sent: &AtomicU64,
+    total: u64,
+    start: Instant,
+    bound: Duration,
+    stop: &AtomicBool,
+) -> Vec<Sample> {
+    let mut samples = Vec::new();
+    let mut k = 1;
+    loop {
+        let n = sent.load(Ordering::Relaxed);
+        let t = start.elapsed();
+        let stopping = stop.load(Ordering::Relaxed);
+        if k <= SAMPLES && (n >= total * k / SAMPLES || t >= bound * k as u32 / SAMPLES as u32) {
+            samples.push((n, t.as_secs_f64(), rss_kib()));
+            k += 1;
+        } else if stopping {
+            if samples.last().map(|s| s.0) != Some(n) {
+                samples.push((n, t.as_secs_f64(), rss_kib()));
+            }
+            return samples;
+        } else {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 /// xorshift64*: reproducible choices without a dependency (not for anything secret).
@@ -362,7 +453,21 @@ fn run_http(requests: u64, conns: u64, secs: u64) -> Result<bool, Box<dyn std::e
     std::thread::sleep(Duration::from_millis(500));
     let (fds0, rss0) = (fds(), rss_kib());
     let tasks0 = server_rt.metrics().num_alive_tasks();
-    phase(requests, counts.clone());
+    let stop = AtomicBool::new(false);
+    let samples = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            sample_self(
+                &counts.sent,
+                requests,
+                Instant::now(),
+                deadline.saturating_duration_since(Instant::now()),
+                &stop,
+            )
+        });
+        phase(requests, counts.clone());
+        stop.store(true, Ordering::Relaxed);
+        sampler.join().expect("sampler")
+    });
     let secs_run = start.elapsed().as_secs_f64();
     // Everything the clients started has ended; the server must come back to idle.
     let idle_by = Instant::now() + Duration::from_secs(10);
@@ -384,7 +489,11 @@ fn run_http(requests: u64, conns: u64, secs: u64) -> Result<bool, Box<dyn std::e
          fds {fds0} -> {fds1}; RSS {rss0} KiB -> {rss1} KiB ({:+.1} %)",
         status.active_calls, status.listen_streams, (rss1 as f64 - rss0 as f64) * 100.0 / rss0.max(1) as f64
     );
-    let mut ok = counts.violations.load(Ordering::Relaxed) == 0;
+    // The server runs in this process: its RSS is this process's (the client side's share is
+    // its 16–64 connections' buffers, allocated during warm-up).
+    let (row, flat) = series_row("http server (this process)", &samples);
+    println!("{row}");
+    let mut ok = counts.violations.load(Ordering::Relaxed) == 0 && flat;
     if status.active_calls != 0 || status.listen_streams != 0 {
         eprintln!("VIOLATION: server not idle at the end");
         ok = false;
@@ -422,6 +531,7 @@ struct Life {
     status: Mutex<Option<serde_json::Value>>,
 }
 
+#[allow(clippy::too_many_arguments)] // one child's whole life; the run's state is passed in
 async fn child_life(
     exe: &std::path::Path,
     first_id: u64,
@@ -431,7 +541,8 @@ async fn child_life(
     counts: &Arc<Counts>,
     rng: &mut Rng,
     deadline: Instant,
-) -> Result<Option<(u64, u64, u64, u64)>, String> {
+) -> Result<(Option<(u64, u64, u64, u64)>, Vec<Sample>), String> {
+    let born = Instant::now();
     let mut child = tokio::process::Command::new(exe)
         .arg("serve-stdio")
         .stdin(Stdio::piped())
@@ -441,6 +552,10 @@ async fn child_life(
         .spawn()
         .map_err(|e| e.to_string())?;
     counts.children.fetch_add(1, Ordering::Relaxed);
+    let pid = child.id().ok_or("child pid")?;
+    // The child's RSS at each tenth of its life (the first is after its warm-up).
+    let step = (n / SAMPLES).max(1);
+    let mut samples: Vec<Sample> = Vec::with_capacity(SAMPLES as usize);
     let mut stdin = child.stdin.take().ok_or("stdin")?;
     let stdout = child.stdout.take().ok_or("stdout")?;
     let life = Arc::new(Life {
@@ -499,6 +614,9 @@ async fn child_life(
         id += 1;
         sent_here += 1;
         counts.sent.fetch_add(1, Ordering::Relaxed);
+        if sent_here.is_multiple_of(step) && samples.len() < SAMPLES as usize {
+            samples.push((sent_here, born.elapsed().as_secs_f64(), rss_kib_of(pid)));
+        }
         if rng.below(100) < 5 {
             life.pending.lock().unwrap().insert(id, Kind::Cancelled);
             batch
@@ -539,7 +657,7 @@ async fn child_life(
         counts
             .lost_with_child
             .fetch_add(lost as u64, Ordering::Relaxed);
-        return Ok(None);
+        return Ok((None, samples));
     }
     // Graceful end: every echo answered, then the status, then stdin closed.
     let all_in = Instant::now() + Duration::from_secs(30);
@@ -588,12 +706,66 @@ async fn child_life(
     if status["active_calls"] != 1 || status["listen_streams"] != 0 {
         counts.violation(&format!("stdio child not idle at its end: {status}"));
     }
-    Ok(Some((
-        status["fds"].as_u64().unwrap_or(0),
-        status["rss_kib"].as_u64().unwrap_or(0),
-        sent_here,
-        id,
-    )))
+    Ok((
+        Some((
+            status["fds"].as_u64().unwrap_or(0),
+            status["rss_kib"].as_u64().unwrap_or(0),
+            sent_here,
+            id,
+        )),
+        samples,
+    ))
+}
+
+/// A gracefully ended child: requests it served, its fds and RSS KiB at its end.
+type Graceful = (u64, u64, u64);
+
+/// A printed RSS series and whether it stayed flat.
+type Row = (String, bool);
+
+/// The children of a stdio run, one after another, until `requests` or `deadline`: per
+/// graceful child (requests, its fds and RSS at its end), and per child its RSS row.
+fn run_children(
+    rt: &tokio::runtime::Runtime,
+    exe: &std::path::Path,
+    requests: u64,
+    inflight: usize,
+    deadline: Instant,
+    counts: &Arc<Counts>,
+) -> Result<(Vec<Graceful>, Vec<Row>), String> {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let mut next_id = 0u64;
+    let mut graceful = Vec::new();
+    let mut rows = Vec::new();
+    rt.block_on(async {
+        while counts.sent.load(Ordering::Relaxed) < requests && Instant::now() < deadline {
+            let left = requests - counts.sent.load(Ordering::Relaxed);
+            let n = (20_000 + rng.below(180_000)).min(left);
+            let kill_at = (rng.below(2) == 0 && n > 10).then(|| rng.below(n));
+            let child = rows.len() + 1;
+            let (end, samples) = child_life(
+                exe, next_id, n, inflight, kill_at, counts, &mut rng, deadline,
+            )
+            .await?;
+            let how = match end {
+                Some((fds, rss, sent, last)) => {
+                    graceful.push((sent, fds, rss));
+                    next_id = last + 1;
+                    "ended"
+                }
+                None => {
+                    next_id += n + 1;
+                    "killed"
+                }
+            };
+            rows.push(series_row(
+                &format!("stdio child {child} ({how})"),
+                &samples,
+            ));
+        }
+        Ok::<_, String>(())
+    })?;
+    Ok((graceful, rows))
 }
 
 fn run_stdio(
@@ -602,6 +774,8 @@ fn run_stdio(
     secs: u64,
 ) -> Result<bool, Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
+    // Built before the first fd count: its signal driver opens tokio's process-wide signal
+    // pipe, which stays open for the process's life.
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -609,29 +783,23 @@ fn run_stdio(
     let counts = Arc::new(Counts::default());
     let start = Instant::now();
     let deadline = start + Duration::from_secs(secs);
-    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     let (fds0, rss0) = (fds(), rss_kib());
-    let mut next_id = 0u64;
-    let mut graceful = Vec::new();
-    rt.block_on(async {
-        while counts.sent.load(Ordering::Relaxed) < requests && Instant::now() < deadline {
-            let left = requests - counts.sent.load(Ordering::Relaxed);
-            let n = (20_000 + rng.below(180_000)).min(left);
-            let kill_at = (rng.below(2) == 0 && n > 10).then(|| rng.below(n));
-            match child_life(
-                &exe, next_id, n, inflight, kill_at, &counts, &mut rng, deadline,
+    let stop = AtomicBool::new(false);
+    let (run, harness_samples) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            sample_self(
+                &counts.sent,
+                requests,
+                start,
+                Duration::from_secs(secs),
+                &stop,
             )
-            .await?
-            {
-                Some((fds, rss, sent, last)) => {
-                    graceful.push((sent, fds, rss));
-                    next_id = last + 1;
-                }
-                None => next_id += n + 1,
-            }
-        }
-        Ok::<_, String>(())
-    })?;
+        });
+        let run = run_children(&rt, &exe, requests, inflight, deadline, &counts);
+        stop.store(true, Ordering::Relaxed);
+        (run, sampler.join().expect("sampler"))
+    });
+    let (graceful, rows) = run?;
     let secs_run = start.elapsed().as_secs_f64();
     counts.print("stdio", secs_run);
     let (fds1, rss1) = (fds(), rss_kib());
@@ -643,8 +811,20 @@ fn run_stdio(
         "stdio children ended gracefully (requests, the child's fds and RSS at its end): {}",
         lives.join("; ")
     );
+    for (row, _) in &rows {
+        println!("{row}");
+    }
+    let not_flat = rows.iter().filter(|(_, flat)| !flat).count();
+    println!(
+        "stdio children: {} of {} beyond ±{FLAT_PCT} % of their post-warm-up RSS",
+        not_flat,
+        rows.len()
+    );
+    // The harness's own memory (its pending maps and line buffers): reported, not the product.
+    let (row, _) = series_row("stdio harness", &harness_samples);
+    println!("{row}");
     println!("stdio harness: fds {fds0} -> {fds1}; RSS {rss0} KiB -> {rss1} KiB");
-    let mut ok = counts.violations.load(Ordering::Relaxed) == 0;
+    let mut ok = counts.violations.load(Ordering::Relaxed) == 0 && not_flat == 0;
     if fds1 > fds0 {
         eprintln!(
             "VIOLATION: harness holds {} more fds (a child's pipes leaked)",

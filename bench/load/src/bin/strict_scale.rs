@@ -16,8 +16,9 @@
 //!   always asks for input (a form elicitation), its `MemoryLedgerStore` bounded at the count.
 //!   Fills the store with that many first rounds (each a chain in flight), reports the RSS
 //!   growth per chain and the CPU per first round, then what a full store costs: a sweep with
-//!   nothing to drop (the scan every refused insert runs), one more first round refused, and
-//!   one sweep after every chain expired (the clock is a settable one).
+//!   nothing to drop (until session 10 the scan every refused insert ran; now the store skips
+//!   it while no chain can be disposable yet), one more first round refused, and one sweep
+//!   after every chain expired (the clock is a settable one).
 
 #[path = "../strict_echo.rs"]
 #[allow(dead_code)]
