@@ -331,7 +331,7 @@ where
             in_flight: in_flight.clone(),
             in_flight_max: config.max_requests_in_flight,
         };
-        let mut stop = stop_rx.clone();
+        let stop = stop_rx.clone();
         let (header_read_timeout, idle_timeout) = (config.header_read_timeout, config.idle_timeout);
         let http2 = config.http2;
         connections.spawn(async move {
@@ -347,17 +347,27 @@ where
             }
             let connection = builder.serve_connection(TokioIo::new(stream), conn_service);
             let mut connection = std::pin::pin!(connection);
+            // The stop signal and the idle time-out are watched by a task of their own, so
+            // this task, woken several times per request, polls one `oneshot` beside the
+            // connection instead of a watch receiver and a timer each time (≈ 1.8 k
+            // instructions per request, issue #23). It ends with this task.
+            let (close_tx, mut close_rx) = tokio::sync::oneshot::channel();
+            let _watchdog = AbortOnDrop(tokio::spawn(watch_connection(
+                stop,
+                activity,
+                idle_timeout,
+                peer,
+                close_tx,
+            )));
             tokio::select! {
+                biased;
                 result = connection.as_mut() => {
                     if let Err(e) = result {
                         tracing::debug!(error = %e, %peer, "connection ended with an error");
                     }
                     return;
                 }
-                _ = stop.wait_for(|s| *s) => {}
-                () = activity.idle_expired(idle_timeout) => {
-                    tracing::debug!(%peer, "idle connection closed");
-                }
+                _ = &mut close_rx => {}
             }
             connection.as_mut().graceful_shutdown();
             if let Err(e) = connection.await {
@@ -370,6 +380,35 @@ where
     let _ = stop_tx.send(true);
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Tells a connection to close gracefully (`close`) once the accept loop stops or the
+/// connection has been idle for `idle`; ends early when the connection ends first (`close`
+/// dropped).
+async fn watch_connection(
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    activity: Arc<Activity>,
+    idle: Duration,
+    peer: SocketAddr,
+    mut close: tokio::sync::oneshot::Sender<()>,
+) {
+    tokio::select! {
+        _ = stop.wait_for(|s| *s) => {}
+        () = activity.idle_expired(idle) => {
+            tracing::debug!(%peer, "idle connection closed");
+        }
+        () = close.closed() => return,
+    }
+    let _ = close.send(());
+}
+
+/// Aborts a task when dropped: a connection's watchdog ends with its connection.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Answers a connection over the limit: a 503 with a JSON-RPC error (`"id": null`), then the
