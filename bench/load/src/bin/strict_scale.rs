@@ -12,6 +12,8 @@
 //!   until every stream has read its `notifications/tools/list_changed`, and the server's CPU
 //!   for it (`/proc/<pid>/stat`), medians. Needs two file descriptors per stream across the
 //!   two processes: run it under `ulimit -n` above the count (the hard limit here is 20 000).
+//!   `LISTEN_SERVER_WRAP` (e.g. `valgrind --tool=dhat --dhat-out-file=F`) runs the child
+//!   under a profiler.
 //! - `strict_scale mrtr [COUNTS…]` (default `1 10000`): in process, a server whose one tool
 //!   always asks for input (a form elicitation), its `MemoryLedgerStore` bounded at the count.
 //!   Fills the store with that many first rounds (each a chain in flight), reports the RSS
@@ -219,7 +221,21 @@ async fn one_stream(
 
 async fn listen_row(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
-    let mut child = tokio::process::Command::new(exe)
+    // `LISTEN_SERVER_WRAP="valgrind --tool=dhat --dhat-out-file=F"`: the child runs under that
+    // command (a heap profile of the server with its streams open). The RSS and CPU columns
+    // are then the wrapper's.
+    let wrap: Vec<String> = std::env::var("LISTEN_SERVER_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = tokio::process::Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+        None => tokio::process::Command::new(exe),
+    };
+    let mut child = command
         .args(["listen-server", &n.max(1).to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
