@@ -303,8 +303,11 @@ async fn listen_row(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         (rss1 as f64 - rss0 as f64) / n as f64,
         cpu * 1e3 / n as f64
     );
+    // The child exits once its stdin closes; a profiler wrapping it writes its profile then.
     drop(stdin);
-    let _ = child.kill().await;
+    if tokio::time::timeout(WAIT, child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
     Ok(())
 }
 
