@@ -715,7 +715,10 @@ async fn answer_to_preface(host: &Host) -> Vec<u8> {
 #[test]
 fn http2_switch_off_closes_an_h2_preface_and_serves_http1() {
     mt().block_on(async {
-        assert!(strict_mcp::server::http::DEFAULT_HTTP2);
+        assert_eq!(
+            ServeConfig::default().http2,
+            strict_mcp::server::http::DEFAULT_HTTP2
+        );
         assert!(ServeConfig::default().http2);
         for http2 in [true, false] {
             let serve = ServeConfig {
