@@ -685,3 +685,63 @@ fn long_call_outlives_header_and_idle_timeouts() {
         host.stop().await;
     });
 }
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4) a prior-knowledge client opens with.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The first bytes a connection answers the HTTP/2 preface with, read until the peer closes
+/// or `CLOSE_WAIT` passes (only a hang stopper).
+async fn answer_to_preface(host: &Host) -> Vec<u8> {
+    let mut s = TcpStream::connect(host.addr).await.unwrap();
+    s.write_all(H2_PREFACE).await.unwrap();
+    // An empty SETTINGS frame: what a client sends right after the preface.
+    s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    // Nine bytes are a whole frame header: enough to tell an HTTP/2 answer from none.
+    while got.len() < 9 {
+        match tokio::time::timeout(CLOSE_WAIT, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => panic!("neither an answer nor a close to the HTTP/2 preface"),
+        }
+    }
+    got
+}
+
+/// `ServeConfig::http2` (default `DEFAULT_HTTP2` = true): on, a connection that opens with the
+/// HTTP/2 preface is answered with the server's SETTINGS frame (frame type 4); off, it is closed
+/// without a byte, and HTTP/1.1 is served exactly as before on both.
+#[test]
+fn http2_switch_off_closes_an_h2_preface_and_serves_http1() {
+    mt().block_on(async {
+        assert_eq!(
+            ServeConfig::default().http2,
+            strict_mcp::server::http::DEFAULT_HTTP2
+        );
+        assert!(ServeConfig::default().http2);
+        for http2 in [true, false] {
+            let serve = ServeConfig {
+                http2,
+                ..ServeConfig::default()
+            };
+            let host = start(HttpConfig::default(), serve).await;
+            let answer = answer_to_preface(&host).await;
+            if http2 {
+                assert!(answer.len() >= 9, "{answer:?}");
+                assert_eq!(answer[3], 4, "a SETTINGS frame first: {answer:?}");
+            } else {
+                assert_eq!(answer, b"", "closed without an answer");
+            }
+            let mut s = TcpStream::connect(host.addr).await.unwrap();
+            for _ in 0..2 {
+                s.write_all(&list_request("/mcp")).await.unwrap();
+                let a = read_answer(&mut s).await.expect("an HTTP/1.1 answer");
+                assert_eq!(a.status, 200, "http2 {http2}: {}", a.body);
+                assert!(a.head.starts_with("HTTP/1.1 200"), "{}", a.head);
+                assert!(a.body.contains(r#""name":"echo""#), "{}", a.body);
+            }
+            host.stop().await;
+        }
+    });
+}

@@ -10,7 +10,14 @@
 #   CONCS="1 16 64"           HTTP keep-alive connections (CONCS="": no HTTP rows)
 #   INFLIGHT="16 64"          pipelined stdio requests in flight (INFLIGHT="": no stdio rows)
 #   SERVERS="bare lean tokio rmcp strict"  which servers (lean: HTTP only, tokio: stdio
-#                             only; strict needs the `strict` feature to build)
+#                             only; strict needs the `strict` feature to build). HTTP also
+#                             takes host variants of strict_http (issue #23, session 10):
+#                             strict-mt (multi-thread runtime), strict-h1 (ServeConfig::http2
+#                             off), strict-old (the bench's auto-builder loop on a
+#                             multi-thread runtime: strict_http until session 9),
+#                             strict-arena2 (strict-mt with MALLOC_ARENA_MAX=2, a host
+#                             setting); plain strict is strict_http's default (the product's
+#                             accept loop on a current-thread runtime)
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
 #   LOADGEN_THREADS=2         tokio worker threads of the load generator
 #   BUILD=0                   run the binaries already in $CARGO_TARGET_DIR/release, no build
@@ -56,15 +63,28 @@ fi
 
 want() { # want SERVER -> is it selected and built?
     [[ " $SERVERS " == *" $1 "* ]] || return 1
-    [[ "$1" != strict || "$have_strict" == 1 ]]
+    [[ "$1" != strict* || "$have_strict" == 1 ]]
+}
+
+# The environment of an HTTP server variant (strict_http reads STRICT_*; see its docs).
+variant_env() {
+    case "$1" in
+        strict-mt) echo "STRICT_RUNTIME=multi" ;;
+        strict-h1) echo "STRICT_HTTP2=0" ;;
+        strict-old) echo "STRICT_ACCEPT=bench STRICT_RUNTIME=multi" ;;
+        strict-arena2) echo "STRICT_RUNTIME=multi MALLOC_ARENA_MAX=2" ;;
+        *) echo "" ;;
+    esac
 }
 
 # HTTP: one server process per server, every concurrency against it.
-for s in bare lean rmcp strict; do
+for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2; do
     want "$s" || continue
     [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
-    MAX_SECONDS=$(( (WARMUP + MEASURE + 10) * 4 + 30 )) "$BIN/${s}_http" >"$out" &
+    # shellcheck disable=SC2046 # the variant's settings are words on purpose
+    env $(variant_env "$s") MAX_SECONDS=$(( (WARMUP + MEASURE + 10) * 4 + 30 )) \
+        "$BIN/${s%%-*}_http" >"$out" &
     SERVER_PID=$!
     addr=""
     for _ in $(seq 100); do

@@ -12,6 +12,8 @@
 //!   until every stream has read its `notifications/tools/list_changed`, and the server's CPU
 //!   for it (`/proc/<pid>/stat`), medians. Needs two file descriptors per stream across the
 //!   two processes: run it under `ulimit -n` above the count (the hard limit here is 20 000).
+//!   `LISTEN_SERVER_WRAP` (e.g. `valgrind --tool=dhat --dhat-out-file=F`) runs the child
+//!   under a profiler.
 //! - `strict_scale mrtr [COUNTS…]` (default `1 10000`): in process, a server whose one tool
 //!   always asks for input (a form elicitation), its `MemoryLedgerStore` bounded at the count.
 //!   Fills the store with that many first rounds (each a chain in flight), reports the RSS
@@ -220,7 +222,21 @@ async fn one_stream(
 
 async fn listen_row(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
-    let mut child = tokio::process::Command::new(exe)
+    // `LISTEN_SERVER_WRAP="valgrind --tool=dhat --dhat-out-file=F"`: the child runs under that
+    // command (a heap profile of the server with its streams open). The RSS and CPU columns
+    // are then the wrapper's.
+    let wrap: Vec<String> = std::env::var("LISTEN_SERVER_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let mut command = match wrap.split_first() {
+        Some((program, args)) => {
+            let mut c = tokio::process::Command::new(program);
+            c.args(args).arg(exe);
+            c
+        }
+        None => tokio::process::Command::new(exe),
+    };
+    let mut child = command
         .args(["listen-server", &n.max(1).to_string()])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -288,8 +304,11 @@ async fn listen_row(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         (rss1 as f64 - rss0 as f64) / n as f64,
         cpu * 1e3 / n as f64
     );
+    // The child exits once its stdin closes; a profiler wrapping it writes its profile then.
     drop(stdin);
-    let _ = child.kill().await;
+    if tokio::time::timeout(WAIT, child.wait()).await.is_err() {
+        let _ = child.kill().await;
+    }
     Ok(())
 }
 
