@@ -255,6 +255,51 @@ fn o122_escaped_duplicate_keys_compare_unescaped() {
     assert_eq!(r.error, IngressError::DuplicateKey { depth: 1 });
 }
 
+/// serde_json's raw-value token: a `Value` read from `{TOKEN: "[1]"}` is `[1]`.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+#[test]
+fn o13_serde_json_reserved_member_names_are_rejected_at_any_depth() {
+    // What the token does to a plain serde_json read: the value the peer sent is not the one
+    // a `Value`-based check would see. This is why the codec refuses it.
+    let smuggled: serde_json::Value =
+        serde_json::from_str(&format!(r#"{{"{RAW_VALUE_TOKEN}":"[1,2]"}}"#)).expect("serde_json");
+    assert_eq!(smuggled, serde_json::json!([1, 2]));
+
+    let in_arguments = format!(
+        r#"{{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{{"name":"echo","arguments":{{"text":{{"{RAW_VALUE_TOKEN}":"\"hi\""}}}}}}}}"#
+    );
+    let r = rejected(in_arguments.as_bytes());
+    assert_eq!(r.error, IngressError::ReservedKey { depth: 4 });
+    assert_eq!(r.code().code(), -32600);
+    assert_eq!(r.reply_to, id("\"x\""));
+    assert_eq!(
+        r.error.to_string(),
+        "member name reserved by the JSON library"
+    );
+    // The arbitrary_precision token, at the top level (reserved is reported before unknown).
+    let r =
+        rejected(br#"{"jsonrpc":"2.0","id":1,"method":"m","$serde_json::private::Number":"1"}"#);
+    assert_eq!(r.error, IngressError::ReservedKey { depth: 1 });
+    // Compared after unescaping, as serde_json compares: `\u0024` is `$`.
+    let r = rejected(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"\u0024serde_json::private::RawValue":"1"}}"#);
+    assert_eq!(r.error, IngressError::ReservedKey { depth: 2 });
+    // A client refuses it in a result too (the input the ASan campaign found, cut down).
+    let r = client(format!(r#"{{"jsonrpc":"2.0","id":"listen-1","result":{{"resultType":"complete","_":{{"{RAW_VALUE_TOKEN}":"liste-2"}}}}}}"#).as_bytes())
+        .expect_err("reserved");
+    assert_eq!(r.error, IngressError::ReservedKey { depth: 3 });
+    // Near misses are ordinary member names.
+    for name in [
+        "$serde_json::private::RawValu",
+        "$serde_json::private::RawValueX",
+        "serde_json::private::RawValue",
+        "$",
+    ] {
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"{name}":"1"}}}}"#);
+        assert!(server(frame.as_bytes()).is_ok(), "{name}");
+    }
+}
+
 #[test]
 fn o74_client_rejects_duplicate_keys_in_results() {
     let r = client(br#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resultType":"input_required"}}"#)

@@ -757,6 +757,13 @@ async fn a2_a21_o36_o37_malformed_lines_are_answered_and_serving_continues() {
             -32600,
             json!(5),
         ),
+        // O13: a member name serde_json reads as an instruction (its raw-value token would turn
+        // this `text` object into the string "hi" for the schema check and the handler).
+        (
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":{"$serde_json::private::RawValue":"\"hi\""}}}}"#.to_vec(),
+            -32600,
+            json!(9),
+        ),
         // O37: a 400-digit id is over the 256-byte bound.
         (
             format!(r#"{{"jsonrpc":"2.0","id":{long_id},"method":"tools/list"}}"#).into_bytes(),

@@ -47,6 +47,13 @@ pub enum IngressError {
         /// Nesting level of the offending object (top-level object = 1).
         depth: usize,
     },
+    /// A member name that serde_json would read as an instruction instead of data
+    /// (`"$serde_json::private::RawValue"`, `"$serde_json::private::Number"`), at any depth.
+    #[error("member name reserved by the JSON library")]
+    ReservedKey {
+        /// Nesting level of the offending object (top-level object = 1).
+        depth: usize,
+    },
     /// A top-level member other than `jsonrpc`, `id`, `method`, `params`, `result`, `error`,
     /// or an unknown member of the `error` object.
     #[error("unknown member in the JSON-RPC envelope")]
@@ -115,6 +122,7 @@ impl IngressError {
             | IngressError::NotAnObject
             | IngressError::TooDeep { .. }
             | IngressError::DuplicateKey { .. }
+            | IngressError::ReservedKey { .. }
             | IngressError::UnknownMember
             | IngressError::BadVersion
             | IngressError::BadId(_)

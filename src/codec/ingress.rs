@@ -107,6 +107,9 @@ pub fn decode(frame: &[u8], limits: &IngressLimits) -> Result<Message, Rejection
         Some(Structural::DuplicateKey { depth }) => {
             return Err(reject(IngressError::DuplicateKey { depth }))
         }
+        Some(Structural::ReservedKey { depth }) => {
+            return Err(reject(IngressError::ReservedKey { depth }))
+        }
         None => {}
     }
     if m.unknown {

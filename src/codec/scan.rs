@@ -48,6 +48,29 @@ pub(crate) enum Structural {
     TooDeep,
     /// A repeated member name in an object at this level.
     DuplicateKey { depth: usize },
+    /// A member name serde_json reserves for itself ([`SERDE_JSON_RESERVED_KEYS`]).
+    ReservedKey { depth: usize },
+}
+
+/// Member names that serde_json reads as an instruction, not as data: with its `raw_value`
+/// feature (which this crate enables) an object whose member is
+/// `"$serde_json::private::RawValue"` deserialises, as a `Value`, to the JSON *inside its
+/// string* (`{"$serde_json::private::RawValue":"[1]"}` becomes `[1]`); with
+/// `arbitrary_precision` (which any crate in a build can switch on) the `Number` token does
+/// the same for numbers. Arguments are validated and handed to handlers through
+/// `serde_json::Value`, so such a member would make the server check and act on a value the
+/// peer never sent (O13: arguments are validated as sent). Compared after unescaping, as
+/// serde_json compares them. Found by the `codec_differential` ASan campaign (session 10).
+pub(crate) const SERDE_JSON_RESERVED_KEYS: [&str; 2] = [
+    "$serde_json::private::RawValue",
+    "$serde_json::private::Number",
+];
+
+/// Whether `key` (unescaped) is one of [`SERDE_JSON_RESERVED_KEYS`]; one byte compare for
+/// every other name.
+#[inline]
+fn is_reserved(key: &str) -> bool {
+    key.starts_with('$') && SERDE_JSON_RESERVED_KEYS.contains(&key)
 }
 
 /// One top-level member's value.
@@ -404,6 +427,9 @@ impl<'a> Scanner<'a> {
         loop {
             self.expect(b'"')?;
             let key = self.key()?;
+            if is_reserved(&key) {
+                self.note(Structural::ReservedKey { depth });
+            }
             self.ws();
             self.expect(b':')?;
             self.ws();
