@@ -268,8 +268,9 @@ async fn serve_admitted(
         finished: false,
     };
     let handler_cancel = CancelToken::new();
-    // Boxed once: the request's whole state machine is large (every method's arm), and
-    // moving it through the selects below would copy all of it each time.
+    // Boxed once, so the selects below never move it. Small since issue #23 (the large arms
+    // of `routes::route` are boxed there, each allocated only for its own method): an idle
+    // listen stream holds this for its whole life.
     let work = Box::pin(handle(
         server,
         caller,
@@ -462,6 +463,60 @@ fn reply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The most the request future ([`handle`]) may take in the test profile. `serve_admitted`
+    /// boxes it once per request (copying it to the heap) and an idle `subscriptions/listen`
+    /// stream keeps it for its whole life (issue #23). It was 8,520 bytes (every method's arm
+    /// inlined, the core invocation held twice); boxing the large arms in `routes::route` and
+    /// a non-`async` `Ctx::invoke` made it 1,528. The bound leaves room for small changes and
+    /// fails when a large arm is inlined again.
+    const MAX_REQUEST_FUTURE_BYTES: usize = 2048;
+    /// The most `tools/call`'s own future (the hot path's one extra allocation) may take in the
+    /// test profile: 3,600 bytes measured (7,608 before), so an MRTR chain's store round trips
+    /// (`mrtr::run`'s boxed `start_chain`/`resume`) or a doubled invocation fail it.
+    const MAX_TOOLS_CALL_FUTURE_BYTES: usize = 4096;
+
+    /// The size of the future `f` returns, without building one (the types name it).
+    fn future_size<A, F>(_: impl FnOnce(A) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn issue23_the_request_future_stays_small() {
+        let handle_bytes = future_size(
+            |(s, c, r, a, g, e, h, k): (
+                &Server,
+                Caller,
+                &Request,
+                Arrival<'_>,
+                &Arc<Gated>,
+                crate::machine::Epoch,
+                CancelToken,
+                CancelToken,
+            )| handle(s, c, r, a, g, e, h, k),
+        );
+        assert!(
+            handle_bytes <= MAX_REQUEST_FUTURE_BYTES,
+            "handle's future is {handle_bytes} bytes, bound {MAX_REQUEST_FUTURE_BYTES}"
+        );
+        let call_bytes = future_size(|(ctx, params): (&Ctx, &Params<'_>)| {
+            super::super::tools::call(ctx, params)
+        });
+        assert!(
+            call_bytes <= MAX_TOOLS_CALL_FUTURE_BYTES,
+            "tools::call's future is {call_bytes} bytes, bound {MAX_TOOLS_CALL_FUTURE_BYTES}"
+        );
+        // The arms are boxed, so the route's own future is far smaller than its largest arm.
+        let route_bytes = future_size(
+            |(ctx, r, p, o, c): (&Ctx, &Request, &Params<'_>, &Arc<dyn Outbox>, &CancelToken)| {
+                routes::route(ctx, r, p, o, c)
+            },
+        );
+        assert!(
+            route_bytes < call_bytes,
+            "route's future ({route_bytes} bytes) holds tools::call's ({call_bytes}) inline"
+        );
+    }
 
     #[test]
     fn c9_a_gated_outbox_sends_nothing_after_the_client_cancelled() {

@@ -47,16 +47,23 @@ impl Ctx {
         }
     }
 
-    /// Runs one core invocation, with the pacer told when it starts and ends.
-    pub(crate) async fn invoke<F: std::future::Future>(&self, fut: F) -> F::Output {
+    /// Runs one core invocation, with the pacer told when it starts and ends. Every caller
+    /// awaits it at once, so telling the pacer on creation is telling it on the first poll.
+    /// Not an `async fn` on purpose (issue #23): that state machine would hold `fut` twice,
+    /// as its argument and as its awaitee, doubling the request future's largest part.
+    pub(crate) fn invoke<'a, F: std::future::Future + 'a>(
+        &'a self,
+        fut: F,
+    ) -> impl std::future::Future<Output = F::Output> + 'a {
         if let Some(p) = &self.progress {
             p.started();
         }
-        let out = fut.await;
-        if let Some(p) = &self.progress {
-            p.ended();
-        }
-        out
+        futures_util::FutureExt::map(fut, move |out| {
+            if let Some(p) = &self.progress {
+                p.ended();
+            }
+            out
+        })
     }
 }
 

@@ -210,11 +210,16 @@ where
             Ok(HandlerOut::Complete(answer)) => answer,
             Err(answer) => answer,
             Ok(HandlerOut::Input(requests)) if !may_record(&requests) => cannot_ask(),
-            Ok(HandlerOut::Input(requests)) => start_chain(ctx, binding(), &requests).await,
+            // Boxed, like `resume` below: a chain's store round trips make these futures
+            // large, and unboxed they would size every first invocation's future (the hot
+            // path, issue #23) for the rare chain.
+            Ok(HandlerOut::Input(requests)) => {
+                Box::pin(start_chain(ctx, binding(), &requests)).await
+            }
         };
     };
     let responses = continuation.responses.unwrap_or_default();
-    resume(ctx, method, binding(), &token, &responses, &handler).await
+    Box::pin(resume(ctx, method, binding(), &token, &responses, &handler)).await
 }
 
 /// How a compare-and-swap of a chain ended.

@@ -22,7 +22,10 @@ pub(crate) async fn route(
     Ok(match request.method.as_str() {
         "server/discover" => discover::discover(ctx),
         "tools/list" => tools::list(ctx, cursor(params)?.as_deref()),
-        "tools/call" => tools::call(ctx, params).await,
+        // The large arms are boxed (issue #23): each request then allocates only its own
+        // method's state machine, and the request future that wraps this one (held for a
+        // listen stream's whole life) is sized by the small arms, not by the largest.
+        "tools/call" => Box::pin(tools::call(ctx, params)).await,
         "resources/list" => page(
             ctx.registry
                 .list_resources(caller, cursor(params)?.as_deref())
@@ -39,13 +42,13 @@ pub(crate) async fn route(
                 .list_prompts(caller, cursor(params)?.as_deref()),
             "prompts",
         ),
-        "resources/read" => resources::read(ctx, params, &request.id).await?,
-        "prompts/get" => prompts::get(ctx, params).await?,
+        "resources/read" => Box::pin(resources::read(ctx, params, &request.id)).await?,
+        "prompts/get" => Box::pin(prompts::get(ctx, params)).await?,
         "completion/complete" => completion::complete(ctx, params)?,
         crate::wire::tasks::TASKS_GET
         | crate::wire::tasks::TASKS_UPDATE
         | crate::wire::tasks::TASKS_CANCEL => {
-            super::tasks::route(ctx, request.method.as_str(), params).await
+            Box::pin(super::tasks::route(ctx, request.method.as_str(), params)).await
         }
         "subscriptions/listen" => {
             listen::listen(ctx, request, params, outbox, client_cancel).await?
