@@ -1401,49 +1401,28 @@ mod no_f32 {
         }
     }
 
-    impl<C: ser::SerializeSeq> ser::SerializeSeq for Compound<C> {
-        type Ok = C::Ok;
-        type Error = C::Error;
-        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-            self.0.serialize_element(&Guard(value))
-        }
-        fn end(self) -> Result<C::Ok, C::Error> {
-            self.0.end()
-        }
+    /// The four compounds whose one method takes a value: each element or field is guarded.
+    macro_rules! guard_each_value {
+        ($($trait:ident :: $method:ident),* $(,)?) => {$(
+            impl<C: ser::$trait> ser::$trait for Compound<C> {
+                type Ok = C::Ok;
+                type Error = C::Error;
+                fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+                    self.0.$method(&Guard(value))
+                }
+                fn end(self) -> Result<C::Ok, C::Error> {
+                    self.0.end()
+                }
+            }
+        )*};
     }
 
-    impl<C: ser::SerializeTuple> ser::SerializeTuple for Compound<C> {
-        type Ok = C::Ok;
-        type Error = C::Error;
-        fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-            self.0.serialize_element(&Guard(value))
-        }
-        fn end(self) -> Result<C::Ok, C::Error> {
-            self.0.end()
-        }
-    }
-
-    impl<C: ser::SerializeTupleStruct> ser::SerializeTupleStruct for Compound<C> {
-        type Ok = C::Ok;
-        type Error = C::Error;
-        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-            self.0.serialize_field(&Guard(value))
-        }
-        fn end(self) -> Result<C::Ok, C::Error> {
-            self.0.end()
-        }
-    }
-
-    impl<C: ser::SerializeTupleVariant> ser::SerializeTupleVariant for Compound<C> {
-        type Ok = C::Ok;
-        type Error = C::Error;
-        fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-            self.0.serialize_field(&Guard(value))
-        }
-        fn end(self) -> Result<C::Ok, C::Error> {
-            self.0.end()
-        }
-    }
+    guard_each_value!(
+        SerializeSeq::serialize_element,
+        SerializeTuple::serialize_element,
+        SerializeTupleStruct::serialize_field,
+        SerializeTupleVariant::serialize_field,
+    );
 
     impl<C: ser::SerializeMap> ser::SerializeMap for Compound<C> {
         type Ok = C::Ok;
