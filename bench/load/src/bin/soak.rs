@@ -126,20 +126,19 @@ fn fds() -> usize {
         .unwrap_or(0)
 }
 
+/// `VmRSS` of this process.
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        })
-        .unwrap_or(0)
+    vm_rss_kib("/proc/self/status")
 }
 
 /// `VmRSS` of another process (a stdio child), 0 once it is gone.
 fn rss_kib_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    vm_rss_kib(&format!("/proc/{pid}/status"))
+}
+
+/// The `VmRSS:` line of a `/proc/<pid>/status` file in KiB, 0 when the file or line is missing.
+fn vm_rss_kib(status_path: &str) -> u64 {
+    std::fs::read_to_string(status_path)
         .ok()
         .and_then(|s| {
             s.lines()
