@@ -17,7 +17,18 @@
 #                             multi-thread runtime: strict_http until session 9),
 #                             strict-arena2 (strict-mt with MALLOC_ARENA_MAX=2, a host
 #                             setting); plain strict is strict_http's default (the product's
-#                             accept loop on a current-thread runtime)
+#                             accept loop on a current-thread runtime). Build variants of
+#                             that default (issue #23, session 11; Cargo.toml's profiles):
+#                             strict-lto (profile lto: fat LTO, 1 codegen unit), strict-small
+#                             (profile small: the same at opt-level "s"), strict-tiny (profile
+#                             tiny: opt-level "z"), strict-static (profile $STATIC_PROFILE,
+#                             linked statically and non-PIE: RUSTFLAGS="$STATIC_RUSTFLAGS",
+#                             built for --target $STATIC_TARGET so build scripts stay
+#                             dynamic), strict-ordered (strict-static with the text that
+#                             runs laid out together: order-text.sh)
+#   STATIC_PROFILE=small      the profile of strict-static and strict-ordered (small or lto)
+#   SMAPS=1                   HTTP: print where the server's pages are (smaps.sh) once it
+#                             listens and again after each concurrency's window
 #   STRICT=auto|1|0           build the strict-mcp servers (auto: only if they compile)
 #   LOADGEN_THREADS=2         tokio worker threads of the load generator
 #   BUILD=0                   run the binaries already in $CARGO_TARGET_DIR/release, no build
@@ -34,6 +45,9 @@ SERVERS=${SERVERS:-"bare lean tokio rmcp strict"}
 STRICT=${STRICT:-auto}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
 BIN=$CARGO_TARGET_DIR/release
+STATIC_TARGET=x86_64-unknown-linux-gnu
+STATIC_PROFILE=${STATIC_PROFILE:-small}
+STATIC_RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static"
 RESULTS=$(mktemp)
 SERVER_PID=""
 
@@ -66,6 +80,31 @@ want() { # want SERVER -> is it selected and built?
     [[ "$1" != strict* || "$have_strict" == 1 ]]
 }
 
+# The binary of an HTTP server variant: the build variants live in their profile's directory.
+variant_bin() {
+    case "$1" in
+        strict-lto) echo "$CARGO_TARGET_DIR/lto/strict_http" ;;
+        strict-small) echo "$CARGO_TARGET_DIR/small/strict_http" ;;
+        strict-tiny) echo "$CARGO_TARGET_DIR/tiny/strict_http" ;;
+        strict-static) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http" ;;
+        strict-ordered) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http-ordered" ;;
+        *) echo "$BIN/${1%%-*}_http" ;;
+    esac
+}
+
+if [[ "$have_strict" == 1 && "${BUILD:-1}" != 0 ]]; then
+    for s in strict-lto strict-small strict-tiny; do
+        if want "$s"; then
+            cargo build --profile "${s#strict-}" --quiet --features strict --bin strict_http
+        fi
+    done
+    if want strict-static; then
+        RUSTFLAGS="$STATIC_RUSTFLAGS" cargo build --profile "$STATIC_PROFILE" \
+            --target "$STATIC_TARGET" --quiet --features strict --bin strict_http
+    fi
+    if want strict-ordered; then PROFILE=$STATIC_PROFILE ./order-text.sh; fi
+fi
+
 # The environment of an HTTP server variant (strict_http reads STRICT_*; see its docs).
 variant_env() {
     case "$1" in
@@ -78,13 +117,14 @@ variant_env() {
 }
 
 # HTTP: one server process per server, every concurrency against it.
-for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2; do
+for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2 \
+    strict-lto strict-small strict-tiny strict-static strict-ordered; do
     want "$s" || continue
     [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
     # shellcheck disable=SC2046 # the variant's settings are words on purpose
     env $(variant_env "$s") MAX_SECONDS=$(( (WARMUP + MEASURE + 10) * 4 + 30 )) \
-        "$BIN/${s%%-*}_http" >"$out" &
+        "$(variant_bin "$s")" >"$out" &
     SERVER_PID=$!
     addr=""
     for _ in $(seq 100); do
@@ -93,10 +133,12 @@ for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2; do
         sleep 0.1
     done
     if [[ -z "$addr" ]]; then echo "${s}_http did not start" >&2; exit 1; fi
+    if [[ "${SMAPS:-0}" == 1 ]]; then sleep 1; ./smaps.sh "$SERVER_PID" "$s/idle" >&2; fi
     for c in $CONCS; do
         echo "== http $s conc=$c" >&2
         "$BIN/loadgen" http --addr "$addr" --pid "$SERVER_PID" --conc "$c" \
             --warmup "$WARMUP" --measure "$MEASURE" --label "$s" | tee -a "$RESULTS" >&2
+        if [[ "${SMAPS:-0}" == 1 ]]; then ./smaps.sh "$SERVER_PID" "$s/conc=$c" >&2; fi
     done
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
