@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds strict_http-ordered (issue #23, session 11): strict_http linked statically and
-# non-PIE (run.sh's strict-static) with its text laid out so that the functions that run,
-# at start-up and per tools/call, sit next to each other. The kernel maps 64 KiB of a file
+# non-PIE (run.sh's strict-static; STATIC=0: as the profile builds it, run.sh's
+# strict-relordered with PROFILE=release) with its text laid out so that the functions that
+# run, at start-up and per tools/call, sit next to each other. The kernel maps 64 KiB of a file
 # around each page fault (fault-around), so a few hundred small functions scattered over
 # 4 MiB of text map most of it; packed, they map about their own size.
 #
-# 1. build strict_http (profile $PROFILE, static, --target $TARGET);
+# 1. build strict_http (profile $PROFILE, features $FEATURES; static: --target $TARGET);
 # 2. run it under callgrind (--demangle=no) while `loadgen http --conc 4` sends tools/call
 #    echo for 3 s, and list the mangled name of every function of the binary that ran
 #    ($CARGO_TARGET_DIR/$TARGET/$PROFILE/strict_http.order);
@@ -16,22 +17,33 @@
 # Only the final link and the bin crate's code generation differ from the plain build; the
 # instructions executed do not (bench/README). The order depends on the binary: run it again
 # after any change. Settings: CARGO_TARGET_DIR (default bench/load/target), PROFILE (small),
-# NICE (5). Needs valgrind, python3 and a release loadgen (built when missing). Traffic goes
+# STATIC (1), FEATURES (strict), NICE (5), LOADGEN (default $CARGO_TARGET_DIR/release/loadgen, built when missing). Needs
+# valgrind and python3. Traffic goes
 # to 127.0.0.1 only; the server it starts is stopped by its pid.
 set -euo pipefail
 cd "$(dirname "$0")"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$(pwd)/target}
 PROFILE=${PROFILE:-small}
 NICE=${NICE:-5}
+FEATURES=${FEATURES:-strict}
 TARGET=x86_64-unknown-linux-gnu
-export RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static"
-dir=$CARGO_TARGET_DIR/$TARGET/$PROFILE
+if [[ "${STATIC:-1}" == 1 ]]; then
+    export RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static"
+    target=(--target "$TARGET")
+    dir=$CARGO_TARGET_DIR/$TARGET/$PROFILE
+else
+    target=()
+    dir=$CARGO_TARGET_DIR/$PROFILE
+fi
 bin=$dir/strict_http
 order=$dir/strict_http.order
-loadgen=$CARGO_TARGET_DIR/release/loadgen
+loadgen=${LOADGEN:-$CARGO_TARGET_DIR/release/loadgen}
 
-[[ -x "$loadgen" ]] || (RUSTFLAGS="" nice -n "$NICE" cargo build --release --quiet --bin loadgen)
-nice -n "$NICE" cargo build --profile "$PROFILE" --target "$TARGET" --quiet --features strict --bin strict_http
+if [[ ! -x "$loadgen" ]]; then
+    RUSTFLAGS="" nice -n "$NICE" cargo build --release --quiet --bin loadgen
+    loadgen=$CARGO_TARGET_DIR/release/loadgen
+fi
+nice -n "$NICE" cargo build --profile "$PROFILE" "${target[@]}" --quiet --features "$FEATURES" --bin strict_http
 cp -a "$bin" "$dir/strict_http-plain"
 
 work=$(mktemp -d)
@@ -85,7 +97,7 @@ print('\n'.join(seen))
 PY
 echo "order-text: $(wc -l <"$order") functions ran" >&2
 [[ -s "$order" ]] || { echo "order-text: no function names (stripped binary?)" >&2; exit 1; }
-nice -n "$NICE" cargo rustc --profile "$PROFILE" --target "$TARGET" --quiet --features strict \
+nice -n "$NICE" cargo rustc --profile "$PROFILE" "${target[@]}" --quiet --features "$FEATURES" \
     --bin strict_http -- -C "link-arg=-Wl,--symbol-ordering-file=$order" \
     -C link-arg=-Wl,--no-warn-symbol-ordering
 mv "$bin" "$dir/strict_http-ordered"

@@ -25,7 +25,9 @@
 #                             linked statically and non-PIE: RUSTFLAGS="$STATIC_RUSTFLAGS",
 #                             built for --target $STATIC_TARGET so build scripts stay
 #                             dynamic), strict-ordered (strict-static with the text that
-#                             runs laid out together: order-text.sh)
+#                             runs laid out together: order-text.sh), strict-relordered
+#                             (the release profile's strict_http with such an order:
+#                             STATIC=0 PROFILE=release order-text.sh, $BIN/strict_http-ordered)
 #   STATIC_PROFILE=small      the profile of strict-static and strict-ordered (small or lto)
 #   SMAPS=1                   HTTP: print where the server's pages are (smaps.sh) once it
 #                             listens and again after each concurrency's window
@@ -88,6 +90,7 @@ variant_bin() {
         strict-tiny) echo "$CARGO_TARGET_DIR/tiny/strict_http" ;;
         strict-static) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http" ;;
         strict-ordered) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http-ordered" ;;
+        strict-relordered) echo "$BIN/strict_http-ordered" ;;
         *) echo "$BIN/${1%%-*}_http" ;;
     esac
 }
@@ -103,6 +106,7 @@ if [[ "$have_strict" == 1 && "${BUILD:-1}" != 0 ]]; then
             --target "$STATIC_TARGET" --quiet --features strict --bin strict_http
     fi
     if want strict-ordered; then PROFILE=$STATIC_PROFILE ./order-text.sh; fi
+    if want strict-relordered; then STATIC=0 PROFILE=release ./order-text.sh; fi
 fi
 
 # The environment of an HTTP server variant (strict_http reads STRICT_*; see its docs).
@@ -118,7 +122,7 @@ variant_env() {
 
 # HTTP: one server process per server, every concurrency against it.
 for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2 \
-    strict-lto strict-small strict-tiny strict-static strict-ordered; do
+    strict-lto strict-small strict-tiny strict-static strict-ordered strict-relordered; do
     want "$s" || continue
     [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
