@@ -494,24 +494,35 @@ impl<D: Dispatch> Inner<D> {
     }
 }
 
-/// Runs the dispatch as its own task in the request's span. Polling it inside the response
-/// future instead saves the spawn and its wake-ups (-7% instructions, far fewer futex calls)
-/// but costs more CPU per request under concurrent load (bench/load, interleaved A/B on 2
-/// cores): the spawn spreads the work over the runtime's workers.
+/// Runs the dispatch in the request's span: its first poll inline, in the response future, and
+/// only a dispatch still pending after it (a handler that waits, a listen stream) as a task of
+/// its own. A `tools/call` whose handler answers at once (the common case) so costs no task,
+/// no scheduling and no wake-up of the connection task (issue #23: −4.4 k instructions per
+/// call on the product host, `bench/README.md`, session 11). A panic in the first poll ends
+/// the dispatch like a panic in its task: `ended` is dropped without a reply, so the client
+/// gets the host's internal error.
 fn spawn_dispatch(
     work: Pin<Box<dyn Future<Output = ()> + Send + 'static>>,
     ended: EndGuard,
     listen_slot: Option<tokio::sync::OwnedSemaphorePermit>,
     span: tracing::Span,
 ) {
-    tokio::spawn(
-        async move {
-            let _ended = ended;
-            let _listen_slot = listen_slot;
-            work.await;
+    let mut work = work.instrument(span);
+    let waker = std::task::Waker::noop();
+    let first = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Pin::new(&mut work).poll(&mut Context::from_waker(waker))
+    }));
+    match first {
+        Ok(Poll::Pending) => {
+            tokio::spawn(async move {
+                let _ended = ended;
+                let _listen_slot = listen_slot;
+                work.await;
+            });
         }
-        .instrument(span),
-    );
+        Ok(Poll::Ready(())) => {}
+        Err(_) => tracing::error!("dispatch panicked on its first poll"),
+    }
 }
 
 /// The message of the refusal of a listen stream over [`HttpConfig::max_listen_streams`].
