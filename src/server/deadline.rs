@@ -126,8 +126,20 @@ pub(crate) async fn within<F: std::future::Future>(
     token: &CancelToken,
     work: F,
 ) -> Result<F::Output, Expired> {
+    within_pinned(clock, limit, token, std::pin::pin!(work)).await
+}
+
+/// [`within`] for work its caller has pinned where it lies. An `async fn` keeps a by-value
+/// argument and its pinned move as two slots, so `within(.., work)` holds the work twice and
+/// copies it once more; `tools/call` passes its handler's work pinned instead (issue #23: one
+/// copy of the call's work less per call, `bench/README.md`, session 11).
+pub(crate) async fn within_pinned<F: std::future::Future>(
+    clock: &dyn MonotonicClock,
+    limit: std::time::Duration,
+    token: &CancelToken,
+    mut work: std::pin::Pin<&mut F>,
+) -> Result<F::Output, Expired> {
     let mut timer = Timer::start(clock, limit);
-    futures_util::pin_mut!(work);
     let finished = {
         let expired = timer.expired();
         futures_util::pin_mut!(expired);

@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 
 use super::answer::{members_text, Answer};
 use super::context::{Continuation, Ctx, Params};
-use super::deadline::{within, Expired};
+use super::deadline::{within, within_pinned, Expired};
 use super::mrtr::{self, HandlerOut};
 use super::publication::{CallParams, PartsOutcome};
 use super::PublishMode;
@@ -116,9 +116,9 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
                 }
                 let token = inv.cancel_token().clone();
                 let view = inv.view_slot();
-                let work = publication.call_tool_parts(&ctx.registry, inv, call);
+                let work = std::pin::pin!(publication.call_tool_parts(&ctx.registry, inv, call));
                 let clock = ctx.server.monotonic_clock();
-                match within(&*clock, limit, &token, work).await {
+                match within_pinned(&*clock, limit, &token, work).await {
                     Ok(Ok(PartsOutcome::Complete(parts))) => {
                         // Apps implies compact mode: this is `call_tool`'s result.
                         let parts = match ctx.server.apps() {
