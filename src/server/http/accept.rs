@@ -502,7 +502,11 @@ impl HeaderClock {
             armed.fired = true;
             return Poll::Ready(());
         }
-        if !armed.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        if !armed
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
             armed.waker = Some(cx.waker().clone());
         }
         Poll::Pending
@@ -816,6 +820,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::rt::Timer as _;
 
     /// Operability: every accepted socket gets TCP_NODELAY (the accept loop calls this).
     #[test]
