@@ -53,6 +53,7 @@ pub mod error;
 pub mod ingress;
 mod scan;
 pub mod stdio;
+mod string_run;
 
 pub use egress::{
     check_identity, encode, encode_error, encode_line, preflight_result, EgressLimits, EncodedLine,
