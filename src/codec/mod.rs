@@ -50,6 +50,7 @@
 
 pub mod egress;
 pub mod error;
+pub(crate) mod escape;
 pub mod ingress;
 mod scan;
 pub mod stdio;
