@@ -252,9 +252,13 @@ fn read_id(id: Member<'_>, limits: &IngressLimits) -> Result<RequestId, IngressE
     RequestId::from_token(id.text).map_err(IngressError::BadId)
 }
 
-/// Copies validated JSON text into an owned raw value, byte for byte.
+/// Copies validated JSON text into an owned raw value, byte for byte, without a second parse:
+/// the scan validated it to the last byte, and it refuses everything serde_json refuses (the
+/// `codec_differential` fuzz target checks that), so `RawValue::from_string`'s own parse could
+/// only agree. That parse was a second full pass over every request's `params` (issue #23,
+/// size curve).
 fn raw(text: &str) -> Result<Box<RawValue>, IngressError> {
-    RawValue::from_string(text.to_owned()).map_err(|_| IngressError::Syntax { offset: 0 })
+    super::escape::raw_unchecked(text.to_owned()).map_err(|_| IngressError::Syntax { offset: 0 })
 }
 
 /// Decodes a string token that the scanner already validated.

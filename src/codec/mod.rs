@@ -50,9 +50,11 @@
 
 pub mod egress;
 pub mod error;
+pub(crate) mod escape;
 pub mod ingress;
 mod scan;
 pub mod stdio;
+mod string_run;
 
 pub use egress::{
     check_identity, encode, encode_error, encode_line, preflight_result, EgressLimits, EncodedLine,

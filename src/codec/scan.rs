@@ -15,6 +15,8 @@
 
 use std::borrow::Cow;
 
+use super::string_run::plain_run;
+
 /// The byte offset where the text stopped being JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SyntaxError {
@@ -150,19 +152,6 @@ pub(crate) fn scan(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError
         structural: s.structural,
     })
 }
-
-/// Byte classes for the string fast path: 1 = ends the plain run (`"`, `\`, control byte).
-static STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
 
 /// Objects with at most this many members are checked for duplicates pairwise; larger ones
 /// are sorted. Both use the shared key stack, so no allocation per object.
@@ -309,12 +298,7 @@ impl<'a> Scanner<'a> {
         let mut escaped = false;
         loop {
             // Fast path: skip bytes that need no attention. The text is valid UTF-8 already.
-            while let Some(&c) = self.b.get(self.pos) {
-                if STRING_STOP[c as usize] {
-                    break;
-                }
-                self.pos += 1;
-            }
+            self.pos += plain_run(&self.b[self.pos..]);
             match self.peek() {
                 Some(b'"') => {
                     self.pos += 1;

@@ -475,8 +475,9 @@ fn decode_typed<In: DeserializeOwned>(args: Arguments<'_>) -> Result<In, ToolErr
 }
 
 fn encode_typed<Out: Serialize>(out: &Out) -> Result<HandlerOutput, ToolError> {
-    // Serialised straight into a raw value (serde_json's own output is not parsed again).
-    let structured = serde_json::value::to_raw_value(out).map_err(|e| {
+    // Serialised straight into a raw value (serde_json's own output is not parsed again), long
+    // strings escaped by `codec::escape` (the same bytes, plain runs copied whole).
+    let structured = crate::codec::escape::to_raw_value(out).map_err(|e| {
         tracing::warn!(error = %e, "typed tool output could not be serialised");
         ToolError::Failure(ToolFailure::new(
             FailureCode::InvalidResult,

@@ -215,17 +215,25 @@ impl ResultParts {
             "structured envelope is not JSON: {text}"
         );
         // The copy block is written from the borrowed envelope text (no `String` clone), after
-        // the other blocks, into a buffer sized for an escaped copy of it.
-        let mut out = Vec::with_capacity(text.len() + text.len() / 8 + 64);
+        // the other blocks, member for member as `ContentBlock::text` writes
+        // (`tests/server_tool_bytes.rs` pins the bytes), the text escaped by `codec::escape`
+        // (serde_json's bytes, its plain runs copied whole). Room for it is reserved once the
+        // other blocks are written, so the large buffer is not reallocated (a copy of it)
+        // unless more than an eighth of the text needs an escape.
+        const HEAD: &[u8] = b"{\"text\":";
+        const TAIL: &[u8] = b",\"type\":\"text\"}]";
+        let mut out = Vec::with_capacity(64);
         serde_json::to_writer(&mut out, &content)
             .map_err(|_| CoreError::Internal { retryable: true })?;
         out.pop(); // the array's `]`
         if !content.is_empty() {
             out.push(b',');
         }
-        serde_json::to_writer(&mut out, &TextBlock::new(text))
-            .map_err(|_| CoreError::Internal { retryable: true })?;
-        out.push(b']');
+        out.reserve(HEAD.len() + crate::codec::escape::reserve_for(text.len()) + TAIL.len());
+        out.extend_from_slice(HEAD);
+        crate::codec::escape::write_str(&mut out, text);
+        out.extend_from_slice(TAIL);
+        out.shrink_to_fit();
         let content =
             String::from_utf8(out).map_err(|_| CoreError::Internal { retryable: true })?;
         Ok(ResultParts {
@@ -289,21 +297,6 @@ impl ResultParts {
 
     fn len_hint(&self) -> usize {
         self.content.len() + self.structured.as_ref().map_or(0, String::len) + 48
-    }
-}
-
-/// A plain text content block written from borrowed text, member for member as
-/// `ContentBlock::text` writes (`tests/server_tool_bytes.rs` pins the bytes).
-#[derive(serde::Serialize)]
-struct TextBlock<'a> {
-    text: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-}
-
-impl<'a> TextBlock<'a> {
-    fn new(text: &'a str) -> Self {
-        TextBlock { text, kind: "text" }
     }
 }
 

@@ -1,0 +1,578 @@
+//! JSON string escaping on the result path, byte for byte as serde_json writes it, with the
+//! plain runs between the bytes that need an escape found two words at a time
+//! ([`super::string_run`]) and copied whole.
+//!
+//! serde_json escapes one byte at a time (≈ 10 instructions per byte under callgrind); a tool
+//! result's text is escaped twice (once in `structuredContent`, then that JSON again as the
+//! text copy in `content`), which made escaping the largest cost of a large `tools/call`
+//! (issue #23, size curve). The output is serde_json's: `"` `\` `\b` `\f` `\n` `\r` `\t` as
+//! short escapes, every other byte below 0x20 as `\u00XX` with lowercase hex, and `/`, DEL,
+//! U+2028/U+2029 and all other non-ASCII text unescaped (the proptests below and
+//! `tests/server_tool_bytes.rs` pin it).
+//!
+//! Safe code on purpose: the SIMD escapers of the field (`json-escape-simd`, sonic-rs's
+//! kernels, evaluated in session 11) load whole registers past the end of the string where
+//! that stays inside one page, which AddressSanitizer reports (they need a build feature to
+//! stop) and which is outside Rust's rules. The word-at-a-time run finder keeps every read in
+//! bounds and measured within the target (`bench/README.md`, session 12).
+//!
+//! [`to_raw_value`] is `serde_json::value::to_raw_value` with long strings escaped this way:
+//! the same serializer writes everything else, so every other byte is what serde_json writes.
+//! [`raw_unchecked`] makes a `RawValue` of text already known to be valid JSON without
+//! parsing it again (the ingress scan's members, this module's own output).
+
+use serde::ser::{self, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::string_run::plain_run;
+
+/// Strings shorter than this are left to serde_json's own escaper. Below it the run finder's
+/// fixed cost (a buffer of its own, then one more copy into serde_json's output) is more than
+/// the per-byte saving; member names, enum tags and short values stay on serde_json's path.
+/// Both paths write the same bytes, so the bound is a speed choice only (tested on both
+/// sides for equal output).
+pub(crate) const FAST_MIN_STR_BYTES: usize = 64;
+
+/// serde_json's private struct names: a struct serialised under one of them is serde_json's
+/// own protocol (`RawValue`, and `Number` under `arbitrary_precision`) and its field is
+/// written by serde_json's internal emitters, which accept a plain string only.
+const SERDE_JSON_PRIVATE: &str = "$serde_json::private::";
+
+/// The name `RawValue` serialises and deserialises under.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// The capacity to reserve for a string of `len` bytes written by [`write_str`]: the text,
+/// its quotes and an eighth more for escapes (a text that needs more grows its buffer once
+/// or twice, amortised; every byte may need six, so reserving the worst case would claim
+/// six times the memory of every large result).
+pub(crate) const fn reserve_for(len: usize) -> usize {
+    len.saturating_add(len / 8).saturating_add(2)
+}
+
+/// The short escapes serde_json writes; every other control byte is `\u00XX`.
+fn short_escape(byte: u8) -> Option<&'static [u8; 2]> {
+    Some(match byte {
+        b'"' => b"\\\"",
+        b'\\' => b"\\\\",
+        0x08 => b"\\b",
+        0x0c => b"\\f",
+        b'\n' => b"\\n",
+        b'\r' => b"\\r",
+        b'\t' => b"\\t",
+        _ => return None,
+    })
+}
+
+/// Appends `s` as a JSON string literal, quotes included, exactly as serde_json writes it.
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut rest = s.as_bytes();
+    out.reserve(reserve_for(rest.len()));
+    out.push(b'"');
+    loop {
+        let run = plain_run(rest);
+        out.extend_from_slice(&rest[..run]);
+        let Some((&byte, after)) = rest[run..].split_first() else {
+            break;
+        };
+        match short_escape(byte) {
+            Some(pair) => out.extend_from_slice(pair),
+            None => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ]),
+        }
+        rest = after;
+    }
+    out.push(b'"');
+}
+
+/// `serde_json::value::to_raw_value`, with every string of at least [`FAST_MIN_STR_BYTES`]
+/// escaped by [`write_str`]: byte for byte the same text, not parsed again.
+pub(crate) fn to_raw_value<T: ?Sized + Serialize>(
+    value: &T,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    let mut buf = Vec::with_capacity(128);
+    value.serialize(Fast(&mut serde_json::Serializer::new(&mut buf)))?;
+    // serde_json wrote every byte but the pre-escaped strings, which `write_str` wrote: UTF-8.
+    let text = String::from_utf8(buf).map_err(ser::Error::custom)?;
+    raw_unchecked(text)
+}
+
+/// A `Box<RawValue>` holding `text` without parsing it again: serde_json's own `Box<RawValue>`
+/// visitor takes the text as given. Only for text this crate wrote or already validated (the
+/// codec's scan).
+pub(crate) fn raw_unchecked(text: String) -> Result<Box<RawValue>, serde_json::Error> {
+    use serde::de::value::{MapDeserializer, StrDeserializer, StringDeserializer};
+    use serde::Deserialize;
+    let entry = std::iter::once((
+        StrDeserializer::<serde_json::Error>::new(RAW_VALUE_TOKEN),
+        StringDeserializer::<serde_json::Error>::new(text),
+    ));
+    Box::<RawValue>::deserialize(MapDeserializer::new(entry))
+}
+
+/// A string already escaped (quotes included), written verbatim by serde_json's serializer:
+/// serialised the way `RawValue` is.
+struct PreEscaped<'a>(&'a str);
+
+impl Serialize for PreEscaped<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use ser::SerializeStruct;
+        let mut s = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+        s.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+        s.end()
+    }
+}
+
+/// serde_json's writing serializer with long strings escaped by [`write_str`]; everything
+/// else, at every depth, is passed to it unchanged (each nested value goes through [`Each`]).
+/// Only ever wraps `&mut serde_json::Serializer<_>` (see [`to_raw_value`]): [`PreEscaped`] is
+/// written verbatim there and nowhere else.
+struct Fast<S>(S);
+
+/// A nested value serialised through [`Fast`].
+struct Each<'a, T: ?Sized>(&'a T);
+
+impl<T: ?Sized + Serialize> Serialize for Each<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(Fast(serializer))
+    }
+}
+
+/// A compound of [`Fast`]: members go through [`Each`], except inside serde_json's private
+/// structs (a `RawValue` member), which get the plain compound.
+enum Compound<C> {
+    Each(C),
+    Plain(C),
+}
+
+impl<S: Serializer> Serializer for Fast<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Compound<S::SerializeSeq>;
+    type SerializeTuple = Compound<S::SerializeTuple>;
+    type SerializeTupleStruct = Compound<S::SerializeTupleStruct>;
+    type SerializeTupleVariant = Compound<S::SerializeTupleVariant>;
+    type SerializeMap = Compound<S::SerializeMap>;
+    type SerializeStruct = Compound<S::SerializeStruct>;
+    type SerializeStructVariant = Compound<S::SerializeStructVariant>;
+
+    fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
+        if v.len() < FAST_MIN_STR_BYTES {
+            return self.0.serialize_str(v);
+        }
+        let mut escaped = Vec::new();
+        write_str(&mut escaped, v);
+        let escaped = String::from_utf8(escaped).map_err(ser::Error::custom)?;
+        PreEscaped(&escaped).serialize(self.0)
+    }
+    fn serialize_bool(self, v: bool) -> Result<S::Ok, S::Error> {
+        self.0.serialize_bool(v)
+    }
+    fn serialize_i8(self, v: i8) -> Result<S::Ok, S::Error> {
+        self.0.serialize_i8(v)
+    }
+    fn serialize_i16(self, v: i16) -> Result<S::Ok, S::Error> {
+        self.0.serialize_i16(v)
+    }
+    fn serialize_i32(self, v: i32) -> Result<S::Ok, S::Error> {
+        self.0.serialize_i32(v)
+    }
+    fn serialize_i64(self, v: i64) -> Result<S::Ok, S::Error> {
+        self.0.serialize_i64(v)
+    }
+    fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
+        self.0.serialize_i128(v)
+    }
+    fn serialize_u8(self, v: u8) -> Result<S::Ok, S::Error> {
+        self.0.serialize_u8(v)
+    }
+    fn serialize_u16(self, v: u16) -> Result<S::Ok, S::Error> {
+        self.0.serialize_u16(v)
+    }
+    fn serialize_u32(self, v: u32) -> Result<S::Ok, S::Error> {
+        self.0.serialize_u32(v)
+    }
+    fn serialize_u64(self, v: u64) -> Result<S::Ok, S::Error> {
+        self.0.serialize_u64(v)
+    }
+    fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
+        self.0.serialize_u128(v)
+    }
+    fn serialize_f32(self, v: f32) -> Result<S::Ok, S::Error> {
+        self.0.serialize_f32(v)
+    }
+    fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
+        self.0.serialize_f64(v)
+    }
+    fn serialize_char(self, v: char) -> Result<S::Ok, S::Error> {
+        self.0.serialize_char(v)
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
+        self.0.serialize_bytes(v)
+    }
+    fn serialize_none(self) -> Result<S::Ok, S::Error> {
+        self.0.serialize_none()
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
+        self.0.serialize_some(&Each(value))
+    }
+    fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+        self.0.serialize_unit()
+    }
+    fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
+        self.0.serialize_unit_struct(name)
+    }
+    fn serialize_unit_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+    ) -> Result<S::Ok, S::Error> {
+        self.0.serialize_unit_variant(name, index, variant)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<S::Ok, S::Error> {
+        self.0.serialize_newtype_struct(name, &Each(value))
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<S::Ok, S::Error> {
+        self.0
+            .serialize_newtype_variant(name, index, variant, &Each(value))
+    }
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        self.0.serialize_seq(len).map(Compound::Each)
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+        self.0.serialize_tuple(len).map(Compound::Each)
+    }
+    fn serialize_tuple_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        self.0.serialize_tuple_struct(name, len).map(Compound::Each)
+    }
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        self.0
+            .serialize_tuple_variant(name, index, variant, len)
+            .map(Compound::Each)
+    }
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+        self.0.serialize_map(len).map(Compound::Each)
+    }
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        let plain = name.starts_with(SERDE_JSON_PRIVATE);
+        self.0.serialize_struct(name, len).map(|c| {
+            if plain {
+                Compound::Plain(c)
+            } else {
+                Compound::Each(c)
+            }
+        })
+    }
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        self.0
+            .serialize_struct_variant(name, index, variant, len)
+            .map(Compound::Each)
+    }
+    fn collect_str<T: ?Sized + std::fmt::Display>(self, value: &T) -> Result<S::Ok, S::Error> {
+        self.0.collect_str(value)
+    }
+    fn is_human_readable(&self) -> bool {
+        self.0.is_human_readable()
+    }
+}
+
+impl<C> Compound<C> {
+    fn inner(&mut self) -> &mut C {
+        match self {
+            Compound::Each(c) | Compound::Plain(c) => c,
+        }
+    }
+
+    fn into_inner(self) -> C {
+        match self {
+            Compound::Each(c) | Compound::Plain(c) => c,
+        }
+    }
+}
+
+/// The compounds whose one method takes a value: each element or field goes through [`Each`].
+macro_rules! each_value {
+    ($($trait:ident :: $method:ident),* $(,)?) => {$(
+        impl<C: ser::$trait> ser::$trait for Compound<C> {
+            type Ok = C::Ok;
+            type Error = C::Error;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+                self.inner().$method(&Each(value))
+            }
+            fn end(self) -> Result<C::Ok, C::Error> {
+                self.into_inner().end()
+            }
+        }
+    )*};
+}
+
+each_value!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+
+impl<C: ser::SerializeMap> ser::SerializeMap for Compound<C> {
+    type Ok = C::Ok;
+    type Error = C::Error;
+    /// Keys are written by serde_json's key serializer, which takes plain strings only.
+    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), C::Error> {
+        self.inner().serialize_key(key)
+    }
+    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
+        self.inner().serialize_value(&Each(value))
+    }
+    fn end(self) -> Result<C::Ok, C::Error> {
+        self.into_inner().end()
+    }
+}
+
+/// Serialises the fields of a struct, or plainly for serde_json's private structs.
+fn struct_field<C, T>(
+    compound: &mut Compound<C>,
+    key: &'static str,
+    value: &T,
+) -> Result<(), C::Error>
+where
+    C: ser::SerializeStruct,
+    T: ?Sized + Serialize,
+{
+    match compound {
+        Compound::Each(c) => c.serialize_field(key, &Each(value)),
+        Compound::Plain(c) => c.serialize_field(key, value),
+    }
+}
+
+impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<C> {
+    type Ok = C::Ok;
+    type Error = C::Error;
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), C::Error> {
+        struct_field(self, key, value)
+    }
+    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+        self.inner().skip_field(key)
+    }
+    fn end(self) -> Result<C::Ok, C::Error> {
+        self.into_inner().end()
+    }
+}
+
+impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<C> {
+    type Ok = C::Ok;
+    type Error = C::Error;
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), C::Error> {
+        self.inner().serialize_field(key, &Each(value))
+    }
+    fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
+        self.inner().skip_field(key)
+    }
+    fn end(self) -> Result<C::Ok, C::Error> {
+        self.into_inner().end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn escaped(s: &str) -> Vec<u8> {
+        let mut out = b"x".to_vec();
+        write_str(&mut out, s);
+        out.remove(0);
+        out
+    }
+
+    fn same_as_serde_json(s: &str) {
+        let want = serde_json::to_vec(s).expect("a str serialises");
+        assert_eq!(escaped(s), want, "write_str {s:?}");
+        let raw = to_raw_value(s).expect("a str serialises");
+        assert_eq!(raw.get().as_bytes(), want.as_slice(), "to_raw_value {s:?}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Arbitrary strings: every scalar value, any length proptest picks.
+        #[test]
+        fn escapes_arbitrary_strings_as_serde_json(s in any::<String>()) {
+            same_as_serde_json(&s);
+        }
+
+        /// Every ASCII control, the short escapes, `/`, DEL, U+2028/2029 and multibyte text,
+        /// long enough to cross the run finder's 8- and 16-byte steps at every offset.
+        #[test]
+        fn escapes_controls_and_multibyte_as_serde_json(
+            s in "[\\x00-\\x7f\"\\\\/\u{2028}\u{2029}\u{e9}\u{20ac}\u{1f600}]{0,300}"
+        ) {
+            same_as_serde_json(&s);
+        }
+
+        /// Long runs of one escaped byte between plain text.
+        #[test]
+        fn escapes_long_runs_as_serde_json(
+            pre in "[a-z]{0,200}",
+            c in "[\\x00-\\x20\"\\\\\\x7f]",
+            n in 0usize..200,
+            post in "[a-z\\x00-\\x1f\u{e9}]{0,70}",
+        ) {
+            same_as_serde_json(&format!("{pre}{}{post}", c.repeat(n)));
+        }
+    }
+
+    /// A buffer reserved with [`reserve_for`] holds a text with up to an eighth of its bytes
+    /// escaped to two without growing (the envelope's copy block relies on it); denser escapes
+    /// grow it and still write serde_json's bytes.
+    #[test]
+    fn reserve_for_holds_a_text_with_an_eighth_escaped() {
+        let eighth: String = (0..4096)
+            .map(|i| if i % 16 == 0 { '"' } else { 'a' })
+            .collect();
+        for s in ["", "a", "\"", &"a".repeat(4096), &eighth] {
+            let mut out = Vec::with_capacity(3 + reserve_for(s.len()));
+            out.extend_from_slice(b"[1,");
+            let before = out.as_ptr();
+            write_str(&mut out, s);
+            assert_eq!(out.as_ptr(), before, "reallocated for {} bytes", s.len());
+            assert_eq!(out[3..], serde_json::to_vec(s).unwrap());
+        }
+        let dense = "\u{1}".repeat(1000);
+        let mut out = Vec::with_capacity(reserve_for(dense.len()));
+        write_str(&mut out, &dense);
+        assert_eq!(out, serde_json::to_vec(&dense).unwrap());
+    }
+
+    #[test]
+    fn every_ascii_byte_alone_and_inside_a_block() {
+        for b in 0u8..0x80 {
+            let c = char::from(b);
+            same_as_serde_json(&c.to_string());
+            same_as_serde_json(&format!("{}{c}{}", "x".repeat(33), "y".repeat(40)));
+        }
+        assert_eq!(
+            escaped("\u{7f}/\u{2028}\u{2029}"),
+            "\"\u{7f}/\u{2028}\u{2029}\"".as_bytes()
+        );
+        assert_eq!(escaped("\u{1}\u{1f}"), b"\"\\u0001\\u001f\"");
+    }
+
+    /// Below the bound serde_json escapes, at it and one past it [`write_str`] does: the
+    /// same bytes either way, in a value and inside a structure.
+    #[test]
+    fn fast_bound_gives_the_same_bytes_on_both_sides() {
+        for len in [
+            FAST_MIN_STR_BYTES - 1,
+            FAST_MIN_STR_BYTES,
+            FAST_MIN_STR_BYTES + 1,
+        ] {
+            let s: String = (0..len)
+                .map(|i| if i % 7 == 0 { '"' } else { 'a' })
+                .collect();
+            assert_eq!(s.len(), len);
+            same_as_serde_json(&s);
+            let nested = serde_json::json!({ "k": [s.clone(), { "inner": s }] });
+            assert_eq!(
+                to_raw_value(&nested).unwrap().get(),
+                serde_json::to_string(&nested).unwrap()
+            );
+        }
+    }
+
+    /// Everything around the strings is serde_json's: map keys (long ones too, through its key
+    /// serializer), options, enums, numbers, a `RawValue` member kept verbatim.
+    #[test]
+    fn structures_are_written_as_serde_json_writes_them() {
+        #[derive(serde::Serialize)]
+        enum E {
+            Unit,
+            New(String),
+            Tuple(String, u8),
+            Struct { s: String },
+        }
+        #[derive(serde::Serialize)]
+        struct Out {
+            text: String,
+            none: Option<String>,
+            some: Option<String>,
+            raw: Box<RawValue>,
+            map: BTreeMap<String, String>,
+            list: Vec<E>,
+            n: (u128, i8, f64, f32, char),
+            bytes: Vec<u8>,
+        }
+        let long = format!("{}\"\\\n\u{2028}é", "w".repeat(100));
+        let out = Out {
+            text: long.clone(),
+            none: None,
+            some: Some(long.clone()),
+            raw: RawValue::from_string(format!("[1.10, {:?}]", "r".repeat(80))).unwrap(),
+            map: BTreeMap::from([(long.clone(), long.clone()), ("k".into(), "v".into())]),
+            list: vec![
+                E::Unit,
+                E::New(long.clone()),
+                E::Tuple(long.clone(), 7),
+                E::Struct { s: long.clone() },
+            ],
+            n: (u128::MAX, -1, 0.1, 1.5, '"'),
+            bytes: vec![0, 255],
+        };
+        assert_eq!(
+            to_raw_value(&out).unwrap().get(),
+            serde_json::to_string(&out).unwrap()
+        );
+    }
+
+    /// The unchecked raw value holds the text as given, without a parse.
+    #[test]
+    fn raw_unchecked_keeps_the_text() {
+        let raw = raw_unchecked("{\"a\": 1.10}".to_owned()).unwrap();
+        assert_eq!(raw.get(), "{\"a\": 1.10}");
+    }
+}
