@@ -450,7 +450,7 @@ impl HeaderClock {
             slot: Mutex::new(HeaderSlot {
                 // Any sleep hyper arms from now on is due `period` after it is armed, so not
                 // before this: the watchdog's first look.
-                look_at: tokio::time::Instant::now() + period,
+                look_at: later(tokio::time::Instant::now(), period),
                 armed: None,
             }),
         }
@@ -530,13 +530,23 @@ impl HeaderClock {
                             waker.wake();
                         }
                     }
-                    now + self.period
+                    later(now, self.period)
                 }
-                None => now + self.period,
+                None => later(now, self.period),
             };
             slot.look_at = next;
         }
     }
+}
+
+/// `at + period`, or about thirty years on when that does not fit in an `Instant` (a
+/// configured time-out of `Duration::MAX`): the clock's own arithmetic must never panic in
+/// the accept loop, which would stop every connection, not one.
+fn later(at: tokio::time::Instant, period: Duration) -> tokio::time::Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    at.checked_add(period)
+        .or_else(|| at.checked_add(FAR))
+        .unwrap_or(at)
 }
 
 /// A sleep kept by a [`HeaderClock`].
@@ -882,6 +892,21 @@ mod tests {
             assert!(!task.is_finished(), "fired before its deadline");
             assert_eq!(woken_rx.await.unwrap(), armed_at + PERIOD);
             watchdog.abort();
+        });
+    }
+
+    /// A header-read time-out too large for an `Instant` makes a clock that never fires
+    /// instead of a panic in the accept loop.
+    #[test]
+    fn header_clock_takes_a_time_out_of_duration_max() {
+        paused().block_on(async {
+            let clock = Arc::new(HeaderClock::new(Duration::MAX));
+            let now = tokio::time::Instant::now();
+            assert!(clock.lock().look_at > now + Duration::from_secs(365 * 86_400));
+            assert_eq!(
+                later(now, Duration::from_secs(5)),
+                now + Duration::from_secs(5)
+            );
         });
     }
 
