@@ -129,6 +129,18 @@ impl Serialize for PreEscaped<'_> {
     }
 }
 
+/// The serializer methods that take one scalar and only pass it on to the wrapped serializer,
+/// for a pass-through wrapper `struct W<S>(S)`: written once for [`Fast`] and for
+/// `core::tool`'s f32 guard, which differ only in the methods they write themselves.
+macro_rules! forward_scalars {
+    ($($method:ident: $ty:ty),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<S::Ok, S::Error> {
+            self.0.$method(v)
+        }
+    )*};
+}
+pub(crate) use forward_scalars;
+
 /// serde_json's writing serializer with long strings escaped by [`write_str`]; everything
 /// else, at every depth, is passed to it unchanged (each nested value goes through [`Each`]).
 /// Only ever wraps `&mut serde_json::Serializer<_>` (see [`to_raw_value`]): [`PreEscaped`] is
@@ -171,51 +183,23 @@ impl<S: Serializer> Serializer for Fast<S> {
         let escaped = String::from_utf8(escaped).map_err(ser::Error::custom)?;
         PreEscaped(&escaped).serialize(self.0)
     }
-    fn serialize_bool(self, v: bool) -> Result<S::Ok, S::Error> {
-        self.0.serialize_bool(v)
-    }
-    fn serialize_i8(self, v: i8) -> Result<S::Ok, S::Error> {
-        self.0.serialize_i8(v)
-    }
-    fn serialize_i16(self, v: i16) -> Result<S::Ok, S::Error> {
-        self.0.serialize_i16(v)
-    }
-    fn serialize_i32(self, v: i32) -> Result<S::Ok, S::Error> {
-        self.0.serialize_i32(v)
-    }
-    fn serialize_i64(self, v: i64) -> Result<S::Ok, S::Error> {
-        self.0.serialize_i64(v)
-    }
-    fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
-        self.0.serialize_i128(v)
-    }
-    fn serialize_u8(self, v: u8) -> Result<S::Ok, S::Error> {
-        self.0.serialize_u8(v)
-    }
-    fn serialize_u16(self, v: u16) -> Result<S::Ok, S::Error> {
-        self.0.serialize_u16(v)
-    }
-    fn serialize_u32(self, v: u32) -> Result<S::Ok, S::Error> {
-        self.0.serialize_u32(v)
-    }
-    fn serialize_u64(self, v: u64) -> Result<S::Ok, S::Error> {
-        self.0.serialize_u64(v)
-    }
-    fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
-        self.0.serialize_u128(v)
-    }
-    fn serialize_f32(self, v: f32) -> Result<S::Ok, S::Error> {
-        self.0.serialize_f32(v)
-    }
-    fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
-        self.0.serialize_f64(v)
-    }
-    fn serialize_char(self, v: char) -> Result<S::Ok, S::Error> {
-        self.0.serialize_char(v)
-    }
-    fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
-        self.0.serialize_bytes(v)
-    }
+    forward_scalars!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_f32: f32,
+        serialize_f64: f64,
+        serialize_char: char,
+        serialize_bytes: &[u8],
+    );
     fn serialize_none(self) -> Result<S::Ok, S::Error> {
         self.0.serialize_none()
     }

@@ -1267,53 +1267,25 @@ mod no_f32 {
         type SerializeStruct = Compound<S::SerializeStruct>;
         type SerializeStructVariant = Compound<S::SerializeStructVariant>;
 
-        fn serialize_bool(self, v: bool) -> Result<S::Ok, S::Error> {
-            self.0.serialize_bool(v)
-        }
-        fn serialize_i8(self, v: i8) -> Result<S::Ok, S::Error> {
-            self.0.serialize_i8(v)
-        }
-        fn serialize_i16(self, v: i16) -> Result<S::Ok, S::Error> {
-            self.0.serialize_i16(v)
-        }
-        fn serialize_i32(self, v: i32) -> Result<S::Ok, S::Error> {
-            self.0.serialize_i32(v)
-        }
-        fn serialize_i64(self, v: i64) -> Result<S::Ok, S::Error> {
-            self.0.serialize_i64(v)
-        }
-        fn serialize_i128(self, v: i128) -> Result<S::Ok, S::Error> {
-            self.0.serialize_i128(v)
-        }
-        fn serialize_u8(self, v: u8) -> Result<S::Ok, S::Error> {
-            self.0.serialize_u8(v)
-        }
-        fn serialize_u16(self, v: u16) -> Result<S::Ok, S::Error> {
-            self.0.serialize_u16(v)
-        }
-        fn serialize_u32(self, v: u32) -> Result<S::Ok, S::Error> {
-            self.0.serialize_u32(v)
-        }
-        fn serialize_u64(self, v: u64) -> Result<S::Ok, S::Error> {
-            self.0.serialize_u64(v)
-        }
-        fn serialize_u128(self, v: u128) -> Result<S::Ok, S::Error> {
-            self.0.serialize_u128(v)
-        }
+        crate::codec::escape::forward_scalars!(
+            serialize_bool: bool,
+            serialize_i8: i8,
+            serialize_i16: i16,
+            serialize_i32: i32,
+            serialize_i64: i64,
+            serialize_i128: i128,
+            serialize_u8: u8,
+            serialize_u16: u16,
+            serialize_u32: u32,
+            serialize_u64: u64,
+            serialize_u128: u128,
+            serialize_f64: f64,
+            serialize_char: char,
+            serialize_str: &str,
+            serialize_bytes: &[u8],
+        );
         fn serialize_f32(self, _v: f32) -> Result<S::Ok, S::Error> {
             Err(ser::Error::custom("an f32 is checked from its text"))
-        }
-        fn serialize_f64(self, v: f64) -> Result<S::Ok, S::Error> {
-            self.0.serialize_f64(v)
-        }
-        fn serialize_char(self, v: char) -> Result<S::Ok, S::Error> {
-            self.0.serialize_char(v)
-        }
-        fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
-            self.0.serialize_str(v)
-        }
-        fn serialize_bytes(self, v: &[u8]) -> Result<S::Ok, S::Error> {
-            self.0.serialize_bytes(v)
         }
         fn serialize_none(self) -> Result<S::Ok, S::Error> {
             self.0.serialize_none()
