@@ -141,6 +141,51 @@ macro_rules! forward_scalars {
 }
 pub(crate) use forward_scalars;
 
+/// The serializer methods that carry no value or one value to serialise through the wrapper
+/// again (`$wrap(value)`), for the same pass-through wrappers as [`forward_scalars`].
+macro_rules! forward_wrapped {
+    ($wrap:ident) => {
+        fn serialize_none(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_none()
+        }
+        fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
+            self.0.serialize_some(&$wrap(value))
+        }
+        fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit()
+        }
+        fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_struct(name)
+        }
+        fn serialize_unit_variant(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_unit_variant(name, index, variant)
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0.serialize_newtype_struct(name, &$wrap(value))
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            value: &T,
+        ) -> Result<S::Ok, S::Error> {
+            self.0
+                .serialize_newtype_variant(name, index, variant, &$wrap(value))
+        }
+    };
+}
+pub(crate) use forward_wrapped;
+
 /// serde_json's writing serializer with long strings escaped by [`write_str`]; everything
 /// else, at every depth, is passed to it unchanged (each nested value goes through [`Each`]).
 /// Only ever wraps `&mut serde_json::Serializer<_>` (see [`to_raw_value`]): [`PreEscaped`] is
@@ -200,43 +245,7 @@ impl<S: Serializer> Serializer for Fast<S> {
         serialize_char: char,
         serialize_bytes: &[u8],
     );
-    fn serialize_none(self) -> Result<S::Ok, S::Error> {
-        self.0.serialize_none()
-    }
-    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
-        self.0.serialize_some(&Each(value))
-    }
-    fn serialize_unit(self) -> Result<S::Ok, S::Error> {
-        self.0.serialize_unit()
-    }
-    fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
-        self.0.serialize_unit_struct(name)
-    }
-    fn serialize_unit_variant(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-    ) -> Result<S::Ok, S::Error> {
-        self.0.serialize_unit_variant(name, index, variant)
-    }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        name: &'static str,
-        value: &T,
-    ) -> Result<S::Ok, S::Error> {
-        self.0.serialize_newtype_struct(name, &Each(value))
-    }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        value: &T,
-    ) -> Result<S::Ok, S::Error> {
-        self.0
-            .serialize_newtype_variant(name, index, variant, &Each(value))
-    }
+    forward_wrapped!(Each);
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
         self.0.serialize_seq(len).map(Compound::Each)
     }

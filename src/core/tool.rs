@@ -1287,43 +1287,7 @@ mod no_f32 {
         fn serialize_f32(self, _v: f32) -> Result<S::Ok, S::Error> {
             Err(ser::Error::custom("an f32 is checked from its text"))
         }
-        fn serialize_none(self) -> Result<S::Ok, S::Error> {
-            self.0.serialize_none()
-        }
-        fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
-            self.0.serialize_some(&Guard(value))
-        }
-        fn serialize_unit(self) -> Result<S::Ok, S::Error> {
-            self.0.serialize_unit()
-        }
-        fn serialize_unit_struct(self, name: &'static str) -> Result<S::Ok, S::Error> {
-            self.0.serialize_unit_struct(name)
-        }
-        fn serialize_unit_variant(
-            self,
-            name: &'static str,
-            index: u32,
-            variant: &'static str,
-        ) -> Result<S::Ok, S::Error> {
-            self.0.serialize_unit_variant(name, index, variant)
-        }
-        fn serialize_newtype_struct<T: ?Sized + Serialize>(
-            self,
-            name: &'static str,
-            value: &T,
-        ) -> Result<S::Ok, S::Error> {
-            self.0.serialize_newtype_struct(name, &Guard(value))
-        }
-        fn serialize_newtype_variant<T: ?Sized + Serialize>(
-            self,
-            name: &'static str,
-            index: u32,
-            variant: &'static str,
-            value: &T,
-        ) -> Result<S::Ok, S::Error> {
-            self.0
-                .serialize_newtype_variant(name, index, variant, &Guard(value))
-        }
+        crate::codec::escape::forward_wrapped!(Guard);
         fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
             self.0.serialize_seq(len).map(Compound)
         }
