@@ -1,6 +1,6 @@
 //! JSON string escaping on the result path, byte for byte as serde_json writes it, with the
 //! plain runs between the bytes that need an escape found two words at a time
-//! ([`super::string_run`]) and copied whole.
+//! ([`crate::wire::string_run`]) and copied whole.
 //!
 //! serde_json escapes one byte at a time (≈ 10 instructions per byte under callgrind); a tool
 //! result's text is escaped twice (once in `structuredContent`, then that JSON again as the
@@ -18,13 +18,12 @@
 //!
 //! [`to_raw_value`] is `serde_json::value::to_raw_value` with long strings escaped this way:
 //! the same serializer writes everything else, so every other byte is what serde_json writes.
-//! [`raw_unchecked`] makes a `RawValue` of text already known to be valid JSON without
-//! parsing it again (the ingress scan's members, this module's own output).
+//! Its output becomes a `RawValue` without a second parse ([`crate::wire::raw`]).
 
 use serde::ser::{self, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::string_run::plain_run;
+use crate::wire::string_run::plain_run;
 
 /// Strings shorter than this are left to serde_json's own escaper. Below it the run finder's
 /// fixed cost (a buffer of its own, then one more copy into serde_json's output) is more than
@@ -38,8 +37,7 @@ pub(crate) const FAST_MIN_STR_BYTES: usize = 64;
 /// written by serde_json's internal emitters, which accept a plain string only.
 const SERDE_JSON_PRIVATE: &str = "$serde_json::private::";
 
-/// The name `RawValue` serialises and deserialises under.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+use crate::wire::raw::RAW_VALUE_TOKEN;
 
 /// The capacity to reserve for a string of `len` bytes written by [`write_str`]: the text,
 /// its quotes and an eighth more for escapes (a text that needs more grows its buffer once
@@ -100,20 +98,7 @@ pub(crate) fn to_raw_value<T: ?Sized + Serialize>(
     value.serialize(Fast(&mut serde_json::Serializer::new(&mut buf)))?;
     // serde_json wrote every byte but the pre-escaped strings, which `write_str` wrote: UTF-8.
     let text = String::from_utf8(buf).map_err(ser::Error::custom)?;
-    raw_unchecked(text)
-}
-
-/// A `Box<RawValue>` holding `text` without parsing it again: serde_json's own `Box<RawValue>`
-/// visitor takes the text as given. Only for text this crate wrote or already validated (the
-/// codec's scan).
-pub(crate) fn raw_unchecked(text: String) -> Result<Box<RawValue>, serde_json::Error> {
-    use serde::de::value::{MapDeserializer, StrDeserializer, StringDeserializer};
-    use serde::Deserialize;
-    let entry = std::iter::once((
-        StrDeserializer::<serde_json::Error>::new(RAW_VALUE_TOKEN),
-        StringDeserializer::<serde_json::Error>::new(text),
-    ));
-    Box::<RawValue>::deserialize(MapDeserializer::new(entry))
+    crate::wire::raw::owned_unchecked(text)
 }
 
 /// A string already escaped (quotes included), written verbatim by serde_json's serializer:
@@ -560,12 +545,5 @@ mod tests {
             to_raw_value(&out).unwrap().get(),
             serde_json::to_string(&out).unwrap()
         );
-    }
-
-    /// The unchecked raw value holds the text as given, without a parse.
-    #[test]
-    fn raw_unchecked_keeps_the_text() {
-        let raw = raw_unchecked("{\"a\": 1.10}".to_owned()).unwrap();
-        assert_eq!(raw.get(), "{\"a\": 1.10}");
     }
 }

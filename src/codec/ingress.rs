@@ -258,7 +258,8 @@ fn read_id(id: Member<'_>, limits: &IngressLimits) -> Result<RequestId, IngressE
 /// only agree. That parse was a second full pass over every request's `params` (issue #23,
 /// size curve).
 fn raw(text: &str) -> Result<Box<RawValue>, IngressError> {
-    super::escape::raw_unchecked(text.to_owned()).map_err(|_| IngressError::Syntax { offset: 0 })
+    crate::wire::raw::owned_unchecked(text.to_owned())
+        .map_err(|_| IngressError::Syntax { offset: 0 })
 }
 
 /// Decodes a string token that the scanner already validated.

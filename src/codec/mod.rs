@@ -54,7 +54,6 @@ pub(crate) mod escape;
 pub mod ingress;
 mod scan;
 pub mod stdio;
-mod string_run;
 
 pub use egress::{
     check_identity, encode, encode_error, encode_line, preflight_result, EgressLimits, EncodedLine,

@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use super::string_run::plain_run;
+use crate::wire::string_run::plain_run;
 
 /// The byte offset where the text stopped being JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -655,9 +655,7 @@ mod exact_value {
     use serde::forward_to_deserialize_any;
     use serde_json::{Error, Map, Value};
 
-    /// serde_json's private name for its raw value type: `RawValue` deserialises as a newtype
-    /// struct of this name.
-    const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+    use crate::wire::raw::RAW_VALUE_TOKEN;
 
     /// The deserializer over one owned value.
     pub(super) struct Owned(pub(super) Value);

@@ -68,8 +68,8 @@ impl Ctx {
 }
 
 /// The params object of a request, member by member (exact bytes, borrowed from the
-/// request).
-pub(crate) type Params<'a> = BTreeMap<String, &'a RawValue>;
+/// request; split once, without a second parse: [`crate::wire::members`]).
+pub(crate) type Params<'a> = crate::wire::members::Members<'a>;
 
 /// A host's check of a request's mirrored headers, run on the view of the one
 /// parse of its params ([`parse_params`]; [`Mirrored::default`] when that parse failed, and the
@@ -92,8 +92,7 @@ pub(crate) fn parse_params(request: &Request) -> Result<Params<'_>, Answer> {
         let e = meta::RequestMetaError::Missing;
         return Err(Answer::error(e.cause(), e.to_string()));
     };
-    serde_json::from_str::<Params<'_>>(raw.get())
-        .map_err(|_| Answer::error(Cause::InvalidParams, "params must be an object"))
+    Params::of(raw).ok_or_else(|| Answer::error(Cause::InvalidParams, "params must be an object"))
 }
 
 /// The continuation members of a request that may answer `input_required` (I-section),

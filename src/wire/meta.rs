@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::errors::Cause;
 use super::logging::LogLevel;
+use super::members::Members;
 use super::PROTOCOL_REVISION;
 
 /// The protocol revision a request speaks (required in every request).
@@ -340,59 +341,6 @@ fn is_token(key: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // A request's `_meta`: read by servers, written by clients (B1–B5, B9–B14, L3)
 
-/// `_meta` member by member: keys unescaped only when they need it, values as their exact
-/// text. Only the members the checks need are parsed further (`clientInfo` never is).
-pub(crate) struct MetaMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'a> MetaMembers<'a> {
-    /// `None` when `raw` is not an object.
-    pub(crate) fn parse(raw: &'a RawValue) -> Option<Self> {
-        struct Key<'a>(Cow<'a, str>);
-        impl<'de> serde::Deserialize<'de> for Key<'de> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl<'de> serde::de::Visitor<'de> for V {
-                    type Value = Key<'de>;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("a member name")
-                    }
-                    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                        Ok(Key(Cow::Borrowed(v)))
-                    }
-                    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                        Ok(Key(Cow::Owned(v.to_owned())))
-                    }
-                }
-                d.deserialize_str(V)
-            }
-        }
-        struct Members;
-        impl<'de> serde::de::Visitor<'de> for Members {
-            type Value = MetaMembers<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<MetaMembers<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some((Key(k), v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
-                    members.push((k, v));
-                }
-                Ok(MetaMembers(members))
-            }
-        }
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        serde::Deserializer::deserialize_map(&mut de, Members).ok()
-    }
-
-    pub(crate) fn get(&self, key: &str) -> Option<&'a RawValue> {
-        // The codec refused repeated names (O3); the last one would win like in a map.
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-}
-
 /// A JSON string's value (`None` for any other JSON type); unescaped only when it has escapes.
 pub(crate) fn json_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
@@ -481,10 +429,10 @@ impl RequestMetaError {
 /// [`RequestMetaError`], whose [`cause`](RequestMetaError::cause) gives code and status.
 pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, RequestMetaError> {
     let raw = raw.ok_or(RequestMetaError::Missing)?;
-    let members = MetaMembers::parse(raw).ok_or(RequestMetaError::Missing)?;
+    let members = Members::of(raw).ok_or(RequestMetaError::Missing)?;
     let version = members
         .get(PROTOCOL_VERSION)
-        .and_then(json_str)
+        .and_then(|raw| json_str(raw))
         .ok_or(RequestMetaError::Missing)?;
     if version != PROTOCOL_REVISION {
         return Err(RequestMetaError::UnsupportedVersion {
@@ -492,19 +440,21 @@ pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, Requ
         });
     }
     let capabilities = match members.get(CLIENT_CAPABILITIES) {
+        // `{}` (a client that declares nothing) needs no parse.
+        Some(caps) if caps.get() == "{}" => Value::Object(Map::new()),
         Some(caps) if caps.get().starts_with('{') => {
             serde_json::from_str::<Value>(caps.get()).map_err(|_| RequestMetaError::Missing)?
         }
         _ => return Err(RequestMetaError::Missing),
     };
-    if let Some(e) = members.0.iter().find_map(|(k, _)| check_meta_key(k).err()) {
+    if let Some(e) = members.iter().find_map(|(k, _)| check_meta_key(k).err()) {
         return Err(e.into());
     }
     // Trace keys are rare: only a request that carries one has them read as values.
     let trace: Map<String, Value> = [TRACEPARENT, TRACESTATE, BAGGAGE]
         .into_iter()
         .filter_map(|key| {
-            let raw = members.get(key)?;
+            let raw = *members.get(key)?;
             Some((
                 key.to_owned(),
                 serde_json::from_str(raw.get()).unwrap_or(Value::Null),
@@ -523,7 +473,7 @@ pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, Requ
     };
     Ok(RequestMeta {
         capabilities,
-        progress_token: members.get(PROGRESS_TOKEN),
+        progress_token: members.get(PROGRESS_TOKEN).copied(),
         log_level,
     })
 }

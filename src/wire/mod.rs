@@ -11,12 +11,15 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod listen;
 pub mod logging;
+pub(crate) mod members;
 pub mod meta;
 pub mod methods;
 pub mod pin;
 pub mod progress;
+pub(crate) mod raw;
 pub mod result;
 pub mod skills;
+pub(crate) mod string_run;
 pub mod tasks;
 
 pub use crate::generated::*;

@@ -1,8 +1,9 @@
 //! The plain runs of a JSON string body: the bytes up to the first `"`, `\` or control byte
 //! (below 0x20), which are the only bytes the scan must look at inside a string and the only
-//! ones serde_json escapes when it writes one. One finder for both directions: the ingress
-//! scan skips the runs ([`super::scan`]), the egress escaper copies them whole
-//! ([`super::escape`]). Safe code, two 64-bit words per step (issue #23, size curve).
+//! ones serde_json escapes when it writes one. One finder for every reader and writer of JSON
+//! text: the ingress scan skips the runs (`codec::scan`), the egress escaper copies them whole
+//! (`codec::escape`) and the member splitter skips them ([`super::members`]). Safe code, two
+//! 64-bit words per step (issue #23, size curve).
 
 /// Byte classes for the tail shorter than a step: true = ends the plain run (`"`, `\`,
 /// control byte).
