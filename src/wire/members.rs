@@ -112,7 +112,7 @@ fn string_end(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
         i += plain_run(b.get(i..)?);
         match b.get(i)? {
             b'"' => return Some((i, escaped)),
-            // The escaped byte is skipped; `\uXXXX`'s hex digits are plain bytes.
+            // Skip the byte after the backslash; a `\u` escape's four hex digits are plain.
             b'\\' => {
                 escaped = true;
                 i += 2;
@@ -277,6 +277,27 @@ mod tests {
         #[test]
         fn any_json_splits_as_serde_json_reads(text in json_text()) {
             prop_assert_eq!(by_split(&text), by_serde(&text));
+        }
+    }
+
+    /// At the list's first capacity and one past it (the list grows), every member is kept.
+    #[test]
+    fn at_members_capacity_and_one_past() {
+        for n in [MEMBERS_CAPACITY, MEMBERS_CAPACITY + 1] {
+            let text = format!(
+                "{{{}}}",
+                (0..n)
+                    .map(|i| format!("\"k{i}\":{i}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let raw = raw(&text);
+            let members = Members::of(&raw).unwrap();
+            assert_eq!(members.len(), n);
+            assert_eq!(
+                members.get(&format!("k{}", n - 1)).unwrap().get(),
+                (n - 1).to_string()
+            );
         }
     }
 
