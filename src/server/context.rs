@@ -13,6 +13,7 @@ use super::{Cause, Server};
 use crate::core::{Caller, CancelToken, ClientCapabilities, Invocation, Registry};
 use crate::wire::headers::{HeaderError, Mirrored, ParamHeader};
 use crate::wire::jsonrpc::Request;
+use crate::wire::members::Members;
 use crate::wire::meta;
 
 /// The checked per-request context.
@@ -68,8 +69,32 @@ impl Ctx {
 }
 
 /// The params object of a request, member by member (exact bytes, borrowed from the
-/// request; split once, without a second parse: [`crate::wire::members`]).
-pub(crate) type Params<'a> = crate::wire::members::Members<'a>;
+/// request; split once, without a second parse: [`crate::wire::members`]), and its `_meta`
+/// split once too: the header check's [`Mirrored`] view and the `_meta` rules
+/// ([`check_meta`]) read the same split instead of each splitting it again (#23).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Params<'a> {
+    members: Members<'a>,
+    /// `_meta`'s members; `None` when `_meta` is absent or not an object.
+    meta: Option<Members<'a>>,
+}
+
+impl<'a> Params<'a> {
+    /// The members of `raw` and of its `_meta`, or `None` when `raw` is not an object.
+    pub(crate) fn of(raw: &'a RawValue) -> Option<Params<'a>> {
+        let members = Members::of(raw)?;
+        let meta = members.get("_meta").and_then(|meta| Members::of(meta));
+        Some(Params { members, meta })
+    }
+}
+
+impl<'a> std::ops::Deref for Params<'a> {
+    type Target = Members<'a>;
+
+    fn deref(&self) -> &Members<'a> {
+        &self.members
+    }
+}
 
 /// A host's check of a request's mirrored headers, run on the view of the one
 /// parse of its params ([`parse_params`]; [`Mirrored::default`] when that parse failed, and the
@@ -82,7 +107,7 @@ pub(crate) type HostCheck<'a> = &'a (dyn Fn(&Request, &Mirrored<'_>, Option<&[Pa
 /// The mirrored members of the one parse of the params (empty when it failed).
 pub(crate) fn mirrored<'p>(params: Option<&Params<'p>>) -> Mirrored<'p> {
     match params {
-        Some(params) => Mirrored::from_members(|key| params.get(key).copied()),
+        Some(params) => Mirrored::from_split(|key| params.get(key).copied(), params.meta.as_ref()),
         None => Mirrored::default(),
     }
 }
@@ -132,7 +157,7 @@ impl Continuation {
 
 /// The request's `_meta` checks (the rules: [`meta::read_request_meta`]).
 pub(crate) fn check_meta<'p>(params: &Params<'p>) -> Result<meta::RequestMeta<'p>, Answer> {
-    meta::read_request_meta(params.get("_meta").copied()).map_err(|e| Answer::Error {
+    meta::read_split_meta(params.meta.as_ref()).map_err(|e| Answer::Error {
         cause: e.cause(),
         message: e.to_string(),
         data: e.data(),
@@ -170,5 +195,96 @@ impl Drop for ProgressEnd {
         if let Some(l) = &self.1 {
             l.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    /// #23: `_meta` is split once, with the params; the header view and the `_meta` rules read
+    /// that split and see what splitting `_meta` on their own saw (D15, D17, B-section).
+    #[test]
+    fn issue23_meta_split_once_serves_the_header_view_and_the_meta_rules() {
+        let text = r#"{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}"#;
+        let params_raw = raw(text);
+        let params = Params::of(&params_raw).unwrap();
+        let meta = params.meta.as_ref().expect("_meta split");
+        assert_eq!(
+            meta.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            [
+                "io.modelcontextprotocol/protocolVersion",
+                "io.modelcontextprotocol/clientCapabilities",
+                "traceparent"
+            ]
+        );
+        assert_eq!(mirrored(Some(&params)).name(), Some("echo"));
+        // The `_meta` rules over the shared split answer as `read_request_meta` does.
+        let checked = check_meta(&params).map_err(|_| ()).unwrap();
+        let own = meta::read_request_meta(params.get("_meta").copied()).unwrap();
+        assert_eq!(checked.capabilities, own.capabilities);
+        assert_eq!(checked.progress_token.map(RawValue::get), None);
+    }
+
+    /// The header view over the shared split is the view `Mirrored::of` reads from the text,
+    /// for every shape of params and `_meta` (D15, D17).
+    #[test]
+    fn issue23_d15_d17_mirrored_over_the_shared_split_reads_as_of_reads() {
+        type View = [Option<String>; 7];
+        fn view(m: &Mirrored<'_>) -> View {
+            let own = |s: Option<&str>| s.map(str::to_owned);
+            [
+                own(m.name()),
+                own(m.uri()),
+                own(m.task_id()),
+                m.arguments().map(|a| a.get().to_owned()),
+                own(m.protocol_version()),
+                own(m.traceparent()),
+                own(m.tracestate()),
+            ]
+        }
+        for text in [
+            r#"{"name":"a\u0062","uri":[1,{"x":2}],"arguments":{"k":[1]},"_meta":5}"#,
+            r#"{"name":7,"_meta":{"x":{"y":[]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":1}}"#,
+            r#"{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":true}}"#,
+            r#"{"taskId":"t-\"1","_meta":{"traceparent":"00-ab","tracestate":"k=v","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+            r#"{"name":"","uri":null,"taskId":{},"arguments":null,"_meta":[]}"#,
+            r#"{"_meta":{}}"#,
+            "{}",
+        ] {
+            let params_raw = raw(text);
+            let params = Params::of(&params_raw).unwrap();
+            assert_eq!(
+                view(&mirrored(Some(&params))),
+                view(&Mirrored::of(Some(&params_raw))),
+                "{text}"
+            );
+        }
+        assert_eq!(view(&mirrored(None)), view(&Mirrored::default()));
+    }
+
+    /// `_meta` absent, `null`, an array or a string: no split, and the `_meta` rules answer
+    /// -32602 "missing _meta" exactly as before the shared split.
+    #[test]
+    fn issue23_meta_not_an_object_has_no_split_and_is_missing() {
+        for meta in ["", r#","_meta":null"#, r#","_meta":[]"#, r#","_meta":"x""#] {
+            let params_raw = raw(&format!(r#"{{"name":"echo"{meta}}}"#));
+            let params = Params::of(&params_raw).unwrap();
+            assert!(params.meta.is_none(), "{meta}");
+            match check_meta(&params) {
+                Err(Answer::Error { cause, .. }) => assert_eq!(cause, Cause::MissingMeta, "{meta}"),
+                _ => panic!("{meta}: not refused as missing"),
+            }
+            assert!(matches!(
+                meta::read_request_meta(params.get("_meta").copied()),
+                Err(meta::RequestMetaError::Missing)
+            ));
+        }
+        // Params that are not an object have no members at all.
+        assert!(Params::of(&raw("[1]")).is_none());
     }
 }

@@ -523,11 +523,20 @@ impl<'a> Mirrored<'a> {
     /// parse, so the header check and the dispatcher read the same bytes): each member is read
     /// as leniently as [`Mirrored::of`] reads it.
     pub fn from_members(member: impl Fn(&str) -> Option<&'a RawValue>) -> Mirrored<'a> {
+        let meta = member("_meta").and_then(Members::of);
+        Self::from_split(member, meta.as_ref())
+    }
+
+    /// [`Mirrored::from_members`] with `_meta` already split (`None`: absent or not an object),
+    /// so the server splits it once for this view and for the request's `_meta` rules (#23).
+    pub(crate) fn from_split(
+        member: impl Fn(&str) -> Option<&'a RawValue>,
+        meta: Option<&Members<'a>>,
+    ) -> Mirrored<'a> {
         // Strings are read as `json_str` reads them and `_meta` is split without a parse
         // (`wire::members`): the same view as the derive's, at a fraction of its cost (#23).
         let text = |key: &str| Text(member(key).and_then(json_str));
-        let meta = member("_meta")
-            .and_then(Members::of)
+        let meta = meta
             .map(|meta| {
                 let text = |key: &str| Text(meta.get(key).and_then(|raw| json_str(raw)));
                 MetaFields {

@@ -429,7 +429,15 @@ impl RequestMetaError {
 /// [`RequestMetaError`], whose [`cause`](RequestMetaError::cause) gives code and status.
 pub fn read_request_meta(raw: Option<&RawValue>) -> Result<RequestMeta<'_>, RequestMetaError> {
     let raw = raw.ok_or(RequestMetaError::Missing)?;
-    let members = Members::of(raw).ok_or(RequestMetaError::Missing)?;
+    read_split_meta(Members::of(raw).as_ref())
+}
+
+/// [`read_request_meta`] over `_meta` already split into its members (`None`: absent or not an
+/// object), so a server that splits it once for the header check reads the same split here.
+pub(crate) fn read_split_meta<'a>(
+    members: Option<&Members<'a>>,
+) -> Result<RequestMeta<'a>, RequestMetaError> {
+    let members = members.ok_or(RequestMetaError::Missing)?;
     let version = members
         .get(PROTOCOL_VERSION)
         .and_then(|raw| json_str(raw))
