@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use strict_mcp::client::tasks::{TaskCall, TaskError, TrackedTask};
 use strict_mcp::client::{
     BoxFuture, CallOptions, Client, ClientError, ClientOptions, Inbound, InvalidResult, RoundInput,
-    ToolOutcome, Transport, TransportError, MAX_POLL_INTERVAL,
+    ToolOutcome, Transport, TransportError, MAX_POLL_INTERVAL, TTL_GRACE,
 };
 use strict_mcp::codec::{decode, IngressLimits};
 use strict_mcp::wire::jsonrpc::{Message, Request};
@@ -502,6 +502,236 @@ async fn the_poll_interval_is_capped() {
     assert_eq!(task.task.status, TaskStatus::Failed);
     let times = fake.times("tasks/get");
     assert_eq!(times[1] - times[0], MAX_POLL_INTERVAL);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The task's TTL as the wait's backstop (N44)
+
+/// The gaps between consecutive `tasks/get` polls, in milliseconds.
+fn gaps(fake: &Fake) -> Vec<u128> {
+    fake.times("tasks/get")
+        .windows(2)
+        .map(|w| (w[1] - w[0]).as_millis())
+        .collect()
+}
+
+/// Calls `slow` and tracks the task the server made of it (`ttlMs` `ttl_ms`), first seen now.
+async fn call_and_track(client: &Client) -> TrackedTask {
+    let call = client
+        .call_tool_task("slow", None, RoundInput::first(), &CallOptions::default())
+        .await
+        .expect("call");
+    let TaskCall::Task(task) = call else {
+        panic!("expected a task, got {call:?}");
+    };
+    TrackedTask::from_task(&task)
+}
+
+/// A task made with `ttlMs` `ttl_ms` that stays `working`, polled every second.
+fn never_ending(ttl_ms: u64) -> Arc<Fake> {
+    Fake::new(move |r| match r.method.as_str() {
+        "tools/call" => result({
+            let mut t = task(
+                "t-1",
+                "working",
+                json!({"ttlMs": ttl_ms, "pollIntervalMs": 1000}),
+            );
+            t["resultType"] = json!("task");
+            t
+        }),
+        "tasks/get" => get_result(
+            "t-1",
+            "working",
+            json!({"ttlMs": ttl_ms, "pollIntervalMs": 1000}),
+        ),
+        _ => None,
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_wait_ends_at_the_task_ttl_backstop() {
+    assert_eq!(TTL_GRACE, Duration::from_secs(5));
+    // ttlMs 2000: the backstop falls 2 s + 5 s after the task arrived. Polls at 0..=6 s; the
+    // next would start at 7 s, at the backstop itself, so it is not sent and the wait ends.
+    let fake = never_ending(2000);
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let tracked = call_and_track(&client).await;
+    assert_eq!(tracked.first_seen(), Some(start));
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(6)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000; 6]);
+    assert_eq!(fake.times("tasks/get")[6] - start, Duration::from_secs(6));
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    // One millisecond more of ttlMs moves the backstop past 7 s: the poll at 7 s is sent.
+    let fake = never_ending(2001);
+    let client = connect(&fake).await;
+    let tracked = call_and_track(&client).await;
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 2001, waited, .. } if *waited == Duration::from_secs(7)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000; 7]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_poll_in_flight_is_cut_at_the_ttl_backstop() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    // The first poll answers (ttlMs 2000); the server never answers the second, sent at 1 s.
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => match g.next() {
+            0 => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 2000, "pollIntervalMs": 1000}),
+            ),
+            _ => None,
+        },
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let e = wait_t1(&client, Duration::from_secs(60))
+        .await
+        .expect_err("no answer");
+    // Tracked by id: first seen at the first poll (0 s); the backstop at 7 s ends the poll
+    // in flight, well before the request's own 30 s deadline.
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(7)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    assert_eq!(gaps(&fake), [1000]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_raised_ttl_is_waited_for_and_the_task_completes() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    // ttlMs 2000 would end the wait at 6 s; the second poll raises it to 20000 (backstop at
+    // 25 s from the first sighting), and the task completes at the eleventh poll, at 10 s.
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => match g.next() {
+            0 => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 2000, "pollIntervalMs": 1000}),
+            ),
+            1..=9 => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 20000, "pollIntervalMs": 1000}),
+            ),
+            _ => get_result(
+                "t-1",
+                "completed",
+                json!({"ttlMs": 20000, "result": {"content": []}}),
+            ),
+        },
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let task = wait_t1(&client, Duration::from_secs(60))
+        .await
+        .expect("completes");
+    assert_eq!(task.task.status, TaskStatus::Completed);
+    assert_eq!(task.task.ttl_ms, Some(20000));
+    assert_eq!(gaps(&fake), [1000; 10]);
+    assert_eq!(start.elapsed(), Duration::from_secs(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_lowered_ttl_brings_the_backstop_closer() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    // ttlMs 60000 at first, 1000 from the third poll (2 s): the backstop is 1 s + 5 s after the
+    // first sighting, so the polls at 3, 4 and 5 s are the last.
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => {
+            let ttl = if g.next() < 2 { 60_000 } else { 1000 };
+            get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": ttl, "pollIntervalMs": 1000}),
+            )
+        }
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let e = wait_t1(&client, Duration::from_secs(60))
+        .await
+        .expect_err("the lowered ttl runs out");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 1000, waited, status: TaskStatus::Working, .. }
+            if *waited == Duration::from_secs(5)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000; 5]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_null_ttl_keeps_the_callers_deadline() {
+    let fake = Fake::new(|r| match r.method.as_str() {
+        "tasks/get" => get_result(
+            "t-1",
+            "working",
+            json!({"ttlMs": null, "pollIntervalMs": 1000}),
+        ),
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let e = wait_t1(&client, Duration::from_secs(10))
+        .await
+        .expect_err("still working");
+    // Polls at 0..=9 s; the next would start at the 10 s deadline.
+    assert!(
+        matches!(&e, TaskError::WaitDeadline { task_id, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(9)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000; 9]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_purged_task_past_its_ttl_is_still_an_unknown_task() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    // ttlMs 1000; from the fourth poll (3 s, past the TTL, within the grace) the server has
+    // purged the task and answers -32602.
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => match g.next() {
+            0..=2 => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 1000, "pollIntervalMs": 1000}),
+            ),
+            _ => error(-32602, "Task not found or expired"),
+        },
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let e = wait_t1(&client, Duration::from_secs(60))
+        .await
+        .expect_err("purged");
+    assert!(
+        matches!(&e, TaskError::UnknownTask { task_id, error } if task_id == "t-1" && error.code == -32602),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000; 3]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1032,4 +1262,92 @@ async fn a_follow_without_notifications_polls_as_a_backstop_and_keeps_its_deadli
     assert!(matches!(e, TaskError::WaitDeadline { .. }), "{e:?}");
     assert_eq!(start.elapsed(), Duration::from_secs(25));
     assert_eq!(fake.times("tasks/get").len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_follow_task_gets_the_same_backstop() {
+    // Acknowledged, no notification: the backstop (first sighting at the first poll, 0 s,
+    // + 2 s + 5 s) cuts the notification wait, and the follow ends at exactly 7 s.
+    let fake = listening(
+        &["t-1"],
+        |_| get_result("t-1", "working", json!({"ttlMs": 2000})),
+        |_, _| Vec::new(),
+    );
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let e = client
+        .follow_task(
+            &TrackedTask::new("t-1"),
+            Duration::from_secs(60),
+            &CallOptions::default(),
+        )
+        .await
+        .expect_err("ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(7)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    assert_eq!(fake.times("tasks/get").len(), 1);
+    // A notification (the task still working) lowers ttlMs to 1000: the backstop moves to
+    // 6 s.
+    let fake = listening(
+        &["t-1"],
+        |_| get_result("t-1", "working", json!({"ttlMs": 2000})),
+        |_, sub| vec![notified("t-1", sub, "working", json!({"ttlMs": 1000}))],
+    );
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let e = client
+        .follow_task(
+            &TrackedTask::new("t-1"),
+            Duration::from_secs(60),
+            &CallOptions::default(),
+        )
+        .await
+        .expect_err("ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 1000, waited, status: TaskStatus::Working, .. }
+            if *waited == Duration::from_secs(6)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    assert_eq!(fake.times("tasks/get").len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_follow_that_falls_back_to_polling_keeps_the_backstop() {
+    // Not acknowledged: the follow polls; a task made with ttlMs 2000 ends at its backstop
+    // (7 s after it arrived), measured from its arrival, not from the fallback.
+    let fake = listening(
+        &[],
+        |_| {
+            get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 2000, "pollIntervalMs": 1000}),
+            )
+        },
+        |_, _| Vec::new(),
+    );
+    let client = connect(&fake).await;
+    let start = tokio::time::Instant::now();
+    let mut created = task("t-1", "working", json!({"ttlMs": 2000}));
+    created["resultType"] = json!("task");
+    let created: strict_mcp::wire::tasks::Task =
+        strict_mcp::wire::tasks::read_create_result(&created).expect("task");
+    let tracked = TrackedTask::from_task(&created);
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let e = client
+        .follow_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("ttl");
+    // Polls at 3..=6 s (3 s after the arrival); the next would be at the 7 s backstop.
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 2000, waited, .. } if *waited == Duration::from_secs(3)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    assert_eq!(gaps(&fake), [1000; 3]);
 }

@@ -24,7 +24,7 @@ pub enum Exit {
     CheckFailed = 7,
     /// A waited-for task ended cancelled.
     TaskCancelled = 8,
-    /// A waited-for task was still running when the wait ran out.
+    /// A waited-for task was still running when the wait (or the task's TTL) ran out.
     TaskPending = 9,
     /// Interrupted (Ctrl-C); the call was cancelled and the server shut down.
     Interrupted = 130,
@@ -59,7 +59,7 @@ impl Exit {
     pub fn of_task(error: &TaskError) -> Exit {
         match error {
             TaskError::UnknownTask { .. } | TaskError::NotNegotiated(_) => Exit::Protocol,
-            TaskError::WaitDeadline { .. } => Exit::TaskPending,
+            TaskError::WaitDeadline { .. } | TaskError::TtlExpired { .. } => Exit::TaskPending,
             TaskError::Invalid { .. } => Exit::InvalidResult,
             TaskError::Client(e) => Exit::of(e),
         }

@@ -64,8 +64,14 @@ impl Session {
         self.end_progress();
         self.flush();
         eprintln!("error: {error}");
-        if let TaskError::WaitDeadline { task_id, .. } = error {
-            eprintln!("  hint: wait again with `strict-mcp tasks wait {task_id}`");
+        match error {
+            TaskError::WaitDeadline { task_id, .. } => {
+                eprintln!("  hint: wait again with `strict-mcp tasks wait {task_id}`");
+            }
+            TaskError::TtlExpired { task_id, .. } => {
+                eprintln!("  hint: the server may have purged it; `strict-mcp tasks get {task_id}` shows whether it still has it");
+            }
+            _ => {}
         }
         Exit::of_task(error)
     }
@@ -126,7 +132,7 @@ impl Session {
                     task.task_id, task.task_id
                 );
                 match wait {
-                    Some(wait) => self.task_wait(&TrackedTask::new(task.task_id), wait).await,
+                    Some(wait) => self.task_wait(&TrackedTask::from_task(&task), wait).await,
                     None => Exit::Success,
                 }
             }

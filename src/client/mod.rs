@@ -50,6 +50,6 @@ pub use methods::{
 };
 pub use tasks::{
     TaskCall, TaskError, TrackedTask, INITIAL_POLL_INTERVAL, MAX_ANSWERED_KEYS, MAX_POLL_INTERVAL,
-    MAX_TASK_WAIT, MIN_POLL_INTERVAL,
+    MAX_TASK_WAIT, MIN_POLL_INTERVAL, TTL_GRACE,
 };
 pub use transport::{BoxFuture, Inbound, Refusal, Transport, TransportError};

@@ -13,6 +13,11 @@
 //!   [`INITIAL_POLL_INTERVAL`] by doubling. Every wait takes a deadline of at most
 //!   [`MAX_TASK_WAIT`]: no wait polls forever. [`Client::follow_task`] waits the same way on
 //!   `notifications/tasks` from a listen stream.
+//! - The task's TTL is a backstop (N44): a wait also ends, with [`TaskError::TtlExpired`],
+//!   once the task's latest `ttlMs` plus [`TTL_GRACE`] has passed since this client first
+//!   saw it ([`TrackedTask::from_task`]), on this client's monotonic clock, never on the
+//!   server's `createdAt`. Every poll and notification refreshes `ttlMs` (it may change);
+//!   `null` sets no backstop. A purged task's -32602 is still [`TaskError::UnknownTask`].
 //! - Input is answered only by the host, through [`Client::update_task`]; nothing answers on
 //!   its own. Keys already answered are remembered per task ([`TrackedTask`]), so a poll that
 //!   still shows them does not ask the host twice.
@@ -25,6 +30,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
 use crate::client::connection::{CallOptions, Client, ListenMsg};
 use crate::client::error::{ClientError, InvalidResult, RpcError, RpcErrorKind};
@@ -55,6 +61,14 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// The longest one wait may last. A task that runs longer is waited for again by its id
 /// (task ids outlive the wait).
 pub const MAX_TASK_WAIT: Duration = Duration::from_secs(3600);
+
+/// How long past a task's `ttlMs` a wait keeps going before the TTL ends it
+/// ([`TaskError::TtlExpired`]). The TTL is measured on this client's clock from when it first
+/// saw the task, which is later than the server's `createdAt` by the network delay, so the
+/// task can only expire earlier on the server than here, never later; the grace is for a
+/// server that marks an expired task `failed` on its next poll, and for a poll sent just before
+/// the expiry: it is allowed to land and report how the task ended.
+pub const TTL_GRACE: Duration = Duration::from_secs(5);
 
 /// The most input-request keys one [`TrackedTask`] remembers as answered. Keys are unique
 /// over a task's life, so a task that asks for more is refused rather than remembered
@@ -95,6 +109,21 @@ pub enum TaskError {
         /// How long the wait lasted.
         waited: Duration,
         /// The status of the last poll.
+        status: TaskStatus,
+    },
+    /// The task's own TTL ran out before it ended or asked for new input: this client
+    /// first saw it more than its latest `ttlMs` plus [`TTL_GRACE`] ago. The server may
+    /// already have purged it (its id would then be unknown); polling on would likely wait
+    /// for nothing.
+    #[error("task {task_id:?} was still {} after its ttlMs of {ttl_ms} ran out (waited {waited:?})", status.as_str())]
+    TtlExpired {
+        /// The task.
+        task_id: String,
+        /// The last `ttlMs` the server reported (it may change over the task's life).
+        ttl_ms: u64,
+        /// How long the wait lasted.
+        waited: Duration,
+        /// The status of the last poll or notification.
         status: TaskStatus,
     },
     /// The server's task answer breaks the extension's shapes.
@@ -173,20 +202,36 @@ impl PollSchedule {
     }
 }
 
-/// One task the host follows: its id and the input keys the host already answered.
+/// One task the host follows: its id, when this client first saw it (the start of its TTL
+/// on this client's clock) and the input keys the host already answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackedTask {
     task_id: String,
+    first_seen: Option<Instant>,
     answered: BTreeSet<String>,
 }
 
 impl TrackedTask {
-    /// Follows the task with this id (from a [`TaskCall::Task`] or stored earlier).
+    /// Follows the task with this id, stored earlier: this client has not seen it yet, so
+    /// each wait measures the task's TTL from its own first poll. A task just created is
+    /// tracked with [`TrackedTask::from_task`] instead.
     #[must_use]
     pub fn new(task_id: impl Into<String>) -> Self {
         TrackedTask {
             task_id: task_id.into(),
+            first_seen: None,
             answered: BTreeSet::new(),
+        }
+    }
+
+    /// Follows the task the server just returned ([`TaskCall::Task`]): its TTL is measured
+    /// from now on this client's monotonic clock (never from the server's `createdAt`, which
+    /// is another machine's clock). Call it when the task arrives.
+    #[must_use]
+    pub fn from_task(task: &Task) -> Self {
+        TrackedTask {
+            first_seen: Some(Instant::now()),
+            ..TrackedTask::new(task.task_id.clone())
         }
     }
 
@@ -194,6 +239,13 @@ impl TrackedTask {
     #[must_use]
     pub fn id(&self) -> &str {
         &self.task_id
+    }
+
+    /// When this client first saw the task ([`TrackedTask::from_task`]); `None` for a task
+    /// tracked by its id alone.
+    #[must_use]
+    pub fn first_seen(&self) -> Option<Instant> {
+        self.first_seen
     }
 
     /// The input keys answered so far through [`Client::update_task`].
@@ -275,6 +327,113 @@ fn check_wait(wait: Duration) -> Result<(), ClientError> {
         )));
     }
     Ok(())
+}
+
+/// Where a wait ends: the caller's deadline, or the task's TTL backstop when that comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitEnd {
+    /// The caller's deadline.
+    Deadline(Instant),
+    /// First seen + `ttlMs` + [`TTL_GRACE`], before the caller's deadline.
+    Ttl {
+        /// When the backstop falls.
+        at: Instant,
+        /// The `ttlMs` it was computed from.
+        ttl_ms: u64,
+    },
+}
+
+impl WaitEnd {
+    fn at(self) -> Instant {
+        match self {
+            WaitEnd::Deadline(at) | WaitEnd::Ttl { at, .. } => at,
+        }
+    }
+
+    /// What is left of the wait at `now`: zero from the end on (the end itself included).
+    fn left(self, now: Instant) -> Duration {
+        self.at().saturating_duration_since(now)
+    }
+}
+
+/// Where a wait with the caller's `deadline` ends, for a task this client first saw at
+/// `first_seen` (`None`: not yet) whose latest `ttlMs` is `ttl_ms` (`None`: `null`, i.e.
+/// unlimited, or not read yet): `min(deadline, first_seen + ttl_ms + grace)`. A tie is the
+/// caller's deadline; a backstop past what the clock can hold is no backstop.
+fn wait_end(
+    first_seen: Option<Instant>,
+    ttl_ms: Option<u64>,
+    grace: Duration,
+    deadline: Instant,
+) -> WaitEnd {
+    let backstop = first_seen.zip(ttl_ms).and_then(|(seen, ttl_ms)| {
+        let after = Duration::from_millis(ttl_ms).checked_add(grace)?;
+        Some(WaitEnd::Ttl {
+            at: seen.checked_add(after)?,
+            ttl_ms,
+        })
+    });
+    match backstop {
+        Some(ttl) if ttl.at() < deadline => ttl,
+        _ => WaitEnd::Deadline(deadline),
+    }
+}
+
+/// One wait on one task: when it began, the caller's deadline, what it knows of the task's
+/// TTL (refreshed by every poll and notification: `ttlMs` may change over the task's life)
+/// and the task's last status.
+#[derive(Debug, Clone)]
+struct Wait {
+    start: Instant,
+    until: Instant,
+    first_seen: Option<Instant>,
+    ttl_ms: Option<u64>,
+    status: TaskStatus,
+}
+
+impl Wait {
+    /// A wait of `wait` (checked by [`check_wait`]) beginning now.
+    fn begin(tracked: &TrackedTask, wait: Duration) -> Self {
+        let start = Instant::now();
+        Wait {
+            start,
+            until: start + wait,
+            first_seen: tracked.first_seen,
+            ttl_ms: None,
+            status: TaskStatus::Working,
+        }
+    }
+
+    /// Takes in the task a poll or notification just showed (not settled).
+    fn saw(&mut self, task: &Task) {
+        self.first_seen.get_or_insert_with(Instant::now);
+        self.ttl_ms = task.ttl_ms;
+        self.status = task.status;
+    }
+
+    fn end(&self) -> WaitEnd {
+        wait_end(self.first_seen, self.ttl_ms, TTL_GRACE, self.until)
+    }
+
+    /// The error of a wait that reached its end.
+    fn over(&self, task_id: &str) -> TaskError {
+        let task_id = task_id.to_owned();
+        let waited = self.start.elapsed();
+        let status = self.status;
+        match self.end() {
+            WaitEnd::Deadline(_) => TaskError::WaitDeadline {
+                task_id,
+                waited,
+                status,
+            },
+            WaitEnd::Ttl { ttl_ms, .. } => TaskError::TtlExpired {
+                task_id,
+                ttl_ms,
+                waited,
+                status,
+            },
+        }
+    }
 }
 
 /// A `tasks/*` failure in the extension's terms.
@@ -551,12 +710,17 @@ impl Client {
     }
 
     /// Polls `tasks/get` until the task ends or asks for input not answered through
-    /// `tracked` yet, for at most `wait`: each request's own deadline is cut to what is left
-    /// of it, and a poll that would start past it is not sent.
+    /// `tracked` yet, for at most `wait`, and no longer than the task's TTL backstop: its
+    /// latest `ttlMs` plus [`TTL_GRACE`] from when this client first saw it
+    /// ([`TrackedTask::from_task`]; for a task tracked by id, this wait's first poll), none
+    /// when `ttlMs` is `null`. Each request's own deadline is cut to what is left of the
+    /// wait, and a poll that would start past its end is not sent.
     ///
     /// # Errors
     /// [`TaskError::WaitDeadline`] when `wait` runs out first ([`ClientError::Request`] when
-    /// it is outside (0, [`MAX_TASK_WAIT`]]), or any error of [`Client::get_task`].
+    /// it is outside (0, [`MAX_TASK_WAIT`]]), [`TaskError::TtlExpired`] when the TTL backstop
+    /// comes first, or any error of [`Client::get_task`] ([`TaskError::UnknownTask`] for a
+    /// task the server purged).
     pub async fn wait_task(
         &self,
         tracked: &TrackedTask,
@@ -576,35 +740,38 @@ impl Client {
         tracked: &TrackedTask,
         wait: Duration,
         options: &CallOptions,
-        mut on_poll: impl FnMut(&DetailedTask),
+        on_poll: impl FnMut(&DetailedTask),
     ) -> Result<DetailedTask, TaskError> {
         check_wait(wait)?;
-        let start = tokio::time::Instant::now();
-        let until = start + wait;
+        self.poll_task(tracked, Wait::begin(tracked, wait), options, on_poll)
+            .await
+    }
+
+    /// The poll loop of `wait`: until the task settles or the wait's end (the caller's
+    /// deadline or the TTL backstop) comes.
+    async fn poll_task(
+        &self,
+        tracked: &TrackedTask,
+        mut wait: Wait,
+        options: &CallOptions,
+        mut on_poll: impl FnMut(&DetailedTask),
+    ) -> Result<DetailedTask, TaskError> {
         let per_request = self.shared.deadline_of(options)?;
         let mut schedule = PollSchedule::default();
-        let mut last = TaskStatus::Working;
         loop {
-            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let end = wait.end();
+            let left = end.left(Instant::now());
             // A sleep that woke at or past the end (a loaded machine) sends no poll: a
             // zero deadline would be refused as a request error instead of ending the wait.
             if left.is_zero() {
-                return Err(TaskError::WaitDeadline {
-                    task_id: tracked.id().to_owned(),
-                    waited: start.elapsed(),
-                    status: last,
-                });
+                return Err(wait.over(tracked.id()));
             }
             let poll = options.clone().deadline(per_request.min(left));
             let task = match self.get_task(tracked.id(), &poll).await {
                 Err(TaskError::Client(ClientError::Deadline { .. }))
-                    if tokio::time::Instant::now() >= until =>
+                    if Instant::now() >= end.at() =>
                 {
-                    return Err(TaskError::WaitDeadline {
-                        task_id: tracked.id().to_owned(),
-                        waited: start.elapsed(),
-                        status: TaskStatus::Working,
-                    })
+                    return Err(wait.over(tracked.id()))
                 }
                 other => other?,
             };
@@ -612,14 +779,11 @@ impl Client {
             if tracked.settles(&task) {
                 return Ok(task);
             }
-            last = task.task.status;
+            wait.saw(&task.task);
             let pause = schedule.next(task.task.poll_interval_ms);
-            if tokio::time::Instant::now() + pause >= until {
-                return Err(TaskError::WaitDeadline {
-                    task_id: tracked.id().to_owned(),
-                    waited: start.elapsed(),
-                    status: task.task.status,
-                });
+            // The next poll would start at or past the end: nothing more can be learned.
+            if Instant::now() + pause >= wait.end().at() {
+                return Err(wait.over(tracked.id()));
             }
             tokio::time::sleep(pause).await;
         }
@@ -630,7 +794,9 @@ impl Client {
     /// acknowledgement (a change before it would be missed otherwise), then takes each
     /// notification for that id, with a `tasks/get` every [`MAX_POLL_INTERVAL`] as a backstop.
     /// When the server refuses the listen request, acknowledges without the id, or ends the
-    /// stream, the rest of the wait polls. The stream is cancelled when the wait ends.
+    /// stream, the rest of the wait polls. The stream is cancelled when the wait ends. The
+    /// task's TTL ends it as it ends [`Client::wait_task`], with the latest `ttlMs` of a poll
+    /// or a notification.
     ///
     /// # Errors
     /// As [`Client::wait_task`].
@@ -641,22 +807,18 @@ impl Client {
         options: &CallOptions,
     ) -> Result<DetailedTask, TaskError> {
         check_wait(wait)?;
-        let start = tokio::time::Instant::now();
-        let until = start + wait;
-        let deadline = |status| TaskError::WaitDeadline {
-            task_id: tracked.id().to_owned(),
-            waited: start.elapsed(),
-            status,
-        };
+        let mut wait = Wait::begin(tracked, wait);
         let declared = with_tasks(options)?;
         let mut params = Map::new();
         params.insert(
             "notifications".into(),
             serde_json::json!({ LISTEN_TASK_IDS: [tracked.id()] }),
         );
-        let opened = tokio::time::timeout_at(until, self.shared.open_listen(params, &declared))
-            .await
-            .map_err(|_| deadline(TaskStatus::Working))?;
+        // No TTL is known before the first poll: the caller's deadline bounds the opening.
+        let opened =
+            tokio::time::timeout_at(wait.until, self.shared.open_listen(params, &declared))
+                .await
+                .map_err(|_| wait.over(tracked.id()))?;
         let (id, mut rx, _overflowed) = opened?;
         let _stream = ListenGuard {
             client: self,
@@ -665,8 +827,8 @@ impl Client {
         let subscription = id.token().to_owned();
         // The acknowledgement first: it says whether this task's notifications will come.
         let acknowledged = loop {
-            match tokio::time::timeout_at(until, rx.recv()).await {
-                Err(_) => return Err(deadline(TaskStatus::Working)),
+            match tokio::time::timeout_at(wait.until, rx.recv()).await {
+                Err(_) => return Err(wait.over(tracked.id())),
                 Ok(Some(ListenMsg::Notification(n))) if n.method == listen::ACKNOWLEDGED => {
                     break acknowledged_task_ids(&n, &subscription)
                         .is_some_and(|ids| ids.iter().any(|t| t == tracked.id()));
@@ -678,22 +840,19 @@ impl Client {
                 Ok(Some(ListenMsg::Response(_)) | None) => break false,
             }
         };
-        let left = until.saturating_duration_since(tokio::time::Instant::now());
         if !acknowledged {
             tracing::debug!(
                 task = tracked.id(),
                 "no task notifications; polling instead"
             );
-            if left.is_zero() {
-                return Err(deadline(TaskStatus::Working));
-            }
-            return self.wait_task(tracked, left, options).await;
+            return self.poll_task(tracked, wait, options, |_| {}).await;
         }
         let per_request = self.shared.deadline_of(options)?;
         loop {
-            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let end = wait.end();
+            let left = end.left(Instant::now());
             if left.is_zero() {
-                return Err(deadline(TaskStatus::Working));
+                return Err(wait.over(tracked.id()));
             }
             let task = self
                 .get_task(
@@ -703,20 +862,20 @@ impl Client {
                 .await;
             let task = match task {
                 Err(TaskError::Client(ClientError::Deadline { .. }))
-                    if tokio::time::Instant::now() >= until =>
+                    if Instant::now() >= end.at() =>
                 {
-                    return Err(deadline(TaskStatus::Working))
+                    return Err(wait.over(tracked.id()))
                 }
                 other => other?,
             };
             if tracked.settles(&task) {
                 return Ok(task);
             }
-            let mut status = task.task.status;
-            let backstop = (tokio::time::Instant::now() + MAX_POLL_INTERVAL).min(until);
+            wait.saw(&task.task);
+            let mut backstop = (Instant::now() + MAX_POLL_INTERVAL).min(wait.end().at());
             loop {
                 match tokio::time::timeout_at(backstop, rx.recv()).await {
-                    // The backstop (or the deadline): poll again.
+                    // The backstop (or the wait's end): poll again.
                     Err(_) => break,
                     Ok(Some(ListenMsg::Notification(n)))
                         if n.method == TASK_STATUS_NOTIFICATION =>
@@ -726,7 +885,9 @@ impl Client {
                                 if tracked.settles(&task) {
                                     return Ok(task);
                                 }
-                                status = task.task.status;
+                                // A lowered ttlMs brings the end closer.
+                                wait.saw(&task.task);
+                                backstop = backstop.min(wait.end().at());
                             }
                             _ => tracing::debug!(
                                 "ignoring a task notification for another task or malformed"
@@ -736,16 +897,12 @@ impl Client {
                     Ok(Some(ListenMsg::Notification(_))) => {}
                     // The stream ended: the rest of the wait polls.
                     Ok(Some(ListenMsg::Response(_)) | None) => {
-                        let left = until.saturating_duration_since(tokio::time::Instant::now());
-                        if left.is_zero() {
-                            return Err(deadline(status));
-                        }
-                        return self.wait_task(tracked, left, options).await;
+                        return self.poll_task(tracked, wait, options, |_| {}).await;
                     }
                 }
             }
-            if tokio::time::Instant::now() >= until {
-                return Err(deadline(status));
+            if Instant::now() >= wait.end().at() {
+                return Err(wait.over(tracked.id()));
             }
         }
     }
@@ -843,6 +1000,184 @@ mod tests {
         assert!(check_wait(Duration::from_millis(1)).is_ok());
         assert!(check_wait(MAX_TASK_WAIT + Duration::from_millis(1)).is_err());
         assert!(check_wait(Duration::ZERO).is_err());
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn n44_the_ttl_backstop_falls_at_first_seen_plus_ttl_plus_grace_and_one_past_it_is_over() {
+        let seen = Instant::now();
+        let deadline = seen + HOUR;
+        let end = wait_end(Some(seen), Some(2000), TTL_GRACE, deadline);
+        let at = seen + Duration::from_millis(2000) + TTL_GRACE;
+        assert_eq!(end, WaitEnd::Ttl { at, ttl_ms: 2000 });
+        assert_eq!(end.left(seen), Duration::from_millis(2000) + TTL_GRACE);
+        assert_eq!(
+            end.left(at - Duration::from_millis(1)),
+            Duration::from_millis(1)
+        );
+        // At the bound the wait is over, and one past it too.
+        assert_eq!(end.left(at), Duration::ZERO);
+        assert_eq!(end.left(at + Duration::from_millis(1)), Duration::ZERO);
+        // The grace is a parameter of the arithmetic, not hidden in it.
+        assert_eq!(
+            wait_end(Some(seen), Some(2000), Duration::ZERO, deadline),
+            WaitEnd::Ttl {
+                at: seen + Duration::from_millis(2000),
+                ttl_ms: 2000
+            }
+        );
+    }
+
+    #[test]
+    fn n44_the_earlier_of_the_callers_deadline_and_the_ttl_backstop_ends_the_wait() {
+        let seen = Instant::now();
+        // The backstop at the caller's deadline: the deadline (a tie is not the TTL's).
+        let ttl = HOUR - TTL_GRACE;
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap();
+        let deadline = seen + HOUR;
+        assert_eq!(
+            wait_end(Some(seen), Some(ttl_ms), TTL_GRACE, deadline),
+            WaitEnd::Deadline(deadline)
+        );
+        // One millisecond before it: the TTL.
+        assert_eq!(
+            wait_end(Some(seen), Some(ttl_ms - 1), TTL_GRACE, deadline),
+            WaitEnd::Ttl {
+                at: deadline - Duration::from_millis(1),
+                ttl_ms: ttl_ms - 1
+            }
+        );
+        // One millisecond past it: the deadline.
+        assert_eq!(
+            wait_end(Some(seen), Some(ttl_ms + 1), TTL_GRACE, deadline),
+            WaitEnd::Deadline(deadline)
+        );
+    }
+
+    #[test]
+    fn n44_no_backstop_for_a_null_ttl_an_unseen_task_or_a_ttl_past_the_clock() {
+        let seen = Instant::now();
+        let deadline = seen + HOUR;
+        // ttlMs null: unlimited.
+        assert_eq!(
+            wait_end(Some(seen), None, TTL_GRACE, deadline),
+            WaitEnd::Deadline(deadline)
+        );
+        // Not seen yet (tracked by id, before the first poll).
+        assert_eq!(
+            wait_end(None, Some(2000), TTL_GRACE, deadline),
+            WaitEnd::Deadline(deadline)
+        );
+        // Huge ttlMs values neither overflow nor end the wait.
+        for huge in [u64::MAX, u64::MAX - 1, u64::MAX / 1000, 1 << 53] {
+            assert_eq!(
+                wait_end(Some(seen), Some(huge), TTL_GRACE, deadline),
+                WaitEnd::Deadline(deadline),
+                "{huge}"
+            );
+            assert_eq!(
+                wait_end(Some(seen), Some(huge), Duration::MAX, deadline),
+                WaitEnd::Deadline(deadline),
+                "{huge}"
+            );
+        }
+    }
+
+    #[test]
+    fn n44_a_zero_ttl_leaves_only_the_grace() {
+        let seen = Instant::now();
+        let end = wait_end(Some(seen), Some(0), TTL_GRACE, seen + HOUR);
+        assert_eq!(
+            end,
+            WaitEnd::Ttl {
+                at: seen + TTL_GRACE,
+                ttl_ms: 0
+            }
+        );
+        assert_eq!(end.left(seen), TTL_GRACE);
+        assert_eq!(end.left(seen + TTL_GRACE), Duration::ZERO);
+    }
+
+    fn working(ttl_ms: Option<u64>) -> Task {
+        Task {
+            task_id: "t-1".into(),
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at: "2026-07-28T00:00:00Z".into(),
+            last_updated_at: "2026-07-28T00:00:00Z".into(),
+            ttl_ms,
+            poll_interval_ms: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn n44_the_latest_ttl_counts_raised_or_lowered_between_polls() {
+        let tracked = TrackedTask::from_task(&working(Some(2000)));
+        let seen = tracked.first_seen().unwrap();
+        let mut wait = Wait::begin(&tracked, HOUR);
+        // Before any poll no TTL is known: the caller's deadline.
+        assert_eq!(wait.end(), WaitEnd::Deadline(seen + HOUR));
+        wait.saw(&working(Some(2000)));
+        let first = seen + Duration::from_millis(2000) + TTL_GRACE;
+        assert_eq!(wait.end().at(), first);
+        // Raised: measured from the same first sighting, not from the poll that raised it.
+        tokio::time::advance(Duration::from_secs(6)).await;
+        wait.saw(&working(Some(60_000)));
+        let raised = seen + Duration::from_millis(60_000) + TTL_GRACE;
+        assert_eq!(
+            wait.end(),
+            WaitEnd::Ttl {
+                at: raised,
+                ttl_ms: 60_000
+            }
+        );
+        assert_eq!(wait.end().left(Instant::now()), raised - Instant::now());
+        // Lowered below what has passed: over at once, with the lowered value.
+        wait.saw(&working(Some(1000)));
+        assert_eq!(wait.end().left(Instant::now()), Duration::ZERO);
+        match wait.over("t-1") {
+            TaskError::TtlExpired {
+                task_id,
+                ttl_ms,
+                waited,
+                status,
+            } => {
+                assert_eq!(
+                    (task_id.as_str(), ttl_ms, waited, status),
+                    ("t-1", 1000, Duration::from_secs(6), TaskStatus::Working)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Back to null: no backstop, the caller's deadline again.
+        wait.saw(&working(None));
+        assert_eq!(wait.end(), WaitEnd::Deadline(seen + HOUR));
+        assert!(matches!(
+            wait.over("t-1"),
+            TaskError::WaitDeadline { waited, .. } if waited == Duration::from_secs(6)
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn n44_a_task_tracked_by_id_is_first_seen_at_its_first_poll() {
+        let tracked = TrackedTask::new("t-1");
+        assert_eq!(tracked.first_seen(), None);
+        let mut wait = Wait::begin(&tracked, HOUR);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let polled = Instant::now();
+        wait.saw(&working(Some(2000)));
+        assert_eq!(
+            wait.end().at(),
+            polled + Duration::from_millis(2000) + TTL_GRACE
+        );
+        // A later poll does not move the first sighting.
+        tokio::time::advance(Duration::from_secs(1)).await;
+        wait.saw(&working(Some(2000)));
+        assert_eq!(
+            wait.end().at(),
+            polled + Duration::from_millis(2000) + TTL_GRACE
+        );
     }
 
     #[test]
