@@ -27,7 +27,10 @@
 #                             dynamic), strict-ordered (strict-static with the text that
 #                             runs laid out together: order-text.sh), strict-relordered
 #                             (the release profile's strict_http with such an order:
-#                             STATIC=0 PROFILE=release order-text.sh, $BIN/strict_http-ordered)
+#                             STATIC=0 PROFILE=release order-text.sh, $BIN/strict_http-ordered),
+#                             strict-ltoordered (the same order on the lto profile's
+#                             dynamic, PIE build: STATIC=0 PROFILE=lto order-text.sh; issue
+#                             #23, session 14)
 #   STATIC_PROFILE=small      the profile of strict-static and strict-ordered (small or lto)
 #   SMAPS=1                   HTTP: print where the server's pages are (smaps.sh) once it
 #                             listens and again after each concurrency's window
@@ -91,6 +94,7 @@ variant_bin() {
         strict-static) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http" ;;
         strict-ordered) echo "$CARGO_TARGET_DIR/$STATIC_TARGET/$STATIC_PROFILE/strict_http-ordered" ;;
         strict-relordered) echo "$BIN/strict_http-ordered" ;;
+        strict-ltoordered) echo "$CARGO_TARGET_DIR/lto/strict_http-ordered" ;;
         *) echo "$BIN/${1%%-*}_http" ;;
     esac
 }
@@ -107,6 +111,7 @@ if [[ "$have_strict" == 1 && "${BUILD:-1}" != 0 ]]; then
     fi
     if want strict-ordered; then PROFILE=$STATIC_PROFILE ./order-text.sh; fi
     if want strict-relordered; then STATIC=0 PROFILE=release ./order-text.sh; fi
+    if want strict-ltoordered; then STATIC=0 PROFILE=lto ./order-text.sh; fi
 fi
 
 # The environment of an HTTP server variant (strict_http reads STRICT_*; see its docs).
@@ -122,7 +127,8 @@ variant_env() {
 
 # HTTP: one server process per server, every concurrency against it.
 for s in bare lean rmcp strict strict-mt strict-h1 strict-old strict-arena2 \
-    strict-lto strict-small strict-tiny strict-static strict-ordered strict-relordered; do
+    strict-lto strict-small strict-tiny strict-static strict-ordered strict-relordered \
+    strict-ltoordered; do
     want "$s" || continue
     [[ -n "${CONCS// /}" ]] || continue
     out=$(mktemp)
