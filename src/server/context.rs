@@ -234,37 +234,20 @@ mod tests {
     /// for every shape of params and `_meta` (D15, D17).
     #[test]
     fn issue23_d15_d17_mirrored_over_the_shared_split_reads_as_of_reads() {
-        type View = [Option<String>; 7];
-        fn view(m: &Mirrored<'_>) -> View {
-            let own = |s: Option<&str>| s.map(str::to_owned);
-            [
-                own(m.name()),
-                own(m.uri()),
-                own(m.task_id()),
-                m.arguments().map(|a| a.get().to_owned()),
-                own(m.protocol_version()),
-                own(m.traceparent()),
-                own(m.tracestate()),
-            ]
-        }
-        for text in [
-            r#"{"name":"a\u0062","uri":[1,{"x":2}],"arguments":{"k":[1]},"_meta":5}"#,
-            r#"{"name":7,"_meta":{"x":{"y":[]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":1}}"#,
-            r#"{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":true}}"#,
-            r#"{"taskId":"t-\"1","_meta":{"traceparent":"00-ab","tracestate":"k=v","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-            r#"{"name":"","uri":null,"taskId":{},"arguments":null,"_meta":[]}"#,
-            r#"{"_meta":{}}"#,
-            "{}",
-        ] {
+        use crate::wire::headers::{mirrored_view, MIRRORED_SHAPES};
+        for text in MIRRORED_SHAPES {
             let params_raw = raw(text);
             let params = Params::of(&params_raw).unwrap();
             assert_eq!(
-                view(&mirrored(Some(&params))),
-                view(&Mirrored::of(Some(&params_raw))),
+                mirrored_view(&mirrored(Some(&params))),
+                mirrored_view(&Mirrored::of(Some(&params_raw))),
                 "{text}"
             );
         }
-        assert_eq!(view(&mirrored(None)), view(&Mirrored::default()));
+        assert_eq!(
+            mirrored_view(&mirrored(None)),
+            mirrored_view(&Mirrored::default())
+        );
     }
 
     /// `_meta` absent, `null`, an array or a string: no split, and the `_meta` rules answer

@@ -937,6 +937,35 @@ pub fn param_matches(header: &str, body: &Value) -> bool {
     }
 }
 
+/// Params of every shape the mirrored view must read alike however it was split: escaped and
+/// non-string names, `_meta` of the wrong type or with members of the wrong type, explicit
+/// `null`s, empty objects (D15, D17). Shared by the tests of each split.
+#[cfg(test)]
+pub(crate) const MIRRORED_SHAPES: [&str; 7] = [
+    r#"{"name":"a\u0062","uri":[1,{"x":2}],"arguments":{"k":[1]},"_meta":5}"#,
+    r#"{"name":7,"_meta":{"x":{"y":[]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":1}}"#,
+    r#"{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":true}}"#,
+    r#"{"taskId":"t-\"1","_meta":{"traceparent":"00-ab","tracestate":"k=v","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+    r#"{"name":"","uri":null,"taskId":{},"arguments":null,"_meta":[]}"#,
+    r#"{"_meta":{}}"#,
+    "{}",
+];
+
+/// Everything a [`Mirrored`] view reads, owned, for comparing two views.
+#[cfg(test)]
+pub(crate) fn mirrored_view(m: &Mirrored<'_>) -> [Option<String>; 7] {
+    let own = |s: Option<&str>| s.map(str::to_owned);
+    [
+        own(m.name()),
+        own(m.uri()),
+        own(m.task_id()),
+        m.arguments().map(|a| a.get().to_owned()),
+        own(m.protocol_version()),
+        own(m.traceparent()),
+        own(m.tracestate()),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -986,32 +1015,15 @@ mod tests {
     /// `Mirrored::of` reads from the text, member for member, for every shape (D15, D17).
     #[test]
     fn d15_d17_mirrored_from_members_reads_as_of_reads() {
-        type View = [Option<String>; 7];
-        fn view(m: &Mirrored<'_>) -> View {
-            let own = |s: Option<&str>| s.map(str::to_owned);
-            [
-                own(m.name()),
-                own(m.uri()),
-                own(m.task_id()),
-                m.arguments().map(|a| a.get().to_owned()),
-                own(m.protocol_version()),
-                own(m.traceparent()),
-                own(m.tracestate()),
-            ]
-        }
-        for params in [
-            r#"{"name":"a\u0062","uri":[1,{"x":2}],"arguments":{"k":[1]},"_meta":5}"#,
-            r#"{"name":7,"_meta":{"x":{"y":[]},"io.modelcontextprotocol/protocolVersion":"2026-07-28","traceparent":1}}"#,
-            r#"{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":true}}"#,
-            r#"{"taskId":"t-\"1","_meta":{"traceparent":"00-ab","tracestate":"k=v","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-            r#"{"name":"","uri":null,"taskId":{},"arguments":null,"_meta":[]}"#,
-            r#"{"_meta":{}}"#,
-            "{}",
-        ] {
+        for params in MIRRORED_SHAPES {
             let raw: Box<RawValue> = serde_json::from_str(params).unwrap();
             let members = Members::of(&raw).unwrap();
             let split = Mirrored::from_members(|key| members.get(key).copied());
-            assert_eq!(view(&split), view(&Mirrored::of(Some(&raw))), "{params}");
+            assert_eq!(
+                mirrored_view(&split),
+                mirrored_view(&Mirrored::of(Some(&raw))),
+                "{params}"
+            );
         }
     }
 
