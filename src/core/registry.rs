@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::core::caller::{Caller, Clock, SystemClock};
 use crate::core::cursor::{CursorKey, ListKind};
+use crate::core::descriptor::ContentBlock;
 use crate::core::descriptor::{
     CacheHints, MetaObject, Prompt, Resource, ResourceTemplate, Tool, ToolIcons, ToolInputSchema,
     ToolOutputSchema,
@@ -31,7 +32,7 @@ use crate::core::resource::{
 use crate::core::schema::{check_named_payload, check_object_root, CompiledSchema};
 use crate::core::search::{self, SearchText};
 use crate::core::skills::Skills;
-use crate::core::tool::{Arguments, HandlerOutput, SchemaSource, ToolDef, ToolReply};
+use crate::core::tool::{Arguments, HandlerOutput, SchemaSource, TextCopy, ToolDef, ToolReply};
 use crate::wire::headers::{param_headers, ParamHeader};
 
 /// Items per list page (at most 20 tools per page).
@@ -1040,7 +1041,21 @@ impl Registry {
         arguments: Option<&RawValue>,
     ) -> Result<ToolReply, CoreError> {
         let tool = self.visible_tool(inv.caller(), name)?;
-        self.call_visible(inv, tool, arguments).await
+        self.call_visible(inv, tool, arguments, TextCopy::Include)
+            .await
+    }
+
+    /// [`Registry::call_tool`] with the typed text fallback as `text_copy` says: the server's
+    /// wire result asks for none ([`TextCopy`]).
+    pub(crate) async fn call_tool_as(
+        &self,
+        inv: Invocation,
+        name: &str,
+        arguments: Option<&RawValue>,
+        text_copy: TextCopy,
+    ) -> Result<ToolReply, CoreError> {
+        let tool = self.visible_tool(inv.caller(), name)?;
+        self.call_visible(inv, tool, arguments, text_copy).await
     }
 
     /// A tool the caller may see, with the policy's answer for this request: the policy runs
@@ -1097,6 +1112,7 @@ impl Registry {
         inv: Invocation,
         visible: VisibleTool<'_>,
         arguments: Option<&RawValue>,
+        text_copy: TextCopy,
     ) -> Result<ToolReply, CoreError> {
         let tool = visible.tool;
         if visible.access == Access::ListOnly {
@@ -1154,7 +1170,7 @@ impl Registry {
         };
         Ok(match outcome {
             Outcome::InputRequired { requests } => ToolReply::InputRequired { requests },
-            Outcome::Complete(out) => checked_output(tool, out),
+            Outcome::Complete(out) => checked_output(tool, out, text_copy),
         })
     }
 
@@ -1528,8 +1544,12 @@ async fn run_handler(
 /// A complete result checked against the tool's output schema.
 /// A typed tool's result is checked as the value serialised from its typed output (no parse
 /// of the text just written) where it has one; otherwise its text is parsed.
-fn checked_output(tool: &CompiledTool, out: HandlerOutput) -> ToolReply {
-    let HandlerOutput { output: out, value } = out;
+fn checked_output(tool: &CompiledTool, out: HandlerOutput, text_copy: TextCopy) -> ToolReply {
+    let HandlerOutput {
+        output: mut out,
+        value,
+        text_copy: owed,
+    } = out;
     let name = tool.descriptor.name.as_str();
     if let Some(schema) = &tool.output {
         let Some(structured) = &out.structured else {
@@ -1547,6 +1567,11 @@ fn checked_output(tool: &CompiledTool, out: HandlerOutput) -> ToolReply {
                 "structured result breaks the output schema"
             );
             return ToolReply::Failure(invalid_result());
+        }
+    }
+    if owed && text_copy == TextCopy::Include {
+        if let Some(structured) = &out.structured {
+            out.content.push(ContentBlock::text(structured.get()));
         }
     }
     ToolReply::Success {

@@ -47,6 +47,24 @@ pub(crate) struct Arguments<'a> {
 pub(crate) struct HandlerOutput {
     pub(crate) output: DynamicOutput,
     pub(crate) value: Option<Value>,
+    /// A typed tool's text fallback (one text block holding exactly the structured text) is
+    /// owed but not written yet: [`TextCopy`] says whether the reply gets it.
+    pub(crate) text_copy: bool,
+}
+
+/// Whether a typed tool's reply carries its text fallback block. [`Registry::call_tool`]
+/// (the public core) includes it; the server's wire result replaces that block by the text
+/// copy of the `{"value": …}` envelope anyway (`publication::envelope::success_parts`), so it
+/// asks for none and the result text is not copied once more for nothing (issue #23: one copy
+/// of the whole result per call).
+///
+/// [`Registry::call_tool`]: crate::core::Registry::call_tool
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextCopy {
+    /// The reply's content ends with the text block, as the public core documents it.
+    Include,
+    /// The reply's content leaves it out.
+    Omit,
 }
 
 pub(crate) type ErasedHandler = Arc<
@@ -486,10 +504,12 @@ fn encode_typed<Out: Serialize>(out: &Out) -> Result<HandlerOutput, ToolError> {
     })?;
     Ok(HandlerOutput {
         value: typed_value(out),
+        // The text block is written only for a reply that includes it (`TextCopy`).
         output: DynamicOutput {
-            content: vec![ContentBlock::text(structured.get())],
+            content: Vec::new(),
             structured: Some(structured),
         },
+        text_copy: true,
     })
 }
 
@@ -577,6 +597,7 @@ impl ToolDef {
                         Outcome::Complete(output) => Outcome::Complete(HandlerOutput {
                             output,
                             value: None,
+                            text_copy: false,
                         }),
                         Outcome::InputRequired { requests } => Outcome::InputRequired { requests },
                     })
@@ -978,6 +999,66 @@ mod exact_value {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, HashMap};
+
+    /// #23, O107: the public core's typed reply ends with the text fallback block (the
+    /// structured JSON as text); the server's wire path asks for none, since the wire
+    /// result's text block is the envelope's copy. Structured text the same either way.
+    #[tokio::test]
+    async fn o107_issue23_typed_text_fallback_only_where_the_reply_includes_it() {
+        use crate::core::descriptor::ContentBlock;
+        use crate::core::{Caller, Invocation, RegistryBuilder, TextCopy, ToolDef, ToolReply};
+
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct In {
+            /// The text.
+            text: String,
+        }
+        #[derive(serde::Serialize, schemars::JsonSchema)]
+        struct Out {
+            /// The text back.
+            text: String,
+        }
+        let reg = RegistryBuilder::new()
+            .tool(ToolDef::typed("echo", |_: Invocation, i: In| async move {
+                Ok(Out { text: i.text })
+            }))
+            .build()
+            .unwrap();
+        let args = RawValue::from_string(r#"{"text":"a\"b"}"#.to_owned()).unwrap();
+        let inv = || Invocation::new(Caller::new("alice"));
+        let public = reg.call_tool(inv(), "echo", Some(&args)).await.unwrap();
+        let include = reg
+            .call_tool_as(inv(), "echo", Some(&args), TextCopy::Include)
+            .await
+            .unwrap();
+        let omit = reg
+            .call_tool_as(inv(), "echo", Some(&args), TextCopy::Omit)
+            .await
+            .unwrap();
+        let parts = |reply: ToolReply| match reply {
+            ToolReply::Success {
+                content,
+                structured,
+            } => (content, structured.map(|s| s.get().to_owned())),
+            other => panic!("{other:?}"),
+        };
+        let expected = r#"{"text":"a\"b"}"#;
+        assert_eq!(
+            parts(public),
+            (
+                vec![ContentBlock::text(expected)],
+                Some(expected.to_owned())
+            )
+        );
+        assert_eq!(
+            parts(include),
+            (
+                vec![ContentBlock::text(expected)],
+                Some(expected.to_owned())
+            )
+        );
+        assert_eq!(parts(omit), (vec![], Some(expected.to_owned())));
+    }
 
     use serde::Deserialize;
     use serde_json::value::RawValue;

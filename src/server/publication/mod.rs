@@ -73,7 +73,8 @@ use serde_json::{Map, Value};
 use crate::core::descriptor::{Tool, ToolOutputSchema};
 use crate::core::schema::CompiledSchema;
 use crate::core::{
-    Caller, CoreError, FailureCode, InputRequest, Invocation, Registry, ToolFailure, ToolReply,
+    Caller, CoreError, FailureCode, InputRequest, Invocation, Registry, TextCopy, ToolFailure,
+    ToolReply,
 };
 
 pub use schemas::{compact_tools_text, failure_envelope_schema_text};
@@ -374,7 +375,11 @@ impl Publication {
                 // The policy answers once; the wrapper and the call both read its answer.
                 let tool = registry.visible_tool_as(inv.caller(), &call.name, call.decided)?;
                 let plan = self.plan_for(registry, tool.descriptor())?;
-                let reply = registry.call_visible(inv, tool, call.arguments).await?;
+                // The typed text fallback is left out: `success_parts` would replace it by the
+                // envelope's copy anyway.
+                let reply = registry
+                    .call_visible(inv, tool, call.arguments, TextCopy::Omit)
+                    .await?;
                 finish(reply, Some(&plan))
             }
             Mode::Compact => match call.name.as_str() {
@@ -599,7 +604,10 @@ async fn compact_call(
         return Ok(PartsOutcome::Complete(failure_parts(&unavailable())?));
     };
     let name = string_member(name_raw, "name")?;
-    match registry.call_tool(inv, &name, inner_args).await {
+    match registry
+        .call_tool_as(inv, &name, inner_args, TextCopy::Omit)
+        .await
+    {
         Err(CoreError::UnknownTool { .. }) => {
             Ok(PartsOutcome::Complete(failure_parts(&unavailable())?))
         }
