@@ -63,10 +63,28 @@ fn short_escape(byte: u8) -> Option<&'static [u8; 2]> {
 
 /// Appends `s` as a JSON string literal, quotes included, exactly as serde_json writes it.
 pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+    out.reserve(reserve_for(s.len()));
+    out.push(b'"');
+    write_body(out, s);
+    out.push(b'"');
+}
+
+/// Appends the concatenation of `pieces` as one JSON string literal, quotes included: the
+/// same bytes as [`write_str`] of the concatenated text (escaping is per character, and each
+/// piece is a whole `str`), without building that text first.
+pub(crate) fn write_str_pieces(out: &mut Vec<u8>, pieces: &[&str]) {
+    out.reserve(reserve_for(pieces.iter().map(|p| p.len()).sum()));
+    out.push(b'"');
+    for piece in pieces {
+        write_body(out, piece);
+    }
+    out.push(b'"');
+}
+
+/// Appends the escaped body of a string literal (no quotes): plain runs copied whole.
+fn write_body(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut rest = s.as_bytes();
-    out.reserve(reserve_for(rest.len()));
-    out.push(b'"');
     loop {
         let run = plain_run(rest);
         out.extend_from_slice(&rest[..run]);
@@ -86,7 +104,6 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
         }
         rest = after;
     }
-    out.push(b'"');
 }
 
 /// `serde_json::value::to_raw_value`, with every string of at least [`FAST_MIN_STR_BYTES`]
@@ -442,6 +459,32 @@ mod tests {
             post in "[a-z\\x00-\\x1f\u{e9}]{0,70}",
         ) {
             same_as_serde_json(&format!("{pre}{}{post}", c.repeat(n)));
+        }
+
+        /// #23: a text escaped in pieces (the `{"value": …}` wrap of a result around its
+        /// value, never concatenated) is serde_json's literal of the whole text, wherever the
+        /// text is cut (at character boundaries, empty pieces included).
+        #[test]
+        fn pieces_escape_as_the_concatenated_text(
+            s in "[\\x00-\\x7f\"\\\\\u{e9}\u{20ac}\u{1f600}]{0,200}",
+            cuts in proptest::collection::vec(0usize..=200, 0..4),
+        ) {
+            let mut cuts: Vec<usize> = cuts
+                .into_iter()
+                .map(|c| c.min(s.len()))
+                .filter(|&c| s.is_char_boundary(c))
+                .collect();
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for cut in cuts {
+                pieces.push(&s[at..cut]);
+                at = cut;
+            }
+            pieces.push(&s[at..]);
+            let mut out = Vec::new();
+            write_str_pieces(&mut out, &pieces);
+            prop_assert_eq!(out, serde_json::to_vec(&s).expect("a str serialises"));
         }
     }
 

@@ -242,8 +242,8 @@ fn result_map(parts: &ResultParts) -> Map<String, Value> {
         "content".into(),
         serde_json::from_str(&parts.content).unwrap_or_else(|_| json!([])),
     );
-    if let Some(s) = parts.structured.as_deref() {
-        if let Ok(v) = serde_json::from_str::<Value>(s) {
+    if let Some(s) = parts.structured.as_ref().map(|s| s.text()) {
+        if let Ok(v) = serde_json::from_str::<Value>(&s) {
             map.insert("structuredContent".into(), v);
         }
     }
@@ -260,8 +260,8 @@ fn finished(parts: &ResultParts) -> TaskDetail {
     let internal = parts.is_error
         && parts
             .structured
-            .as_deref()
-            .and_then(|s| serde_json::from_str::<Value>(s).ok())
+            .as_ref()
+            .and_then(|s| serde_json::from_str::<Value>(&s.text()).ok())
             .is_some_and(|v| v.pointer("/failure/code") == Some(&json!("internal")));
     if internal {
         TaskDetail::Failed { error: panicked() }

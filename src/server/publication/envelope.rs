@@ -157,14 +157,47 @@ impl<'a> CallParams<'a> {
     }
 }
 
-/// `{"value": <exact inner text>}`.
-pub(crate) fn value_envelope(inner: &RawValue) -> String {
-    const HEAD: &str = "{\"value\":";
-    let mut out = String::with_capacity(HEAD.len() + inner.get().len() + 1);
-    out.push_str(HEAD);
-    out.push_str(inner.get());
-    out.push('}');
-    out
+/// The `structuredContent` text of a result: exact text, or a tool's structured value that
+/// is sent wrapped as `{"value": <exact inner text>}`. The wrap is written where the text is
+/// written (the reply line, the text copy block), never into a string of its own: the value
+/// is not copied once more to wrap it (issue #23: one copy of the result per call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Structured {
+    /// The text as sent.
+    Text(String),
+    /// The exact text of the value the `{"value": …}` envelope holds.
+    Value(String),
+}
+
+impl Structured {
+    const VALUE_HEAD: &'static str = "{\"value\":";
+    const VALUE_TAIL: &'static str = "}";
+
+    /// A tool's structured value, to be sent as `{"value": …}` (its text moved, not copied).
+    pub(crate) fn value(inner: Box<RawValue>) -> Structured {
+        Structured::Value(String::from(Box::<str>::from(inner)))
+    }
+
+    /// The text as sent, in the pieces whose concatenation it is.
+    pub(crate) fn pieces(&self) -> [&str; 3] {
+        match self {
+            Structured::Text(text) => [text, "", ""],
+            Structured::Value(inner) => [Self::VALUE_HEAD, inner, Self::VALUE_TAIL],
+        }
+    }
+
+    /// Its length in bytes as sent.
+    pub(crate) fn len(&self) -> usize {
+        self.pieces().iter().map(|p| p.len()).sum()
+    }
+
+    /// The text as sent, in one string (borrowed when it is one already).
+    pub(crate) fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Structured::Text(text) => std::borrow::Cow::Borrowed(text),
+            Structured::Value(_) => std::borrow::Cow::Owned(self.pieces().concat()),
+        }
+    }
 }
 
 /// `{"failure": {code, message, retryable, diagnostics?}}`.
@@ -182,7 +215,7 @@ pub(crate) struct ResultParts {
     /// The `content` array as JSON text.
     pub(crate) content: String,
     /// The `structuredContent` value as exact JSON text, if any.
-    pub(crate) structured: Option<String>,
+    pub(crate) structured: Option<Structured>,
     /// Whether the result is a tool failure (`isError: true`; absent otherwise).
     pub(crate) is_error: bool,
     /// One more result `_meta` member, as its exact text `"key":value`, written after
@@ -200,6 +233,15 @@ impl ResultParts {
         structured: Option<String>,
         is_error: bool,
     ) -> Result<Self, CoreError> {
+        Self::with_structured(content, structured.map(Structured::Text), is_error)
+    }
+
+    /// [`ResultParts::new`] for structured content that may be a wrapped value.
+    pub(crate) fn with_structured(
+        content: Vec<ContentBlock>,
+        structured: Option<Structured>,
+        is_error: bool,
+    ) -> Result<Self, CoreError> {
         let Some(text) = &structured else {
             let content = serde_json::to_string(&content)
                 .map_err(|_| CoreError::Internal { retryable: true })?;
@@ -211,8 +253,9 @@ impl ResultParts {
             });
         };
         debug_assert!(
-            serde_json::from_str::<&RawValue>(text).is_ok(),
-            "structured envelope is not JSON: {text}"
+            serde_json::from_str::<&RawValue>(&text.text()).is_ok(),
+            "structured envelope is not JSON: {}",
+            text.text()
         );
         // The copy block is written from the borrowed envelope text (no `String` clone), after
         // the other blocks, member for member as `ContentBlock::text` writes
@@ -231,7 +274,9 @@ impl ResultParts {
         }
         out.reserve(HEAD.len() + crate::codec::escape::reserve_for(text.len()) + TAIL.len());
         out.extend_from_slice(HEAD);
-        crate::codec::escape::write_str(&mut out, text);
+        // One string literal of the pieces' concatenation, escaped piece by piece (escaping
+        // is per character, so the bytes are those of escaping the whole text at once).
+        crate::codec::escape::write_str_pieces(&mut out, &text.pieces());
         out.extend_from_slice(TAIL);
         out.shrink_to_fit();
         let content =
@@ -255,7 +300,9 @@ impl ResultParts {
         }
         if let Some(structured) = &self.structured {
             out.push_str(",\"structuredContent\":");
-            out.push_str(structured);
+            for piece in structured.pieces() {
+                out.push_str(piece);
+            }
         }
         out.push('}');
         out
@@ -272,7 +319,7 @@ impl ResultParts {
     /// encoder writes them straight into the reply line: the content and structured texts
     /// are copied once).
     pub(crate) fn complete_pieces<'a>(&'a self, server_info: &'a RawValue) -> Vec<&'a str> {
-        let mut out: Vec<&str> = Vec::with_capacity(12);
+        let mut out: Vec<&str> = Vec::with_capacity(16);
         out.push("{\"_meta\":{\"");
         out.push(crate::wire::meta::SERVER_INFO);
         out.push("\":");
@@ -289,14 +336,14 @@ impl ResultParts {
         out.push(",\"resultType\":\"complete\"");
         if let Some(structured) = &self.structured {
             out.push(",\"structuredContent\":");
-            out.push(structured);
+            out.extend(structured.pieces().into_iter().filter(|p| !p.is_empty()));
         }
         out.push("}");
         out
     }
 
     fn len_hint(&self) -> usize {
-        self.content.len() + self.structured.as_ref().map_or(0, String::len) + 48
+        self.content.len() + self.structured.as_ref().map_or(0, Structured::len) + 48
     }
 }
 
@@ -338,8 +385,8 @@ pub(crate) fn failure_parts(failure: &ToolFailure) -> Result<ResultParts, CoreEr
 /// replaced by the copy of the envelope instead of sending the same data twice.
 pub(crate) fn success_parts(
     mut content: Vec<ContentBlock>,
-    structured: Option<&RawValue>,
-) -> (Vec<ContentBlock>, Option<String>) {
+    structured: Option<Box<RawValue>>,
+) -> (Vec<ContentBlock>, Option<Structured>) {
     let Some(structured) = structured else {
         return (content, None);
     };
@@ -356,5 +403,66 @@ pub(crate) fn success_parts(
     if own_copy {
         content.pop();
     }
-    (content, Some(value_envelope(structured)))
+    (content, Some(Structured::value(structured)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #23: a tool's value wrapped as `{"value": …}` where it is written gives the same result
+    /// pieces, body and text copy block as the wrap written into a string of its own
+    /// (E15: the envelope is what the published schema admits, byte for byte).
+    #[test]
+    fn issue23_a_wrapped_value_writes_as_its_envelope_text() {
+        for inner in [
+            r#"{"text":"a\"b\\c\n\u0001é€😀","n":1.10,"big":18446744073709551617}"#,
+            "null",
+            r#""""#,
+            "[]",
+        ] {
+            let raw = RawValue::from_string(inner.to_owned()).unwrap();
+            let wrapped = Structured::value(raw);
+            let envelope = format!("{{\"value\":{inner}}}");
+            assert_eq!(wrapped.pieces().concat(), envelope);
+            assert_eq!(wrapped.len(), envelope.len());
+            assert_eq!(wrapped.text(), envelope);
+            let content = vec![ContentBlock::text("before")];
+            let by_value =
+                ResultParts::with_structured(content.clone(), Some(wrapped), false).unwrap();
+            let by_text = ResultParts::new(content, Some(envelope.clone()), false).unwrap();
+            assert_eq!(by_value.content, by_text.content, "{inner}");
+            assert_eq!(by_value.body_text(), by_text.body_text(), "{inner}");
+            let info = RawValue::from_string(r#"{"name":"s","version":"1"}"#.to_owned()).unwrap();
+            assert_eq!(
+                by_value.complete_text(&info),
+                by_text.complete_text(&info),
+                "{inner}"
+            );
+            // The copy block holds the envelope's text, escaped once more.
+            let copy = format!(
+                r#"[{{"text":"before","type":"text"}},{{"text":{},"type":"text"}}]"#,
+                serde_json::to_string(&envelope).unwrap()
+            );
+            assert_eq!(by_value.content, copy, "{inner}");
+        }
+    }
+
+    /// A success's own text fallback (a bare text block equal to the value) is dropped and the
+    /// value kept for the wrap; an annotated or different block stays.
+    #[test]
+    fn success_parts_drops_only_the_bare_fallback_and_wraps_the_value() {
+        let raw = || RawValue::from_string(r#"{"sum":5}"#.to_owned()).unwrap();
+        let (content, structured) =
+            success_parts(vec![ContentBlock::text(r#"{"sum":5}"#)], Some(raw()));
+        assert!(content.is_empty());
+        assert_eq!(
+            structured,
+            Some(Structured::Value(r#"{"sum":5}"#.to_owned()))
+        );
+        let other = vec![ContentBlock::text("five")];
+        let (content, _) = success_parts(other.clone(), Some(raw()));
+        assert_eq!(content, other);
+        assert_eq!(success_parts(other.clone(), None), (other, None));
+    }
 }

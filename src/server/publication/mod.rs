@@ -85,7 +85,7 @@ pub(crate) use envelope::{CallParams, ResultParts};
 
 use envelope::{
     failure_envelope, failure_parts, failure_text, invalid, is_object, result_parts, string_member,
-    success_parts, to_map, OrderedMembers,
+    success_parts, to_map, OrderedMembers, Structured,
 };
 
 /// How tools are published. Fixed per [`Publication`]; searching never changes it.
@@ -477,12 +477,16 @@ fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<PartsOutcome, 
         ToolReply::InputRequired { requests } => {
             return Ok(PartsOutcome::InputRequired { requests })
         }
-        ToolReply::Failure(failure) => (Vec::new(), Some(failure_envelope(&failure)?), true),
+        ToolReply::Failure(failure) => (
+            Vec::new(),
+            Some(Structured::Text(failure_envelope(&failure)?)),
+            true,
+        ),
         ToolReply::Success {
             content,
             structured,
         } => {
-            let (content, envelope) = success_parts(content, structured.as_deref());
+            let (content, envelope) = success_parts(content, structured);
             (content, envelope, false)
         }
     };
@@ -494,7 +498,7 @@ fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<PartsOutcome, 
     if let (true, Some(schema), Some(envelope)) =
         (check, plan.and_then(WrapperPlan::output_schema), &envelope)
     {
-        if let Err(diagnostics) = schema.validate_bytes(envelope) {
+        if let Err(diagnostics) = schema.validate_bytes(&envelope.text()) {
             tracing::error!(
                 ?diagnostics,
                 "structured envelope does not match the published output schema"
@@ -505,7 +509,7 @@ fn finish(reply: ToolReply, plan: Option<&WrapperPlan>) -> Result<PartsOutcome, 
             ))?));
         }
     }
-    Ok(PartsOutcome::Complete(result_parts(
+    Ok(PartsOutcome::Complete(ResultParts::with_structured(
         content, envelope, is_error,
     )?))
 }
