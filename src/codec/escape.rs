@@ -72,6 +72,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
 /// Appends the concatenation of `pieces` as one JSON string literal, quotes included: the
 /// same bytes as [`write_str`] of the concatenated text (escaping is per character, and each
 /// piece is a whole `str`), without building that text first.
+#[cfg(feature = "server")]
 pub(crate) fn write_str_pieces(out: &mut Vec<u8>, pieces: &[&str]) {
     out.reserve(reserve_for(pieces.iter().map(|p| p.len()).sum()));
     out.push(b'"');
@@ -464,6 +465,7 @@ mod tests {
         /// #23: a text escaped in pieces (the `{"value": …}` wrap of a result around its
         /// value, never concatenated) is serde_json's literal of the whole text, wherever the
         /// text is cut (at character boundaries, empty pieces included).
+        #[cfg(feature = "server")]
         #[test]
         fn pieces_escape_as_the_concatenated_text(
             s in "[\\x00-\\x7f\"\\\\\u{e9}\u{20ac}\u{1f600}]{0,200}",

@@ -127,6 +127,7 @@ pub use skills::{
     SkillError, SkillTree, Skills, MAX_DEPTH, MAX_FILES_PER_SKILL, MAX_SKILLS, MAX_SKILL_BYTES,
     MAX_TREE_ENTRIES,
 };
+#[cfg(feature = "server")]
 pub(crate) use tool::TextCopy;
 pub use tool::{DynamicOutput, ToolDef, ToolReply};
 pub use view::AppView;

@@ -1047,6 +1047,7 @@ impl Registry {
 
     /// [`Registry::call_tool`] with the typed text fallback as `text_copy` says: the server's
     /// wire result asks for none ([`TextCopy`]).
+    #[cfg(feature = "server")]
     pub(crate) async fn call_tool_as(
         &self,
         inv: Invocation,

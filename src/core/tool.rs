@@ -63,7 +63,8 @@ pub(crate) struct HandlerOutput {
 pub(crate) enum TextCopy {
     /// The reply's content ends with the text block, as the public core documents it.
     Include,
-    /// The reply's content leaves it out.
+    /// The reply's content leaves it out (the server's wire path).
+    #[cfg_attr(not(feature = "server"), expect(dead_code))]
     Omit,
 }
 
@@ -1003,6 +1004,7 @@ mod tests {
     /// #23, O107: the public core's typed reply ends with the text fallback block (the
     /// structured JSON as text); the server's wire path asks for none, since the wire
     /// result's text block is the envelope's copy. Structured text the same either way.
+    #[cfg(feature = "server")]
     #[tokio::test]
     async fn o107_issue23_typed_text_fallback_only_where_the_reply_includes_it() {
         use crate::core::descriptor::ContentBlock;
