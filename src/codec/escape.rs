@@ -20,6 +20,9 @@
 //! the same serializer writes everything else, so every other byte is what serde_json writes.
 //! Its output becomes a `RawValue` without a second parse ([`crate::wire::raw`]).
 
+use std::cell::RefCell;
+use std::io;
+
 use serde::ser::{self, Serialize, Serializer};
 use serde_json::value::RawValue;
 
@@ -48,62 +51,65 @@ pub(crate) const fn reserve_for(len: usize) -> usize {
 }
 
 /// The short escapes serde_json writes; every other control byte is `\u00XX`.
-fn short_escape(byte: u8) -> Option<&'static [u8; 2]> {
+fn short_escape(byte: u8) -> Option<&'static str> {
     Some(match byte {
-        b'"' => b"\\\"",
-        b'\\' => b"\\\\",
-        0x08 => b"\\b",
-        0x0c => b"\\f",
-        b'\n' => b"\\n",
-        b'\r' => b"\\r",
-        b'\t' => b"\\t",
+        b'"' => "\\\"",
+        b'\\' => "\\\\",
+        0x08 => "\\b",
+        0x0c => "\\f",
+        b'\n' => "\\n",
+        b'\r' => "\\r",
+        b'\t' => "\\t",
         _ => return None,
     })
 }
 
 /// Appends `s` as a JSON string literal, quotes included, exactly as serde_json writes it.
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut String, s: &str) {
     out.reserve(reserve_for(s.len()));
-    out.push(b'"');
+    out.push('"');
     write_body(out, s);
-    out.push(b'"');
+    out.push('"');
 }
 
 /// Appends the concatenation of `pieces` as one JSON string literal, quotes included: the
 /// same bytes as [`write_str`] of the concatenated text (escaping is per character, and each
 /// piece is a whole `str`), without building that text first.
 #[cfg(feature = "server")]
-pub(crate) fn write_str_pieces(out: &mut Vec<u8>, pieces: &[&str]) {
+pub(crate) fn write_str_pieces(out: &mut String, pieces: &[&str]) {
     out.reserve(reserve_for(pieces.iter().map(|p| p.len()).sum()));
-    out.push(b'"');
+    out.push('"');
     for piece in pieces {
         write_body(out, piece);
     }
-    out.push(b'"');
+    out.push('"');
 }
 
 /// Appends the escaped body of a string literal (no quotes): plain runs copied whole.
-fn write_body(out: &mut Vec<u8>, s: &str) {
+///
+/// Written into a `String`, so nothing is validated again: a plain run ends only before an
+/// ASCII byte or at the end (`plain_run`), which is always a character boundary, and the
+/// escapes are ASCII. (Into a byte buffer, each of the result's copies was checked as UTF-8
+/// once more: about 1.4 instructions per byte of the size curve, issue #23.)
+fn write_body(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut rest = s.as_bytes();
+    let mut rest = s;
     loop {
-        let run = plain_run(rest);
-        out.extend_from_slice(&rest[..run]);
-        let Some((&byte, after)) = rest[run..].split_first() else {
+        let (plain, tail) = rest.split_at(plain_run(rest.as_bytes()));
+        out.push_str(plain);
+        let Some(&byte) = tail.as_bytes().first() else {
             break;
         };
         match short_escape(byte) {
-            Some(pair) => out.extend_from_slice(pair),
-            None => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(byte >> 4)],
-                HEX[usize::from(byte & 0xf)],
-            ]),
+            Some(pair) => out.push_str(pair),
+            None => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 0xf)]));
+            }
         }
-        rest = after;
+        // The byte is ASCII (a quote, a backslash or a control byte): one character.
+        rest = &tail[1..];
     }
 }
 
@@ -112,22 +118,43 @@ fn write_body(out: &mut Vec<u8>, s: &str) {
 pub(crate) fn to_raw_value<T: ?Sized + Serialize>(
     value: &T,
 ) -> Result<Box<RawValue>, serde_json::Error> {
-    let mut buf = Vec::with_capacity(128);
-    value.serialize(Fast(&mut serde_json::Serializer::new(&mut buf)))?;
-    // serde_json wrote every byte but the pre-escaped strings, which `write_str` wrote: UTF-8.
-    let text = String::from_utf8(buf).map_err(ser::Error::custom)?;
-    crate::wire::raw::owned_unchecked(text)
+    let text = Text(RefCell::new(String::with_capacity(128)));
+    value.serialize(Fast(&mut serde_json::Serializer::new(&text), &text))?;
+    crate::wire::raw::owned_unchecked(text.0.into_inner())
 }
 
-/// A string already escaped (quotes included), written verbatim by serde_json's serializer:
-/// serialised the way `RawValue` is.
-struct PreEscaped<'a>(&'a str);
+/// The text [`to_raw_value`] writes: serde_json's writer, and where long strings are escaped
+/// straight in ([`Fast`]), with no buffer of their own, no copy and no UTF-8 check of them
+/// (issue #23, size curve: a 1 MiB result string was escaped into its own buffer, copied
+/// into serde_json's, which then doubled to take the closing brace, and checked as UTF-8).
+///
+/// serde_json writes each whole token or escape-free part of a short string in one call
+/// (punctuation, numbers, the runs between escapes, raw fragments), so each write is checked
+/// as UTF-8 on its own; a write that is not (none is known) fails the serialisation.
+struct Text(RefCell<String>);
 
-impl Serialize for PreEscaped<'_> {
+impl io::Write for &Text {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let piece = std::str::from_utf8(buf).map_err(io::Error::other)?;
+        self.0.borrow_mut().push_str(piece);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An empty raw fragment, serialised the way `RawValue` is: serde_json writes it verbatim,
+/// that is nothing. [`Fast`] serialises one after escaping a long string into the [`Text`]
+/// itself, for the serializer's `Ok` (a generic `S::Ok` has no other source).
+struct EmptyFragment;
+
+impl Serialize for EmptyFragment {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use ser::SerializeStruct;
         let mut s = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
-        s.serialize_field(RAW_VALUE_TOKEN, self.0)?;
+        s.serialize_field(RAW_VALUE_TOKEN, "")?;
         s.end()
     }
 }
@@ -145,14 +172,15 @@ macro_rules! forward_scalars {
 pub(crate) use forward_scalars;
 
 /// The serializer methods that carry no value or one value to serialise through the wrapper
-/// again (`$wrap(value)`), for the same pass-through wrappers as [`forward_scalars`].
+/// again (`$wrap(value)`, or `$wrap(value, self.$field)` for a wrapper that carries a second
+/// field along), for the same pass-through wrappers as [`forward_scalars`].
 macro_rules! forward_wrapped {
-    ($wrap:ident) => {
+    ($wrap:ident $(, $field:tt)?) => {
         fn serialize_none(self) -> Result<S::Ok, S::Error> {
             self.0.serialize_none()
         }
         fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<S::Ok, S::Error> {
-            self.0.serialize_some(&$wrap(value))
+            self.0.serialize_some(&$wrap(value $(, self.$field)?))
         }
         fn serialize_unit(self) -> Result<S::Ok, S::Error> {
             self.0.serialize_unit()
@@ -173,7 +201,8 @@ macro_rules! forward_wrapped {
             name: &'static str,
             value: &T,
         ) -> Result<S::Ok, S::Error> {
-            self.0.serialize_newtype_struct(name, &$wrap(value))
+            self.0
+                .serialize_newtype_struct(name, &$wrap(value $(, self.$field)?))
         }
         fn serialize_newtype_variant<T: ?Sized + Serialize>(
             self,
@@ -182,54 +211,66 @@ macro_rules! forward_wrapped {
             variant: &'static str,
             value: &T,
         ) -> Result<S::Ok, S::Error> {
-            self.0
-                .serialize_newtype_variant(name, index, variant, &$wrap(value))
+            self.0.serialize_newtype_variant(
+                name,
+                index,
+                variant,
+                &$wrap(value $(, self.$field)?),
+            )
         }
     };
 }
 pub(crate) use forward_wrapped;
 
-/// serde_json's writing serializer with long strings escaped by [`write_str`]; everything
-/// else, at every depth, is passed to it unchanged (each nested value goes through [`Each`]).
-/// Only ever wraps `&mut serde_json::Serializer<_>` (see [`to_raw_value`]): [`PreEscaped`] is
-/// written verbatim there and nowhere else.
-struct Fast<S>(S);
+/// serde_json's writing serializer with long strings escaped by [`write_str`] straight into
+/// the [`Text`] it writes to; everything else, at every depth, is passed to it unchanged (each
+/// nested value goes through [`Each`]). Only ever wraps the `&mut serde_json::Serializer`
+/// writing into that same `Text` (see [`to_raw_value`]): serde_json writes every byte before a
+/// value when it gets to the value (no buffering, and nothing is written after a string), so
+/// a string escaped into the text lands exactly where serde_json would have written it.
+struct Fast<'t, S>(S, &'t Text);
 
 /// A nested value serialised through [`Fast`].
-struct Each<'a, T: ?Sized>(&'a T);
+struct Each<'a, 't, T: ?Sized>(&'a T, &'t Text);
 
-impl<T: ?Sized + Serialize> Serialize for Each<'_, T> {
+impl<T: ?Sized + Serialize> Serialize for Each<'_, '_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(Fast(serializer))
+        self.0.serialize(Fast(serializer, self.1))
     }
 }
 
 /// A compound of [`Fast`]: members go through [`Each`], except inside serde_json's private
 /// structs (a `RawValue` member), which get the plain compound.
-enum Compound<C> {
-    Each(C),
-    Plain(C),
+struct Compound<'t, C> {
+    inner: C,
+    plain: bool,
+    text: &'t Text,
 }
 
-impl<S: Serializer> Serializer for Fast<S> {
+impl<'t, S: Serializer> Serializer for Fast<'t, S> {
     type Ok = S::Ok;
     type Error = S::Error;
-    type SerializeSeq = Compound<S::SerializeSeq>;
-    type SerializeTuple = Compound<S::SerializeTuple>;
-    type SerializeTupleStruct = Compound<S::SerializeTupleStruct>;
-    type SerializeTupleVariant = Compound<S::SerializeTupleVariant>;
-    type SerializeMap = Compound<S::SerializeMap>;
-    type SerializeStruct = Compound<S::SerializeStruct>;
-    type SerializeStructVariant = Compound<S::SerializeStructVariant>;
+    type SerializeSeq = Compound<'t, S::SerializeSeq>;
+    type SerializeTuple = Compound<'t, S::SerializeTuple>;
+    type SerializeTupleStruct = Compound<'t, S::SerializeTupleStruct>;
+    type SerializeTupleVariant = Compound<'t, S::SerializeTupleVariant>;
+    type SerializeMap = Compound<'t, S::SerializeMap>;
+    type SerializeStruct = Compound<'t, S::SerializeStruct>;
+    type SerializeStructVariant = Compound<'t, S::SerializeStructVariant>;
 
     fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
         if v.len() < FAST_MIN_STR_BYTES {
             return self.0.serialize_str(v);
         }
-        let mut escaped = Vec::new();
-        write_str(&mut escaped, v);
-        let escaped = String::from_utf8(escaped).map_err(ser::Error::custom)?;
-        PreEscaped(&escaped).serialize(self.0)
+        {
+            let mut text = self
+                .1
+                 .0
+                .try_borrow_mut()
+                .map_err(|_| ser::Error::custom("the text is being written"))?;
+            write_str(&mut text, v);
+        }
+        EmptyFragment.serialize(self.0)
     }
     forward_scalars!(
         serialize_bool: bool,
@@ -248,19 +289,24 @@ impl<S: Serializer> Serializer for Fast<S> {
         serialize_char: char,
         serialize_bytes: &[u8],
     );
-    forward_wrapped!(Each);
+    forward_wrapped!(Each, 1);
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
-        self.0.serialize_seq(len).map(Compound::Each)
+        let text = self.1;
+        self.0.serialize_seq(len).map(|c| Compound::each(c, text))
     }
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
-        self.0.serialize_tuple(len).map(Compound::Each)
+        let text = self.1;
+        self.0.serialize_tuple(len).map(|c| Compound::each(c, text))
     }
     fn serialize_tuple_struct(
         self,
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleStruct, S::Error> {
-        self.0.serialize_tuple_struct(name, len).map(Compound::Each)
+        let text = self.1;
+        self.0
+            .serialize_tuple_struct(name, len)
+            .map(|c| Compound::each(c, text))
     }
     fn serialize_tuple_variant(
         self,
@@ -269,26 +315,24 @@ impl<S: Serializer> Serializer for Fast<S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        let text = self.1;
         self.0
             .serialize_tuple_variant(name, index, variant, len)
-            .map(Compound::Each)
+            .map(|c| Compound::each(c, text))
     }
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
-        self.0.serialize_map(len).map(Compound::Each)
+        let text = self.1;
+        self.0.serialize_map(len).map(|c| Compound::each(c, text))
     }
     fn serialize_struct(
         self,
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
-        let plain = name.starts_with(SERDE_JSON_PRIVATE);
-        self.0.serialize_struct(name, len).map(|c| {
-            if plain {
-                Compound::Plain(c)
-            } else {
-                Compound::Each(c)
-            }
-        })
+        let (plain, text) = (name.starts_with(SERDE_JSON_PRIVATE), self.1);
+        self.0
+            .serialize_struct(name, len)
+            .map(|inner| Compound { inner, plain, text })
     }
     fn serialize_struct_variant(
         self,
@@ -297,9 +341,10 @@ impl<S: Serializer> Serializer for Fast<S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStructVariant, S::Error> {
+        let text = self.1;
         self.0
             .serialize_struct_variant(name, index, variant, len)
-            .map(Compound::Each)
+            .map(|c| Compound::each(c, text))
     }
     fn collect_str<T: ?Sized + std::fmt::Display>(self, value: &T) -> Result<S::Ok, S::Error> {
         self.0.collect_str(value)
@@ -309,16 +354,12 @@ impl<S: Serializer> Serializer for Fast<S> {
     }
 }
 
-impl<C> Compound<C> {
-    fn inner(&mut self) -> &mut C {
-        match self {
-            Compound::Each(c) | Compound::Plain(c) => c,
-        }
-    }
-
-    fn into_inner(self) -> C {
-        match self {
-            Compound::Each(c) | Compound::Plain(c) => c,
+impl<'t, C> Compound<'t, C> {
+    fn each(inner: C, text: &'t Text) -> Self {
+        Compound {
+            inner,
+            plain: false,
+            text,
         }
     }
 }
@@ -326,14 +367,14 @@ impl<C> Compound<C> {
 /// The compounds whose one method takes a value: each element or field goes through [`Each`].
 macro_rules! each_value {
     ($($trait:ident :: $method:ident),* $(,)?) => {$(
-        impl<C: ser::$trait> ser::$trait for Compound<C> {
+        impl<C: ser::$trait> ser::$trait for Compound<'_, C> {
             type Ok = C::Ok;
             type Error = C::Error;
             fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-                self.inner().$method(&Each(value))
+                self.inner.$method(&Each(value, self.text))
             }
             fn end(self) -> Result<C::Ok, C::Error> {
-                self.into_inner().end()
+                self.inner.end()
             }
         }
     )*};
@@ -346,38 +387,24 @@ each_value!(
     SerializeTupleVariant::serialize_field,
 );
 
-impl<C: ser::SerializeMap> ser::SerializeMap for Compound<C> {
+impl<C: ser::SerializeMap> ser::SerializeMap for Compound<'_, C> {
     type Ok = C::Ok;
     type Error = C::Error;
     /// Keys are written by serde_json's key serializer, which takes plain strings only.
     fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), C::Error> {
-        self.inner().serialize_key(key)
+        self.inner.serialize_key(key)
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), C::Error> {
-        self.inner().serialize_value(&Each(value))
+        self.inner.serialize_value(&Each(value, self.text))
     }
     fn end(self) -> Result<C::Ok, C::Error> {
-        self.into_inner().end()
+        self.inner.end()
     }
 }
 
-/// Serialises the fields of a struct, or plainly for serde_json's private structs.
-fn struct_field<C, T>(
-    compound: &mut Compound<C>,
-    key: &'static str,
-    value: &T,
-) -> Result<(), C::Error>
-where
-    C: ser::SerializeStruct,
-    T: ?Sized + Serialize,
-{
-    match compound {
-        Compound::Each(c) => c.serialize_field(key, &Each(value)),
-        Compound::Plain(c) => c.serialize_field(key, value),
-    }
-}
-
-impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<C> {
+/// The fields of a struct go through [`Each`]; those of serde_json's private structs are
+/// written plainly.
+impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<'_, C> {
     type Ok = C::Ok;
     type Error = C::Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -385,17 +412,21 @@ impl<C: ser::SerializeStruct> ser::SerializeStruct for Compound<C> {
         key: &'static str,
         value: &T,
     ) -> Result<(), C::Error> {
-        struct_field(self, key, value)
+        if self.plain {
+            self.inner.serialize_field(key, value)
+        } else {
+            self.inner.serialize_field(key, &Each(value, self.text))
+        }
     }
     fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner().skip_field(key)
+        self.inner.skip_field(key)
     }
     fn end(self) -> Result<C::Ok, C::Error> {
-        self.into_inner().end()
+        self.inner.end()
     }
 }
 
-impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<C> {
+impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<'_, C> {
     type Ok = C::Ok;
     type Error = C::Error;
     fn serialize_field<T: ?Sized + Serialize>(
@@ -403,13 +434,13 @@ impl<C: ser::SerializeStructVariant> ser::SerializeStructVariant for Compound<C>
         key: &'static str,
         value: &T,
     ) -> Result<(), C::Error> {
-        self.inner().serialize_field(key, &Each(value))
+        self.inner.serialize_field(key, &Each(value, self.text))
     }
     fn skip_field(&mut self, key: &'static str) -> Result<(), C::Error> {
-        self.inner().skip_field(key)
+        self.inner.skip_field(key)
     }
     fn end(self) -> Result<C::Ok, C::Error> {
-        self.into_inner().end()
+        self.inner.end()
     }
 }
 
@@ -419,18 +450,18 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
-    fn escaped(s: &str) -> Vec<u8> {
-        let mut out = b"x".to_vec();
+    fn escaped(s: &str) -> String {
+        let mut out = "x".to_owned();
         write_str(&mut out, s);
         out.remove(0);
         out
     }
 
     fn same_as_serde_json(s: &str) {
-        let want = serde_json::to_vec(s).expect("a str serialises");
+        let want = serde_json::to_string(s).expect("a str serialises");
         assert_eq!(escaped(s), want, "write_str {s:?}");
         let raw = to_raw_value(s).expect("a str serialises");
-        assert_eq!(raw.get().as_bytes(), want.as_slice(), "to_raw_value {s:?}");
+        assert_eq!(raw.get(), want, "to_raw_value {s:?}");
     }
 
     proptest! {
@@ -484,9 +515,9 @@ mod tests {
                 at = cut;
             }
             pieces.push(&s[at..]);
-            let mut out = Vec::new();
+            let mut out = String::new();
             write_str_pieces(&mut out, &pieces);
-            prop_assert_eq!(out, serde_json::to_vec(&s).expect("a str serialises"));
+            prop_assert_eq!(out, serde_json::to_string(&s).expect("a str serialises"));
         }
     }
 
@@ -499,17 +530,17 @@ mod tests {
             .map(|i| if i % 16 == 0 { '"' } else { 'a' })
             .collect();
         for s in ["", "a", "\"", &"a".repeat(4096), &eighth] {
-            let mut out = Vec::with_capacity(3 + reserve_for(s.len()));
-            out.extend_from_slice(b"[1,");
+            let mut out = String::with_capacity(3 + reserve_for(s.len()));
+            out.push_str("[1,");
             let before = out.as_ptr();
             write_str(&mut out, s);
             assert_eq!(out.as_ptr(), before, "reallocated for {} bytes", s.len());
-            assert_eq!(out[3..], serde_json::to_vec(s).unwrap());
+            assert_eq!(out[3..], serde_json::to_string(s).unwrap());
         }
         let dense = "\u{1}".repeat(1000);
-        let mut out = Vec::with_capacity(reserve_for(dense.len()));
+        let mut out = String::with_capacity(reserve_for(dense.len()));
         write_str(&mut out, &dense);
-        assert_eq!(out, serde_json::to_vec(&dense).unwrap());
+        assert_eq!(out, serde_json::to_string(&dense).unwrap());
     }
 
     #[test]
@@ -521,9 +552,9 @@ mod tests {
         }
         assert_eq!(
             escaped("\u{7f}/\u{2028}\u{2029}"),
-            "\"\u{7f}/\u{2028}\u{2029}\"".as_bytes()
+            "\"\u{7f}/\u{2028}\u{2029}\""
         );
-        assert_eq!(escaped("\u{1}\u{1f}"), b"\"\\u0001\\u001f\"");
+        assert_eq!(escaped("\u{1}\u{1f}"), "\"\\u0001\\u001f\"");
     }
 
     /// Below the bound serde_json escapes, at it and one past it [`write_str`] does: the

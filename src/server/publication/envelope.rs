@@ -263,24 +263,23 @@ impl ResultParts {
         // (serde_json's bytes, its plain runs copied whole). Room for it is reserved once the
         // other blocks are written, so the large buffer is not reallocated (a copy of it)
         // unless more than an eighth of the text needs an escape.
-        const HEAD: &[u8] = b"{\"text\":";
-        const TAIL: &[u8] = b",\"type\":\"text\"}]";
-        let mut out = Vec::with_capacity(64);
-        serde_json::to_writer(&mut out, &content)
-            .map_err(|_| CoreError::Internal { retryable: true })?;
+        const HEAD: &str = "{\"text\":";
+        const TAIL: &str = ",\"type\":\"text\"}]";
+        let mut out =
+            serde_json::to_string(&content).map_err(|_| CoreError::Internal { retryable: true })?;
         out.pop(); // the array's `]`
         if !content.is_empty() {
-            out.push(b',');
+            out.push(',');
         }
         out.reserve(HEAD.len() + crate::codec::escape::reserve_for(text.len()) + TAIL.len());
-        out.extend_from_slice(HEAD);
+        out.push_str(HEAD);
         // One string literal of the pieces' concatenation, escaped piece by piece (escaping
-        // is per character, so the bytes are those of escaping the whole text at once).
+        // is per character, so the bytes are those of escaping the whole text at once),
+        // straight into the `String`: no UTF-8 check of the copy afterwards.
         crate::codec::escape::write_str_pieces(&mut out, &text.pieces());
-        out.extend_from_slice(TAIL);
+        out.push_str(TAIL);
         out.shrink_to_fit();
-        let content =
-            String::from_utf8(out).map_err(|_| CoreError::Internal { retryable: true })?;
+        let content = out;
         Ok(ResultParts {
             content,
             structured,
