@@ -18,7 +18,8 @@
 //!   CPU per request and its ratio to page 1 of the same registry (a page must not cost
 //!   time linear in its depth: the cursor carries the last name served).
 //!
-//! `strict_curves size|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row).
+//! `strict_curves size|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row);
+//! `CURVES_ONLY=strict` (or `serde`) runs one side of the size curve only, for a profiler.
 
 #[path = "../strict_echo.rs"]
 #[allow(dead_code)]
@@ -153,10 +154,20 @@ fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
             "tools/call",
             serde_json::json!({"name": "echo", "arguments": {"text": text}}),
         );
-        let strict = serve_for(&runtime, &server, &req, budget_us, 3, |r| {
-            ok_result(r) && r.len() > 2 * text_bytes
-        });
-        let serde = parse_for(&req, budget_us, 3);
+        // `CURVES_ONLY=strict` or `=serde` runs one side only, for a profiler to see it alone.
+        let only = std::env::var("CURVES_ONLY").unwrap_or_default();
+        let strict = if only == "serde" {
+            f64::NAN
+        } else {
+            serve_for(&runtime, &server, &req, budget_us, 3, |r| {
+                ok_result(r) && r.len() > 2 * text_bytes
+            })
+        };
+        let serde = if only == "strict" {
+            f64::NAN
+        } else {
+            parse_for(&req, budget_us, 3)
+        };
         let bytes = req.len() as f64;
         println!(
             "| {text_bytes} | {} | {strict:.1} | {serde:.1} | {:.2} | {:.2} | {:.2} |",
