@@ -734,6 +734,172 @@ async fn n44_a_purged_task_past_its_ttl_is_still_an_unknown_task() {
     assert_eq!(gaps(&fake), [1000; 3]);
 }
 
+/// Waits on `tracked` until a deadline of 4.5 s cuts it (polls at 0..=4 s of a task with
+/// `ttlMs` `ttl_ms`, polled every second, whose backstop lies past 4.5 s), checking the
+/// `WaitDeadline` and that `tracked` was first seen at the first poll, `start`.
+async fn wait_until_the_deadline(
+    client: &Client,
+    fake: &Fake,
+    tracked: &TrackedTask,
+    start: tokio::time::Instant,
+) {
+    assert_eq!(tracked.first_seen(), None);
+    let e = client
+        .wait_task(
+            tracked,
+            Duration::from_millis(4500),
+            &CallOptions::default(),
+        )
+        .await
+        .expect_err("the caller's deadline comes first");
+    assert!(
+        matches!(&e, TaskError::WaitDeadline { task_id, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(4)),
+        "{e:?}"
+    );
+    assert_eq!(fake.times("tasks/get").len(), 5);
+    assert_eq!(tracked.first_seen(), Some(start));
+}
+
+/// N44: a task tracked by id is first seen at the first poll of its first wait, and a second
+/// wait on the same `TrackedTask` keeps that start (it used to restart the TTL clock at its
+/// own first poll: here the backstop would have moved from 7 s to 11 s).
+#[tokio::test(start_paused = true)]
+async fn n44_a_second_wait_on_a_task_tracked_by_id_keeps_its_first_sighting() {
+    // ttlMs 2000: the backstop at 0 + 2 s + 5 s. The second wait begins at 4 s and polls at
+    // 4, 5 and 6 s; the next would start at 7 s, the backstop itself, so it is not sent.
+    let fake = never_ending(2000);
+    let client = connect(&fake).await;
+    let tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
+    wait_until_the_deadline(&client, &fake, &tracked, start).await;
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(2)),
+        "{e:?}"
+    );
+    // The first wait's last poll and the second's first are both at 4 s.
+    assert_eq!(gaps(&fake), [1000, 1000, 1000, 1000, 0, 1000, 1000]);
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    assert_eq!(tracked.first_seen(), Some(start));
+    // A clone made now carries the first sighting along.
+    assert_eq!(tracked.clone().first_seen(), Some(start));
+    // One millisecond more of ttlMs puts the backstop just past 7 s: the poll at 7 s is sent,
+    // the one at 8 s is not.
+    let fake = never_ending(2001);
+    let client = connect(&fake).await;
+    let tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
+    wait_until_the_deadline(&client, &fake, &tracked, start).await;
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 2001, waited, .. } if *waited == Duration::from_secs(3)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [1000, 1000, 1000, 1000, 0, 1000, 1000, 1000]);
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+}
+
+/// N44: in a second wait a poll the server never answers is cut at exactly the first
+/// wait's first sighting + `ttlMs` + `TTL_GRACE`.
+#[tokio::test(start_paused = true)]
+async fn n44_a_second_wait_is_cut_at_the_backstop_of_the_first_sighting() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    // Polls 0..=5 (0..=4 s in the first wait, 4 s in the second) answer; the seventh, sent at
+    // 5 s, never does.
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => match g.next() {
+            0..=5 => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 2000, "pollIntervalMs": 1000}),
+            ),
+            _ => None,
+        },
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
+    wait_until_the_deadline(&client, &fake, &tracked, start).await;
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("no answer");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(3)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    assert_eq!(gaps(&fake), [1000, 1000, 1000, 1000, 0, 1000]);
+}
+
+/// N44: a wait that ends at input the host must answer has seen the task; the wait after the
+/// answer counts the TTL from that poll, not from its own first one.
+#[tokio::test(start_paused = true)]
+async fn n44_a_wait_that_ends_at_input_starts_the_ttl_for_the_next_wait() {
+    let gets = Arc::new(Counter::default());
+    let g = gets.clone();
+    let fake = Fake::new(move |r| match r.method.as_str() {
+        "tasks/get" => match g.next() {
+            0 => get_result(
+                "t-1",
+                "input_required",
+                json!({"inputRequests": {"a": elicit("A?")}, "ttlMs": 2000}),
+            ),
+            _ => get_result(
+                "t-1",
+                "working",
+                json!({"ttlMs": 2000, "pollIntervalMs": 1000}),
+            ),
+        },
+        "tasks/update" => ack(),
+        _ => None,
+    });
+    let client = connect(&fake).await;
+    let mut tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
+    let asked = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect("input required");
+    assert_eq!(asked.task.status, TaskStatus::InputRequired);
+    assert_eq!(tracked.first_seen(), Some(start));
+    // The host takes 3 s to answer; the next wait polls at 3..=6 s and ends at the 7 s
+    // backstop (from the poll at 0 s; 10 s if counted from its own first poll).
+    tokio::time::advance(Duration::from_secs(3)).await;
+    client
+        .update_task(
+            &mut tracked,
+            &asked,
+            answers(&[("a", accept())]),
+            &CallOptions::default(),
+        )
+        .await
+        .expect("update");
+    let e = client
+        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { ttl_ms: 2000, waited, status: TaskStatus::Working, .. }
+            if *waited == Duration::from_secs(3)),
+        "{e:?}"
+    );
+    assert_eq!(gaps(&fake), [3000, 1000, 1000, 1000]);
+    assert_eq!(start.elapsed(), Duration::from_secs(6));
+    assert_eq!(tracked.first_seen(), Some(start));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Input: answered only explicitly, deduplicated across polls
 
@@ -1350,4 +1516,43 @@ async fn n44_a_follow_that_falls_back_to_polling_keeps_the_backstop() {
     );
     assert_eq!(start.elapsed(), Duration::from_secs(6));
     assert_eq!(gaps(&fake), [1000; 3]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn n44_a_second_follow_on_a_task_tracked_by_id_keeps_its_first_sighting() {
+    // Acknowledged, no notification. The first follow polls at 0 s (first sighting) and ends
+    // at its 3 s deadline; the second opens a new stream at 3 s, polls once and ends at the
+    // 0 + 2 s + 5 s backstop (10 s if it restarted the clock at its own poll).
+    let fake = listening(
+        &["t-1"],
+        |_| get_result("t-1", "working", json!({"ttlMs": 2000})),
+        |_, _| Vec::new(),
+    );
+    let client = connect(&fake).await;
+    let tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
+    let e = client
+        .follow_task(&tracked, Duration::from_secs(3), &CallOptions::default())
+        .await
+        .expect_err("deadline");
+    assert!(
+        matches!(&e, TaskError::WaitDeadline { task_id, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(3)),
+        "{e:?}"
+    );
+    assert_eq!(tracked.first_seen(), Some(start));
+    let e = client
+        .follow_task(&tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("ttl");
+    assert!(
+        matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
+            if task_id == "t-1" && *waited == Duration::from_secs(4)),
+        "{e:?}"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    let times = fake.times("tasks/get");
+    assert_eq!(times.len(), 2);
+    assert_eq!(times[1] - times[0], Duration::from_secs(3));
+    assert_eq!(fake.times("subscriptions/listen").len(), 2);
 }

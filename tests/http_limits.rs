@@ -14,7 +14,7 @@ use serde_json::json;
 use strict_mcp::core::{Invocation, RegistryBuilder, ToolDef};
 use strict_mcp::server::http::{
     serve_with, HttpConfig, McpHttp, ServeConfig, MAX_DRAIN_BYTES, MAX_DRAIN_TIME,
-    MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
+    MAX_LINGERING_REFUSALS, MAX_REFUSAL_LINGER, REFUSAL_LINGER,
 };
 use strict_mcp::server::{Server, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -595,14 +595,17 @@ fn o36_drain_stops_after_max_drain_time() {
     });
 }
 
-/// Refused connections: each gets its 503 and lingers at most `REFUSAL_LINGER` even if the
-/// client never closes; at most `MAX_LINGERING_REFUSALS` linger at once, and one more is
-/// closed at once without an answer.
+/// Refused connections: at most `MAX_LINGERING_REFUSALS` linger at once, and one more is
+/// closed at once without an answer; a client that closes ends its linger, so a refused
+/// connection gets its 503 again long before the (longest) linger would end.
 #[test]
 fn max_lingering_refusals_bounds_refused_connections() {
     mt().block_on(async {
+        // The longest linger: however slowly the connections below are made, none has
+        // stopped lingering when the one past the bound comes.
         let serve = ServeConfig {
             max_connections: 1,
+            refusal_linger: MAX_REFUSAL_LINGER,
             ..ServeConfig::default()
         };
         let host = start(HttpConfig::default(), serve).await;
@@ -629,22 +632,91 @@ fn max_lingering_refusals_bounds_refused_connections() {
         .await
         .expect("closed at once");
         assert!(
-            started.elapsed() < REFUSAL_LINGER,
+            started.elapsed() < MAX_REFUSAL_LINGER,
             "setup too slow to test the bound: {:?}",
             started.elapsed()
         );
         assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
-        // The lingering ones end after REFUSAL_LINGER though their clients stay silent (they
-        // see EOF at once, the half-close): then a refused connection gets its 503 again.
-        tokio::time::sleep(REFUSAL_LINGER + Duration::from_millis(300)).await;
-        let mut again = TcpStream::connect(host.addr).await.unwrap();
-        assert_eq!(
-            read_answer(&mut again).await.expect("a 503 again").status,
-            503
-        );
+        // The clients close: the host reads their end and lets go, and a refused connection
+        // gets its 503 again (the host may not have seen every close by the first try).
         drop(lingering);
+        let mut again = None;
+        for _ in 0..100 {
+            let mut s = TcpStream::connect(host.addr).await.unwrap();
+            if let Some(a) = read_answer(&mut s).await {
+                again = Some(a.status);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(again, Some(503));
+        assert!(
+            started.elapsed() < MAX_REFUSAL_LINGER,
+            "freed by the closes, not by the linger: {:?}",
+            started.elapsed()
+        );
         host.stop().await;
     });
+}
+
+/// When the host lets go of a refused connection whose client stays silent after its 503: a
+/// byte the host no longer reads away is answered with a reset, which fails the write after
+/// it. Probes every 5 ms; `None` when nothing fails within `CLOSE_WAIT` (a hang stopper).
+async fn let_go(s: &mut TcpStream) -> Option<Instant> {
+    let until = Instant::now() + CLOSE_WAIT;
+    while Instant::now() < until {
+        if s.write_all(b"x").await.is_err() {
+            return Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
+}
+
+/// `ServeConfig::refusal_linger` is the host's: a refused client that stays silent after its
+/// 503 is held for the configured 50 ms, not less (its clock starts before the connect, so
+/// the host's linger can only end later than the test measures) and not the default
+/// `REFUSAL_LINGER` (1 s); zero lets it go at once, its 503 still written whole.
+#[test]
+fn refusal_linger_is_the_configured_time() {
+    mt().block_on(async {
+        const SHORT: Duration = Duration::from_millis(50);
+        for linger in [SHORT, Duration::ZERO] {
+            let serve = ServeConfig {
+                max_connections: 1,
+                refusal_linger: linger,
+                ..ServeConfig::default()
+            };
+            let host = start(HttpConfig::default(), serve).await;
+            let mut held = TcpStream::connect(host.addr).await.unwrap();
+            held.write_all(&list_request("/mcp")).await.unwrap();
+            assert_eq!(read_answer(&mut held).await.unwrap().status, 200);
+            let started = Instant::now();
+            let mut refused = TcpStream::connect(host.addr).await.unwrap();
+            let a = read_answer(&mut refused).await.expect("a readable refusal");
+            assert_eq!(
+                (a.status, a.body.as_str()),
+                (
+                    503,
+                    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Server busy: too many connections"}}"#
+                )
+            );
+            let held_for = let_go(&mut refused).await.expect("let go") - started;
+            assert!(
+                held_for >= linger && held_for < REFUSAL_LINGER,
+                "linger {linger:?}: held for {held_for:?}"
+            );
+            host.stop().await;
+        }
+    });
+}
+
+/// `ServeConfig::default()` lingers `REFUSAL_LINGER` (1 s), within `MAX_REFUSAL_LINGER`.
+#[test]
+fn refusal_linger_defaults_to_refusal_linger() {
+    assert_eq!(ServeConfig::default().refusal_linger, REFUSAL_LINGER);
+    assert_eq!(REFUSAL_LINGER, Duration::from_secs(1));
+    assert!(REFUSAL_LINGER <= MAX_REFUSAL_LINGER);
 }
 
 /// A response that takes longer than the header and idle time-outs is not cut and leaves the

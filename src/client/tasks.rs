@@ -15,7 +15,8 @@
 //!   `notifications/tasks` from a listen stream.
 //! - The task's TTL is a backstop (N44): a wait also ends, with [`TaskError::TtlExpired`],
 //!   once the task's latest `ttlMs` plus [`TTL_GRACE`] has passed since this client first
-//!   saw it ([`TrackedTask::from_task`]), on this client's monotonic clock, never on the
+//!   saw it ([`TrackedTask::from_task`], or the first poll of the first wait on a task tracked
+//!   by id, kept for every later wait), on this client's monotonic clock, never on the
 //!   server's `createdAt`. Every poll and notification refreshes `ttlMs` (it may change);
 //!   `null` sets no backstop. A purged task's -32602 is still [`TaskError::UnknownTask`].
 //! - Input is answered only by the host, through [`Client::update_task`]; nothing answers on
@@ -26,6 +27,7 @@
 //! - Over HTTP the transport sets `Mcp-Name` to the `taskId` of every `tasks/*` request.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -204,22 +206,30 @@ impl PollSchedule {
 
 /// One task the host follows: its id, when this client first saw it (the start of its TTL
 /// on this client's clock) and the input keys the host already answered.
+///
+/// Like the answered keys, the first sighting belongs to this value: a clone copies it as it
+/// stands and is not told of a sighting made through the original later (a clone that shared
+/// it but not the answered keys would be half one task, half another).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackedTask {
     task_id: String,
-    first_seen: Option<Instant>,
+    /// Set once, by [`TrackedTask::from_task`] or the first poll or notification that shows
+    /// the task; a `OnceLock` because the waits take `&TrackedTask` and must not restart the
+    /// TTL clock (N44) on each wait.
+    first_seen: OnceLock<Instant>,
     answered: BTreeSet<String>,
 }
 
 impl TrackedTask {
     /// Follows the task with this id, stored earlier: this client has not seen it yet, so
-    /// each wait measures the task's TTL from its own first poll. A task just created is
-    /// tracked with [`TrackedTask::from_task`] instead.
+    /// the task's TTL is measured from the first poll of the first wait on this value, and
+    /// every later wait keeps that start. A task just created is tracked with
+    /// [`TrackedTask::from_task`] instead.
     #[must_use]
     pub fn new(task_id: impl Into<String>) -> Self {
         TrackedTask {
             task_id: task_id.into(),
-            first_seen: None,
+            first_seen: OnceLock::new(),
             answered: BTreeSet::new(),
         }
     }
@@ -230,7 +240,7 @@ impl TrackedTask {
     #[must_use]
     pub fn from_task(task: &Task) -> Self {
         TrackedTask {
-            first_seen: Some(Instant::now()),
+            first_seen: OnceLock::from(Instant::now()),
             ..TrackedTask::new(task.task_id.clone())
         }
     }
@@ -241,11 +251,16 @@ impl TrackedTask {
         &self.task_id
     }
 
-    /// When this client first saw the task ([`TrackedTask::from_task`]); `None` for a task
-    /// tracked by its id alone.
+    /// When this client first saw the task ([`TrackedTask::from_task`], or the first poll of
+    /// the first wait); `None` for a task tracked by its id alone and not polled yet.
     #[must_use]
     pub fn first_seen(&self) -> Option<Instant> {
-        self.first_seen
+        self.first_seen.get().copied()
+    }
+
+    /// The first sighting, set to now if this is it.
+    fn seen(&self) -> Instant {
+        *self.first_seen.get_or_init(Instant::now)
     }
 
     /// The input keys answered so far through [`Client::update_task`].
@@ -380,8 +395,9 @@ fn wait_end(
 }
 
 /// One wait on one task: when it began, the caller's deadline, what it knows of the task's
-/// TTL (refreshed by every poll and notification: `ttlMs` may change over the task's life)
-/// and the task's last status.
+/// TTL (refreshed by every poll and notification: `ttlMs` may change over the task's life;
+/// the first sighting copied from the [`TrackedTask`], which keeps it across waits) and the
+/// task's last status.
 #[derive(Debug, Clone)]
 struct Wait {
     start: Instant,
@@ -398,15 +414,17 @@ impl Wait {
         Wait {
             start,
             until: start + wait,
-            first_seen: tracked.first_seen,
+            first_seen: tracked.first_seen(),
             ttl_ms: None,
             status: TaskStatus::Working,
         }
     }
 
-    /// Takes in the task a poll or notification just showed (not settled).
-    fn saw(&mut self, task: &Task) {
-        self.first_seen.get_or_insert_with(Instant::now);
+    /// Takes in the task a poll or notification just showed, settled or not: a wait that
+    /// ends at input the host must answer has seen the task, and the wait after the answer
+    /// counts the TTL from that sighting.
+    fn saw(&mut self, tracked: &TrackedTask, task: &Task) {
+        self.first_seen = Some(tracked.seen());
         self.ttl_ms = task.ttl_ms;
         self.status = task.status;
     }
@@ -712,9 +730,10 @@ impl Client {
     /// Polls `tasks/get` until the task ends or asks for input not answered through
     /// `tracked` yet, for at most `wait`, and no longer than the task's TTL backstop: its
     /// latest `ttlMs` plus [`TTL_GRACE`] from when this client first saw it
-    /// ([`TrackedTask::from_task`]; for a task tracked by id, this wait's first poll), none
-    /// when `ttlMs` is `null`. Each request's own deadline is cut to what is left of the
-    /// wait, and a poll that would start past its end is not sent.
+    /// ([`TrackedTask::from_task`]; for a task tracked by id, the first poll of the first
+    /// wait on `tracked`, which every later wait keeps), none when `ttlMs` is `null`. Each
+    /// request's own deadline is cut to what is left of the wait, and a poll that would start
+    /// past its end is not sent.
     ///
     /// # Errors
     /// [`TaskError::WaitDeadline`] when `wait` runs out first ([`ClientError::Request`] when
@@ -776,10 +795,10 @@ impl Client {
                 other => other?,
             };
             on_poll(&task);
+            wait.saw(tracked, &task.task);
             if tracked.settles(&task) {
                 return Ok(task);
             }
-            wait.saw(&task.task);
             let pause = schedule.next(task.task.poll_interval_ms);
             // The next poll would start at or past the end: nothing more can be learned.
             if Instant::now() + pause >= wait.end().at() {
@@ -868,10 +887,10 @@ impl Client {
                 }
                 other => other?,
             };
+            wait.saw(tracked, &task.task);
             if tracked.settles(&task) {
                 return Ok(task);
             }
-            wait.saw(&task.task);
             let mut backstop = (Instant::now() + MAX_POLL_INTERVAL).min(wait.end().at());
             loop {
                 match tokio::time::timeout_at(backstop, rx.recv()).await {
@@ -882,11 +901,11 @@ impl Client {
                     {
                         match notified_task(&n, &subscription) {
                             Some(task) if task.task.task_id == tracked.id() => {
+                                wait.saw(tracked, &task.task);
                                 if tracked.settles(&task) {
                                     return Ok(task);
                                 }
                                 // A lowered ttlMs brings the end closer.
-                                wait.saw(&task.task);
                                 backstop = backstop.min(wait.end().at());
                             }
                             _ => tracing::debug!(
@@ -1118,12 +1137,12 @@ mod tests {
         let mut wait = Wait::begin(&tracked, HOUR);
         // Before any poll no TTL is known: the caller's deadline.
         assert_eq!(wait.end(), WaitEnd::Deadline(seen + HOUR));
-        wait.saw(&working(Some(2000)));
+        wait.saw(&tracked, &working(Some(2000)));
         let first = seen + Duration::from_millis(2000) + TTL_GRACE;
         assert_eq!(wait.end().at(), first);
         // Raised: measured from the same first sighting, not from the poll that raised it.
         tokio::time::advance(Duration::from_secs(6)).await;
-        wait.saw(&working(Some(60_000)));
+        wait.saw(&tracked, &working(Some(60_000)));
         let raised = seen + Duration::from_millis(60_000) + TTL_GRACE;
         assert_eq!(
             wait.end(),
@@ -1134,7 +1153,7 @@ mod tests {
         );
         assert_eq!(wait.end().left(Instant::now()), raised - Instant::now());
         // Lowered below what has passed: over at once, with the lowered value.
-        wait.saw(&working(Some(1000)));
+        wait.saw(&tracked, &working(Some(1000)));
         assert_eq!(wait.end().left(Instant::now()), Duration::ZERO);
         match wait.over("t-1") {
             TaskError::TtlExpired {
@@ -1151,7 +1170,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Back to null: no backstop, the caller's deadline again.
-        wait.saw(&working(None));
+        wait.saw(&tracked, &working(None));
         assert_eq!(wait.end(), WaitEnd::Deadline(seen + HOUR));
         assert!(matches!(
             wait.over("t-1"),
@@ -1166,18 +1185,30 @@ mod tests {
         let mut wait = Wait::begin(&tracked, HOUR);
         tokio::time::advance(Duration::from_secs(3)).await;
         let polled = Instant::now();
-        wait.saw(&working(Some(2000)));
+        wait.saw(&tracked, &working(Some(2000)));
         assert_eq!(
             wait.end().at(),
             polled + Duration::from_millis(2000) + TTL_GRACE
         );
         // A later poll does not move the first sighting.
         tokio::time::advance(Duration::from_secs(1)).await;
-        wait.saw(&working(Some(2000)));
+        wait.saw(&tracked, &working(Some(2000)));
         assert_eq!(
             wait.end().at(),
             polled + Duration::from_millis(2000) + TTL_GRACE
         );
+        // The tracked task keeps it: a later wait starts from it before its own first poll
+        // and its polls do not move it either.
+        assert_eq!(tracked.first_seen(), Some(polled));
+        let mut again = Wait::begin(&tracked, HOUR);
+        assert_eq!(again.first_seen, Some(polled));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        again.saw(&tracked, &working(Some(2000)));
+        assert_eq!(
+            again.end().at(),
+            polled + Duration::from_millis(2000) + TTL_GRACE
+        );
+        assert_eq!(tracked.first_seen(), Some(polled));
     }
 
     #[test]

@@ -43,13 +43,21 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Most refused connections kept open at once while their 503 is written and the client's
-/// request is read away (see [`REFUSAL_LINGER`]); past this a refused connection is closed
-/// at once, so a connection flood costs no more than this many sockets beyond the limit.
+/// request is read away (see [`ServeConfig::refusal_linger`]); past this a refused connection
+/// is closed at once, so a connection flood costs no more than this many sockets beyond the
+/// limit.
 pub const MAX_LINGERING_REFUSALS: usize = 64;
 
-/// How long a refused connection is kept to write its 503 and read what the client sends, so
-/// the client sees the refusal rather than a reset.
+/// Default of [`ServeConfig::refusal_linger`]: how long a refused connection is kept to write
+/// its 503 and read what the client sends, so the client sees the refusal rather than a reset.
 pub const REFUSAL_LINGER: Duration = Duration::from_secs(1);
+
+/// Longest [`ServeConfig::refusal_linger`]; a longer one is cut to this. A client that reads
+/// its 503 and closes ends the linger at once, so only silent clients use all of it, and while
+/// [`MAX_LINGERING_REFUSALS`] of them linger every further refused connection is closed without
+/// its 503: a refused connection is held no longer than a served one gets by default to send
+/// its headers ([`DEFAULT_HEADER_READ_TIMEOUT`]).
+pub const MAX_REFUSAL_LINGER: Duration = DEFAULT_HEADER_READ_TIMEOUT;
 
 /// Most bytes read and discarded from a refused connection (see [`REFUSAL_LINGER`]).
 const MAX_REFUSAL_DISCARD: usize = 64 * 1024;
@@ -87,6 +95,13 @@ pub struct ServeConfig {
     /// nothing of HTTP/2, so a deployment whose clients all speak HTTP/1.1 (every MCP SDK's
     /// default) may turn it off. Default [`DEFAULT_HTTP2`].
     pub http2: bool,
+    /// How long a connection refused at [`ServeConfig::max_connections`] is kept, after its
+    /// 503, reading away what the client sends: closing a socket with unread bytes resets it,
+    /// and a reset can reach the client before the 503 and hide it. `Duration::ZERO` closes the
+    /// connection at once after the 503 (written as far as the socket takes it without waiting:
+    /// all of it on a new connection), for a host that would rather free the socket than
+    /// explain the refusal. Cut to [`MAX_REFUSAL_LINGER`]. Default [`REFUSAL_LINGER`].
+    pub refusal_linger: Duration,
 }
 
 /// Default of [`ServeConfig::http2`]: on, so clients that speak HTTP/2 with prior knowledge
@@ -106,6 +121,7 @@ impl Default for ServeConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_requests_in_flight: DEFAULT_MAX_REQUESTS_IN_FLIGHT,
             http2: DEFAULT_HTTP2,
+            refusal_linger: REFUSAL_LINGER,
         }
     }
 }
@@ -316,7 +332,7 @@ where
             tracing::warn!(%peer, limit = config.max_connections, "connection refused: at the limit");
             while refusals.try_join_next().is_some() {}
             if refusals.len() < MAX_LINGERING_REFUSALS {
-                refusals.spawn(refuse_connection(stream));
+                refusals.spawn(refuse_connection(stream, config.refusal_linger));
             }
             continue;
         }
@@ -606,9 +622,10 @@ impl Drop for AbortOnDrop {
 }
 
 /// Answers a connection over the limit: a 503 with a JSON-RPC error (`"id": null`), then the
-/// write side closed and what the client sends read away for [`REFUSAL_LINGER`], so its
-/// pending request does not turn the close into a reset that hides the answer.
-async fn refuse_connection(mut stream: tokio::net::TcpStream) {
+/// write side closed and what the client sends read away, all within `linger` (cut to
+/// [`MAX_REFUSAL_LINGER`]), so its pending request does not turn the close into a reset that
+/// hides the answer.
+async fn refuse_connection(mut stream: tokio::net::TcpStream, linger: Duration) {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     let reply = codec::encode_error(
@@ -625,7 +642,7 @@ async fn refuse_connection(mut stream: tokio::net::TcpStream) {
         reply.status,
         body.len()
     );
-    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+    let _ = tokio::time::timeout(linger.min(MAX_REFUSAL_LINGER), async {
         stream.write_all(head.as_bytes()).await?;
         stream.write_all(body.as_bytes()).await?;
         stream.shutdown().await?;
@@ -850,6 +867,57 @@ mod tests {
             );
             prepare_accepted(&stream).unwrap();
             assert!(stream.nodelay().unwrap());
+        });
+    }
+
+    /// How long [`refuse_connection`] with `linger` holds a client that stays silent, on a
+    /// paused clock (only the linger's timer moves it), and what the client reads: the 503,
+    /// then the end of the stream.
+    async fn lingered(linger: Duration) -> (Duration, String) {
+        use tokio::io::AsyncReadExt as _;
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (stream, _) = listener.accept().await.unwrap();
+        let start = tokio::time::Instant::now();
+        refuse_connection(stream, linger).await;
+        let held = start.elapsed();
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).await.unwrap();
+        (held, String::from_utf8(answer).unwrap())
+    }
+
+    /// A refused connection lingers for the configured time exactly, not at all for zero (the
+    /// 503 is still written whole), and at most `MAX_REFUSAL_LINGER`: at the bound, one
+    /// timer tick past it and at `Duration::MAX` (no overflow).
+    #[test]
+    fn refused_connections_linger_as_configured_up_to_the_maximum() {
+        paused().block_on(async {
+            assert_eq!(MAX_REFUSAL_LINGER, Duration::from_secs(10));
+            let past = MAX_REFUSAL_LINGER + Duration::from_millis(1);
+            for (linger, held) in [
+                (REFUSAL_LINGER, REFUSAL_LINGER),
+                (Duration::from_millis(50), Duration::from_millis(50)),
+                (Duration::ZERO, Duration::ZERO),
+                (MAX_REFUSAL_LINGER, MAX_REFUSAL_LINGER),
+                (past, MAX_REFUSAL_LINGER),
+                (Duration::MAX, MAX_REFUSAL_LINGER),
+            ] {
+                let (took, answer) = lingered(linger).await;
+                assert_eq!(took, held, "linger {linger:?}");
+                assert!(
+                    answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+                    "{answer}"
+                );
+                assert!(
+                    answer.ends_with(
+                        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Server busy: too many connections"}}"#
+                    ),
+                    "{answer}"
+                );
+            }
         });
     }
 

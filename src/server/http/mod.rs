@@ -75,7 +75,8 @@
 //!
 //! [`serve_with`] bounds what a connection may hold ([`ServeConfig`]): the time to send
 //! complete headers, the time a connection may sit with no request in flight, and the number of
-//! connections (one more is answered 503 and closed). The body read time-out is the service's
+//! connections (one more is answered 503 and closed, after reading away what its client sends
+//! for [`ServeConfig::refusal_linger`]). The body read time-out is the service's
 //! own ([`HttpConfig::body_read_timeout`]), so it holds wherever the service is mounted.
 //!
 //! An application that mounts [`McpHttp`] behind its own server must configure the rest there:
@@ -127,7 +128,7 @@ pub use crate::wire::headers::{
 pub use accept::{
     serve, serve_with, Endpoint, OnPaths, ServeConfig, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_HTTP2,
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUESTS_IN_FLIGHT, DEFAULT_PATH,
-    MAX_LINGERING_REFUSALS, REFUSAL_LINGER,
+    MAX_LINGERING_REFUSALS, MAX_REFUSAL_LINGER, REFUSAL_LINGER,
 };
 pub use body::{MAX_DRAIN_BYTES, MAX_DRAIN_TIME};
 pub use cors::{CORS_ALLOWED_HEADERS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS};
