@@ -102,28 +102,63 @@ impl CursorKey {
         if bytes.len() != PAYLOAD_LEN + TAG_LEN {
             return Err(CoreError::InvalidCursor);
         }
-        let (payload, tag) = bytes.split_at(PAYLOAD_LEN);
-        self.tag(payload, caller, registry)
-            .verify_truncated_left(tag)
-            .map_err(|_| CoreError::InvalidCursor)?;
-        if payload[0] != VERSION || payload[1] != kind as u8 {
-            return Err(CoreError::InvalidCursor);
-        }
-        let offset = u32::from_be_bytes(
+        let opened = Opened {
+            version: VERSION,
+            kind,
+            expiry_at: 6,
+        };
+        let payload = self.checked(&bytes, PAYLOAD_LEN, opened, caller, registry, now_ms)?;
+        Ok(u32::from_be_bytes(
             payload[2..6]
                 .try_into()
                 .map_err(|_| CoreError::InvalidCursor)?,
-        );
-        let expires = u64::from_be_bytes(
-            payload[6..14]
-                .try_into()
-                .map_err(|_| CoreError::InvalidCursor)?,
-        );
+        ))
+    }
+
+    /// The payload of a decoded cursor (`payload_len` bytes, then the tag) once the checks
+    /// both versions share have passed, in this order: the tag (so a forged cursor learns
+    /// nothing from which check refused it), the version and list kind, then the expiry.
+    ///
+    /// # Errors
+    /// [`CoreError::InvalidCursor`] for a failed check or a payload shorter than its fields.
+    fn checked<'b>(
+        &self,
+        bytes: &'b [u8],
+        payload_len: usize,
+        opened: Opened,
+        caller: &Caller,
+        registry: &[u8; 32],
+        now_ms: u64,
+    ) -> Result<&'b [u8], CoreError> {
+        let (payload, tag) = bytes
+            .split_at_checked(payload_len)
+            .ok_or(CoreError::InvalidCursor)?;
+        self.tag(payload, caller, registry)
+            .verify_truncated_left(tag)
+            .map_err(|_| CoreError::InvalidCursor)?;
+        if payload.first() != Some(&opened.version) || payload.get(1) != Some(&(opened.kind as u8))
+        {
+            return Err(CoreError::InvalidCursor);
+        }
+        let expires = payload
+            .get(opened.expiry_at..opened.expiry_at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+            .ok_or(CoreError::InvalidCursor)?;
         if now_ms >= expires {
             return Err(CoreError::InvalidCursor);
         }
-        Ok(offset)
+        Ok(payload)
     }
+}
+
+/// What a cursor of one version must say: its version byte, its list kind, and where in the
+/// payload its expiry (8 bytes, big-endian milliseconds) sits.
+#[derive(Debug, Clone, Copy)]
+struct Opened {
+    version: u8,
+    kind: ListKind,
+    expiry_at: usize,
 }
 
 impl CursorKey {
@@ -178,21 +213,19 @@ impl CursorKey {
         if !(1..=MAX_AFTER_KEY_LEN).contains(&key_len) {
             return Err(CoreError::InvalidCursor);
         }
-        let (payload, tag) = bytes.split_at(AFTER_HEAD_LEN + key_len);
-        self.tag(payload, caller, registry)
-            .verify_truncated_left(tag)
-            .map_err(|_| CoreError::InvalidCursor)?;
-        if payload[0] != VERSION_AFTER || payload[1] != kind as u8 {
-            return Err(CoreError::InvalidCursor);
-        }
-        let expires = u64::from_be_bytes(
-            payload[2..AFTER_HEAD_LEN]
-                .try_into()
-                .map_err(|_| CoreError::InvalidCursor)?,
-        );
-        if now_ms >= expires {
-            return Err(CoreError::InvalidCursor);
-        }
+        let opened = Opened {
+            version: VERSION_AFTER,
+            kind,
+            expiry_at: 2,
+        };
+        let payload = self.checked(
+            &bytes,
+            AFTER_HEAD_LEN + key_len,
+            opened,
+            caller,
+            registry,
+            now_ms,
+        )?;
         String::from_utf8(payload[AFTER_HEAD_LEN..].to_vec()).map_err(|_| CoreError::InvalidCursor)
     }
 }
@@ -262,6 +295,50 @@ mod tests {
             ),
             refused
         );
+    }
+
+    /// O21: an offset cursor round-trips and is bound to the caller, the list, the registry,
+    /// the key and its expiry (the last millisecond before it opens, the expiry itself does
+    /// not); every one-byte change and a cursor one byte short or long are refused. The
+    /// checks are the ones after cursors share ([`CursorKey::checked`]).
+    #[test]
+    fn o21_an_offset_cursor_round_trips_and_is_bound() {
+        let alice = Caller::new("alice");
+        let c = key().mint(ListKind::Prompts, &alice, &DIGEST, 40, 1_000);
+        let open = |cursor: &str, kind, who: &Caller, digest: &[u8; 32], now| {
+            key().open(kind, who, digest, cursor, now)
+        };
+        assert_eq!(open(&c, ListKind::Prompts, &alice, &DIGEST, 999), Ok(40));
+        let refused = Err(CoreError::InvalidCursor);
+        assert_eq!(open(&c, ListKind::Prompts, &alice, &DIGEST, 1_000), refused);
+        assert_eq!(open(&c, ListKind::Tools, &alice, &DIGEST, 0), refused);
+        let bob = Caller::new("bob");
+        assert_eq!(open(&c, ListKind::Prompts, &bob, &DIGEST, 0), refused);
+        assert_eq!(open(&c, ListKind::Prompts, &alice, &[8; 32], 0), refused);
+        assert_eq!(
+            CursorKey::new([6; 32]).open(ListKind::Prompts, &alice, &DIGEST, &c, 0),
+            refused
+        );
+        let bytes = URL_SAFE_NO_PAD.decode(&c).unwrap();
+        assert_eq!(bytes.len(), PAYLOAD_LEN + TAG_LEN);
+        for at in 0..bytes.len() {
+            let mut changed = bytes.clone();
+            changed[at] ^= 1;
+            let changed = URL_SAFE_NO_PAD.encode(&changed);
+            assert_eq!(
+                open(&changed, ListKind::Prompts, &alice, &DIGEST, 0),
+                refused,
+                "byte {at}"
+            );
+        }
+        let short = URL_SAFE_NO_PAD.encode(&bytes[..bytes.len() - 1]);
+        let long = URL_SAFE_NO_PAD.encode([&bytes[..], &[0]].concat());
+        for cursor in [short, long, String::new()] {
+            assert_eq!(
+                open(&cursor, ListKind::Prompts, &alice, &DIGEST, 0),
+                refused
+            );
+        }
     }
 
     /// An offset cursor is never read as an after cursor, nor the reverse, even where the
