@@ -326,6 +326,25 @@ mod tests {
         assert!(members.get("c").is_none());
     }
 
+    /// Strings whose stretches end just before, at and just past 16 and 32 bytes (the run
+    /// finder's step and `memchr2`'s vector), with a quote, an escape or nothing there, in
+    /// names and values, split as serde_json reads them.
+    #[test]
+    fn stretches_around_16_and_32_bytes_split_as_serde_json_reads() {
+        for len in (14..=18).chain(30..=34) {
+            for tail in ["", "\\\"", "\\n", "\\u00e9x", "\\\\"] {
+                let body = format!("{}{tail}{}", "a".repeat(len), "b".repeat(len));
+                for text in [
+                    format!(r#"{{"{body}":1,"k":"{body}"}}"#),
+                    format!(r#"{{"k":["{body}",{{"m":"{body}"}}],"z":"{body}"}}"#),
+                ] {
+                    assert_eq!(by_split(&text), by_serde(&text), "{text}");
+                    assert!(by_split(&text).is_some(), "{text}");
+                }
+            }
+        }
+    }
+
     /// Text that is not JSON (it cannot come from a `RawValue`, but the splitter must not
     /// trust that with a panic): every prefix of an object and a few broken ones give `None`
     /// or a split, never a panic or an out-of-bounds read.
