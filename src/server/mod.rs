@@ -550,7 +550,7 @@ impl ServerOptions {
     /// Enables the MCP Apps shell (default: off): compact `call_tool` links the shell
     /// `apps.uri`, `resources/read` of that URI returns `apps.html`, and results may select one
     /// of `apps.views` ([`Invocation::show_view`](crate::core::Invocation::show_view)). See
-    /// [`apps`](crate::server::apps) for the wire. [`Server::new`] refuses a configuration
+    /// [`apps`] for the wire. [`Server::new`] refuses a configuration
     /// the module does not accept ([`ConfigError::Apps`]) and Apps with direct mode, in
     /// either option order ([`ConfigError::AppsWithDirect`]).
     #[must_use]

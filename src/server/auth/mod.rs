@@ -21,7 +21,7 @@
 //!    `error="insufficient_scope"`, `scope` (every scope the operation needs) and
 //!    `resource_metadata`;
 //! 4. hands the request on with the verified [`Principal`] and a
-//!    [`Caller`](crate::core::Caller) built from it as request extensions. `McpHttp` runs the
+//!    [`Caller`] built from it as request extensions. `McpHttp` runs the
 //!    request under that caller, so per-caller policy, cursors and the continuation
 //!    (`requestState`) principal binding all use the token's subject. The `Authorization`
 //!    header itself is removed before the inner service sees it (a token is never forwarded).
@@ -112,12 +112,12 @@ pub const METADATA_CORS_ALLOW_HEADERS: &str = "mcp-protocol-version";
 /// built, so a cycle or a long chain cannot make every request expensive.
 pub const MAX_SCOPE_IMPLICATION_DEPTH: usize = 8;
 
-/// The [`Caller`](crate::core::Caller) attribute holding the token's granted scopes, space
+/// The [`Caller`] attribute holding the token's granted scopes, space
 /// separated, as the token stated them.
 pub const CALLER_SCOPE: &str = "scope";
-/// The [`Caller`](crate::core::Caller) attribute holding the token's issuer, when known.
+/// The [`Caller`] attribute holding the token's issuer, when known.
 pub const CALLER_ISSUER: &str = "iss";
-/// The [`Caller`](crate::core::Caller) attribute holding the OAuth client id, when known.
+/// The [`Caller`] attribute holding the OAuth client id, when known.
 pub const CALLER_CLIENT_ID: &str = "client_id";
 
 /// A bearer access token as presented. Deliberately neither `Display` nor a transparent

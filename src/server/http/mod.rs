@@ -32,7 +32,7 @@
 //!    [`MAX_DRAIN_TIME`]), so a client that writes its whole body before reading sees the
 //!    answer instead of a reset; the refusals of steps 1–6 drain the same way.
 //! 8. The codec decodes the body; a rejection is answered with its JSON-RPC error and the status
-//!    from [`Cause`] (never `text/plain`).
+//!    from [`Cause`](crate::wire::errors::Cause) (never `text/plain`).
 //! 9. A notification is handed to the dispatcher and answered 202 with an empty body. The
 //!    revision defines no header rules for notification POSTs, so none are enforced.
 //! 10. A request has its mirrored headers checked against the body (rules in
