@@ -159,6 +159,21 @@ async fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
     )
 }
 
+/// A host that takes one connection and lingers `linger` on each refused one, with that one
+/// connection made and answered (a `tools/list` 200): the next connection is refused.
+async fn host_at_capacity(linger: Duration) -> (Host, TcpStream) {
+    let serve = ServeConfig {
+        max_connections: 1,
+        refusal_linger: linger,
+        ..ServeConfig::default()
+    };
+    let host = start(HttpConfig::default(), serve).await;
+    let mut held = TcpStream::connect(host.addr).await.unwrap();
+    held.write_all(&list_request("/mcp")).await.unwrap();
+    assert_eq!(read_answer(&mut held).await.unwrap().status, 200);
+    (host, held)
+}
+
 fn mt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -603,15 +618,7 @@ fn max_lingering_refusals_bounds_refused_connections() {
     mt().block_on(async {
         // The longest linger: however slowly the connections below are made, none has
         // stopped lingering when the one past the bound comes.
-        let serve = ServeConfig {
-            max_connections: 1,
-            refusal_linger: MAX_REFUSAL_LINGER,
-            ..ServeConfig::default()
-        };
-        let host = start(HttpConfig::default(), serve).await;
-        let mut held = TcpStream::connect(host.addr).await.unwrap();
-        held.write_all(&list_request("/mcp")).await.unwrap();
-        assert_eq!(read_answer(&mut held).await.unwrap().status, 200);
+        let (host, mut held) = host_at_capacity(MAX_REFUSAL_LINGER).await;
         let started = Instant::now();
         let mut lingering = Vec::new();
         for _ in 0..MAX_LINGERING_REFUSALS {
@@ -682,15 +689,7 @@ fn refusal_linger_is_the_configured_time() {
     mt().block_on(async {
         const SHORT: Duration = Duration::from_millis(50);
         for linger in [SHORT, Duration::ZERO] {
-            let serve = ServeConfig {
-                max_connections: 1,
-                refusal_linger: linger,
-                ..ServeConfig::default()
-            };
-            let host = start(HttpConfig::default(), serve).await;
-            let mut held = TcpStream::connect(host.addr).await.unwrap();
-            held.write_all(&list_request("/mcp")).await.unwrap();
-            assert_eq!(read_answer(&mut held).await.unwrap().status, 200);
+            let (host, mut held) = host_at_capacity(linger).await;
             let started = Instant::now();
             let mut refused = TcpStream::connect(host.addr).await.unwrap();
             let a = read_answer(&mut refused).await.expect("a readable refusal");
