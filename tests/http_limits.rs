@@ -618,7 +618,7 @@ fn max_lingering_refusals_bounds_refused_connections() {
     mt().block_on(async {
         // The longest linger: however slowly the connections below are made, none has
         // stopped lingering when the one past the bound comes.
-        let (host, mut held) = host_at_capacity(MAX_REFUSAL_LINGER).await;
+        let (host, _held) = host_at_capacity(MAX_REFUSAL_LINGER).await;
         let started = Instant::now();
         let mut lingering = Vec::new();
         for _ in 0..MAX_LINGERING_REFUSALS {
@@ -689,7 +689,7 @@ fn refusal_linger_is_the_configured_time() {
     mt().block_on(async {
         const SHORT: Duration = Duration::from_millis(50);
         for linger in [SHORT, Duration::ZERO] {
-            let (host, mut held) = host_at_capacity(linger).await;
+            let (host, _held) = host_at_capacity(linger).await;
             let started = Instant::now();
             let mut refused = TcpStream::connect(host.addr).await.unwrap();
             let a = read_answer(&mut refused).await.expect("a readable refusal");
