@@ -734,19 +734,18 @@ async fn n44_a_purged_task_past_its_ttl_is_still_an_unknown_task() {
     assert_eq!(gaps(&fake), [1000; 3]);
 }
 
-/// Waits on `tracked` until a deadline of 4.5 s cuts it (polls at 0..=4 s of a task with
-/// `ttlMs` `ttl_ms`, polled every second, whose backstop lies past 4.5 s), checking the
-/// `WaitDeadline` and that `tracked` was first seen at the first poll, `start`.
-async fn wait_until_the_deadline(
-    client: &Client,
-    fake: &Fake,
-    tracked: &TrackedTask,
-    start: tokio::time::Instant,
-) {
+/// Connects to `fake` and tracks `t-1` by id; waits on it until a deadline of 4.5 s cuts the
+/// wait (polls at 0..=4 s of a task polled every second whose backstop lies past 4.5 s),
+/// checking the `WaitDeadline` and that the task was first seen at the first poll, the
+/// returned start.
+async fn first_wait_by_id(fake: &Arc<Fake>) -> (Client, TrackedTask, tokio::time::Instant) {
+    let client = connect(fake).await;
+    let tracked = TrackedTask::new("t-1");
+    let start = tokio::time::Instant::now();
     assert_eq!(tracked.first_seen(), None);
     let e = client
         .wait_task(
-            tracked,
+            &tracked,
             Duration::from_millis(4500),
             &CallOptions::default(),
         )
@@ -759,6 +758,15 @@ async fn wait_until_the_deadline(
     );
     assert_eq!(fake.times("tasks/get").len(), 5);
     assert_eq!(tracked.first_seen(), Some(start));
+    (client, tracked, start)
+}
+
+/// A later wait on `tracked` with a minute to spare, which the task's TTL must end.
+async fn wait_past_the_ttl(client: &Client, tracked: &TrackedTask) -> TaskError {
+    client
+        .wait_task(tracked, Duration::from_secs(60), &CallOptions::default())
+        .await
+        .expect_err("the task outlives its ttl")
 }
 
 /// N44: a task tracked by id is first seen at the first poll of its first wait, and a second
@@ -769,14 +777,8 @@ async fn n44_a_second_wait_on_a_task_tracked_by_id_keeps_its_first_sighting() {
     // ttlMs 2000: the backstop at 0 + 2 s + 5 s. The second wait begins at 4 s and polls at
     // 4, 5 and 6 s; the next would start at 7 s, the backstop itself, so it is not sent.
     let fake = never_ending(2000);
-    let client = connect(&fake).await;
-    let tracked = TrackedTask::new("t-1");
-    let start = tokio::time::Instant::now();
-    wait_until_the_deadline(&client, &fake, &tracked, start).await;
-    let e = client
-        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
-        .await
-        .expect_err("the task outlives its ttl");
+    let (client, tracked, start) = first_wait_by_id(&fake).await;
+    let e = wait_past_the_ttl(&client, &tracked).await;
     assert!(
         matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
             if task_id == "t-1" && *waited == Duration::from_secs(2)),
@@ -791,14 +793,8 @@ async fn n44_a_second_wait_on_a_task_tracked_by_id_keeps_its_first_sighting() {
     // One millisecond more of ttlMs puts the backstop just past 7 s: the poll at 7 s is sent,
     // the one at 8 s is not.
     let fake = never_ending(2001);
-    let client = connect(&fake).await;
-    let tracked = TrackedTask::new("t-1");
-    let start = tokio::time::Instant::now();
-    wait_until_the_deadline(&client, &fake, &tracked, start).await;
-    let e = client
-        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
-        .await
-        .expect_err("the task outlives its ttl");
+    let (client, tracked, start) = first_wait_by_id(&fake).await;
+    let e = wait_past_the_ttl(&client, &tracked).await;
     assert!(
         matches!(&e, TaskError::TtlExpired { ttl_ms: 2001, waited, .. } if *waited == Duration::from_secs(3)),
         "{e:?}"
@@ -826,14 +822,8 @@ async fn n44_a_second_wait_is_cut_at_the_backstop_of_the_first_sighting() {
         },
         _ => None,
     });
-    let client = connect(&fake).await;
-    let tracked = TrackedTask::new("t-1");
-    let start = tokio::time::Instant::now();
-    wait_until_the_deadline(&client, &fake, &tracked, start).await;
-    let e = client
-        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
-        .await
-        .expect_err("no answer");
+    let (client, tracked, start) = first_wait_by_id(&fake).await;
+    let e = wait_past_the_ttl(&client, &tracked).await;
     assert!(
         matches!(&e, TaskError::TtlExpired { task_id, ttl_ms: 2000, waited, status: TaskStatus::Working }
             if task_id == "t-1" && *waited == Duration::from_secs(3)),
@@ -886,10 +876,7 @@ async fn n44_a_wait_that_ends_at_input_starts_the_ttl_for_the_next_wait() {
         )
         .await
         .expect("update");
-    let e = client
-        .wait_task(&tracked, Duration::from_secs(60), &CallOptions::default())
-        .await
-        .expect_err("the task outlives its ttl");
+    let e = wait_past_the_ttl(&client, &tracked).await;
     assert!(
         matches!(&e, TaskError::TtlExpired { ttl_ms: 2000, waited, status: TaskStatus::Working, .. }
             if *waited == Duration::from_secs(3)),
