@@ -680,10 +680,11 @@ async fn let_go(s: &mut TcpStream) -> Option<Instant> {
     None
 }
 
-/// `ServeConfig::refusal_linger` is the host's: a refused client that stays silent after its
-/// 503 is held for the configured 50 ms, not less (its clock starts before the connect, so
-/// the host's linger can only end later than the test measures) and not the default
-/// `REFUSAL_LINGER` (1 s); zero lets it go at once, its 503 still written whole.
+/// Issue #23 (the connection cap's clear refusal): `ServeConfig::refusal_linger` is the
+/// host's: a refused client that stays silent after its 503 is held for the configured
+/// 50 ms, not less (its clock starts before the connect, so the host's linger can only end
+/// later than the test measures) and not the default `REFUSAL_LINGER` (1 s); zero lets it
+/// go at once, its 503 still written whole.
 #[test]
 fn refusal_linger_is_the_configured_time() {
     mt().block_on(async {
@@ -710,7 +711,8 @@ fn refusal_linger_is_the_configured_time() {
     });
 }
 
-/// `ServeConfig::default()` lingers `REFUSAL_LINGER` (1 s), within `MAX_REFUSAL_LINGER`.
+/// Issue #23: `ServeConfig::default()` lingers `REFUSAL_LINGER` (1 s), within
+/// `MAX_REFUSAL_LINGER`.
 #[test]
 fn refusal_linger_defaults_to_refusal_linger() {
     assert_eq!(ServeConfig::default().refusal_linger, REFUSAL_LINGER);

@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(out, serde_json::to_string(&dense).unwrap());
     }
 
-    /// serde_json's gathered bytes are checked when they are settled: a stretch that is not
+    /// Issue #23: serde_json's gathered bytes are checked when they are settled: a stretch that is not
     /// UTF-8 is an error, never text (serde_json writes none, so this is the guard only).
     #[test]
     fn settling_checks_the_gathered_bytes() {
@@ -602,8 +602,8 @@ mod tests {
         assert_eq!(parts.text, "[1,\"\u{e9}\",");
     }
 
-    /// Long strings between serde_json's own bytes, first, last and back to back, at every
-    /// depth: the text is serde_json's, byte for byte.
+    /// O121, issue #23: long strings between serde_json's own bytes, first, last and back to
+    /// back, at every depth: the structured text is serde_json's, byte for byte.
     #[test]
     fn long_strings_land_where_serde_json_writes_them() {
         let long = |c: char| format!("{}\"{c}", c.to_string().repeat(FAST_MIN_STR_BYTES));

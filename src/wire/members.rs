@@ -326,9 +326,9 @@ mod tests {
         assert!(members.get("c").is_none());
     }
 
-    /// Strings whose stretches end just before, at and just past 16 and 32 bytes (the run
-    /// finder's step and `memchr2`'s vector), with a quote, an escape or nothing there, in
-    /// names and values, split as serde_json reads them.
+    /// O121, issue #23: strings whose stretches end just before, at and just past 16 and 32
+    /// bytes (the run finder's step and `memchr2`'s vector), with a quote, an escape or
+    /// nothing there, in names and values, split as serde_json reads them.
     #[test]
     fn stretches_around_16_and_32_bytes_split_as_serde_json_reads() {
         for len in (14..=18).chain(30..=34) {

@@ -889,9 +889,9 @@ mod tests {
         (held, String::from_utf8(answer).unwrap())
     }
 
-    /// A refused connection lingers for the configured time exactly, not at all for zero (the
-    /// 503 is still written whole), and at most `MAX_REFUSAL_LINGER`: at the bound, one
-    /// timer tick past it and at `Duration::MAX` (no overflow).
+    /// Issue #23: a refused connection lingers for the configured time exactly, not at all
+    /// for zero (the 503 is still written whole), and at most `MAX_REFUSAL_LINGER`: at the
+    /// bound, one timer tick past it and at `Duration::MAX` (no overflow).
     #[test]
     fn refused_connections_linger_as_configured_up_to_the_maximum() {
         paused().block_on(async {
