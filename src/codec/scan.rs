@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use crate::wire::string_run::plain_run;
+use crate::wire::string_run::{has_control, plain_run, quote_run};
 
 /// The byte offset where the text stopped being JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +139,7 @@ pub(crate) fn scan(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError
         keys: Vec::new(),
         members: TopMembers::default(),
         structural: None,
+        controls: has_control(text.as_bytes()),
     };
     s.ws();
     let top = s.value(1)?;
@@ -166,6 +167,11 @@ struct Scanner<'a> {
     keys: Vec<Cow<'a, str>>,
     members: TopMembers<'a>,
     structural: Option<Structural>,
+    /// Whether the text holds a byte below 0x20 anywhere. Without one (every stdio line and
+    /// every compact body), strings end their plain runs only at `"` or `\`, which
+    /// [`quote_run`] finds in vector steps; with one, [`plain_run`] also stops at control bytes
+    /// (a raw one inside a string is an error).
+    controls: bool,
 }
 
 impl<'a> Scanner<'a> {
@@ -298,7 +304,12 @@ impl<'a> Scanner<'a> {
         let mut escaped = false;
         loop {
             // Fast path: skip bytes that need no attention. The text is valid UTF-8 already.
-            self.pos += plain_run(&self.b[self.pos..]);
+            let rest = &self.b[self.pos..];
+            self.pos += if self.controls {
+                plain_run(rest)
+            } else {
+                quote_run(rest)
+            };
             match self.peek() {
                 Some(b'"') => {
                     self.pos += 1;
