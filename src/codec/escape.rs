@@ -1,6 +1,7 @@
 //! JSON string escaping on the result path, byte for byte as serde_json writes it, with the
-//! plain runs between the bytes that need an escape found two words at a time
-//! ([`crate::wire::string_run`]) and copied whole.
+//! plain runs between the bytes that need an escape copied whole. A text without control
+//! bytes (one vectorised test) has only `"` and `\` to stop at, found by `memchr2`; any other
+//! text has its runs found two words at a time ([`crate::wire::string_run`]).
 //!
 //! serde_json escapes one byte at a time (≈ 10 instructions per byte under callgrind); a tool
 //! result's text is escaped twice (once in `structuredContent`, then that JSON again as the
@@ -14,7 +15,9 @@
 //! kernels, evaluated in session 11) load whole registers past the end of the string where
 //! that stays inside one page, which AddressSanitizer reports (they need a build feature to
 //! stop) and which is outside Rust's rules. The word-at-a-time run finder keeps every read in
-//! bounds and measured within the target (`bench/README.md`, session 12).
+//! bounds and measured within the target (`bench/README.md`, session 12); `memchr`'s vector
+//! search (already a dependency, fuzzed under AddressSanitizer in every target here) reads
+//! only inside the slice it is given, its last block overlapping the one before.
 //!
 //! [`to_raw_value`] is `serde_json::value::to_raw_value` with long strings escaped this way:
 //! the same serializer writes everything else, so every other byte is what serde_json writes.
@@ -26,7 +29,7 @@ use std::io;
 use serde::ser::{self, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::wire::string_run::plain_run;
+use crate::wire::string_run::{has_control, plain_run, quote_run};
 
 /// Strings shorter than this are left to serde_json's own escaper. Below it the run finder's
 /// fixed cost (a buffer of its own, then one more copy into serde_json's output) is more than
@@ -75,24 +78,68 @@ pub(crate) fn write_str(out: &mut String, s: &str) {
 /// Appends the concatenation of `pieces` as one JSON string literal, quotes included: the
 /// same bytes as [`write_str`] of the concatenated text (escaping is per character, and each
 /// piece is a whole `str`), without building that text first.
+///
+/// Returns whether the text held a raw line break (`\n` or `\r`). The envelope's text copy is
+/// the escape of the structured text that the reply line also carries verbatim, so this pass
+/// tells the reply encoder whether that text needs compacting, and the encoder does not scan
+/// the line again (issue #23, size curve).
 #[cfg(feature = "server")]
-pub(crate) fn write_str_pieces(out: &mut String, pieces: &[&str]) {
+pub(crate) fn write_str_pieces(out: &mut String, pieces: &[&str]) -> bool {
     out.reserve(reserve_for(pieces.iter().map(|p| p.len()).sum()));
     out.push('"');
+    let mut line_break = false;
     for piece in pieces {
-        write_body(out, piece);
+        line_break |= write_body(out, piece);
     }
     out.push('"');
+    line_break
 }
 
-/// Appends the escaped body of a string literal (no quotes): plain runs copied whole.
+/// Appends the escaped body of a string literal (no quotes); returns whether `s` held a raw
+/// line break (`\n` or `\r`).
+///
+/// A text without control bytes (the common case, and every JSON text escaped as a text copy
+/// that carries no raw whitespace) is escaped by [`write_body_quotes`], whose stops `memchr2`
+/// finds in vector steps; one with control bytes by [`write_body_runs`].
 ///
 /// Written into a `String`, so nothing is validated again: a plain run ends only before an
-/// ASCII byte or at the end (`plain_run`), which is always a character boundary, and the
-/// escapes are ASCII. (Into a byte buffer, each of the result's copies was checked as UTF-8
-/// once more: about 1.4 instructions per byte of the size curve, issue #23.)
-fn write_body(out: &mut String, s: &str) {
+/// ASCII byte or at the end, which is always a character boundary, and the escapes are ASCII.
+/// (Into a byte buffer, each of the result's copies was checked as UTF-8 once more: about 1.4
+/// instructions per byte of the size curve, issue #23.)
+fn write_body(out: &mut String, s: &str) -> bool {
+    if has_control(s.as_bytes()) {
+        write_body_runs(out, s)
+    } else {
+        write_body_quotes(out, s);
+        false
+    }
+}
+
+/// [`write_body`] for a text without control bytes: the only stops are `"` and `\`
+/// ([`quote_run`]). A backslash followed by `"` or `\` (an escape of JSON text being escaped
+/// again, as in the text copy) is written in one step, as the two escapes it is.
+fn write_body_quotes(out: &mut String, s: &str) {
+    let mut rest = s;
+    loop {
+        // A run ends before an ASCII byte or at the end: a character boundary.
+        let (plain, tail) = rest.split_at(quote_run(rest.as_bytes()));
+        out.push_str(plain);
+        let (escaped, used) = match tail.as_bytes() {
+            [] => break,
+            [b'\\', b'"', ..] => ("\\\\\\\"", 2),
+            [b'\\', b'\\', ..] => ("\\\\\\\\", 2),
+            [b'\\', ..] => ("\\\\", 1),
+            _ => ("\\\"", 1),
+        };
+        out.push_str(escaped);
+        rest = tail.get(used..).unwrap_or_default();
+    }
+}
+
+/// [`write_body`] for any text: plain runs (up to a `"`, `\` or control byte) copied whole.
+fn write_body_runs(out: &mut String, s: &str) -> bool {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut line_break = false;
     let mut rest = s;
     loop {
         let (plain, tail) = rest.split_at(plain_run(rest.as_bytes()));
@@ -101,7 +148,10 @@ fn write_body(out: &mut String, s: &str) {
             break;
         };
         match short_escape(byte) {
-            Some(pair) => out.push_str(pair),
+            Some(pair) => {
+                line_break |= byte == b'\n' || byte == b'\r';
+                out.push_str(pair);
+            }
             None => {
                 out.push_str("\\u00");
                 out.push(char::from(HEX[usize::from(byte >> 4)]));
@@ -111,6 +161,7 @@ fn write_body(out: &mut String, s: &str) {
         // The byte is ASCII (a quote, a backslash or a control byte): one character.
         rest = &tail[1..];
     }
+    line_break
 }
 
 /// `serde_json::value::to_raw_value`, with every string of at least [`FAST_MIN_STR_BYTES`]
@@ -557,8 +608,43 @@ mod tests {
             }
             pieces.push(&s[at..]);
             let mut out = String::new();
-            write_str_pieces(&mut out, &pieces);
+            let line_break = write_str_pieces(&mut out, &pieces);
             prop_assert_eq!(out, serde_json::to_string(&s).expect("a str serialises"));
+            // #23: the pass reports the text's raw line breaks (the reply line is not
+            // scanned for them again).
+            prop_assert_eq!(line_break, s.contains(['\n', '\r']));
+        }
+
+        /// #23, O121: text without control bytes takes the `memchr2` path (quotes and
+        /// backslashes only, a backslash and the `"` or `\` after it in one step): dense
+        /// quotes and backslashes, escaped JSON written again as a text copy, cut anywhere
+        /// (a pair split between two pieces is written as its two escapes).
+        #[cfg(feature = "server")]
+        #[test]
+        fn text_without_controls_escapes_as_serde_json(
+            s in "[ -~\"\\\\\u{e9}\u{20ac}\u{1f600}]{0,300}",
+            cuts in proptest::collection::vec(0usize..=300, 0..4),
+        ) {
+            let json = serde_json::to_string(&s).expect("a str serialises");
+            for text in [s.as_str(), json.as_str()] {
+                prop_assert!(!has_control(text.as_bytes()));
+                let mut cuts: Vec<usize> = cuts
+                    .iter()
+                    .map(|&c| c.min(text.len()))
+                    .filter(|&c| text.is_char_boundary(c))
+                    .collect();
+                cuts.sort_unstable();
+                let mut pieces = Vec::new();
+                let mut at = 0;
+                for cut in cuts {
+                    pieces.push(&text[at..cut]);
+                    at = cut;
+                }
+                pieces.push(&text[at..]);
+                let mut out = String::new();
+                prop_assert!(!write_str_pieces(&mut out, &pieces));
+                prop_assert_eq!(&out, &serde_json::to_string(text).expect("a str serialises"));
+            }
         }
     }
 
