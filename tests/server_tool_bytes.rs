@@ -189,3 +189,38 @@ async fn o29_small_typed_call_keeps_numbers_exact() {
     );
     assert_eq!(serve(&server, &line).await, expected_reply(9, "x"));
 }
+
+/// C1, #23: a value the tool passes through verbatim (`exact`, a `RawValue`) keeps its own
+/// whitespace. With a raw line break in it (valid JSON whitespace, as an HTTP body may carry)
+/// the reply line is compacted: one line, the structured value without that whitespace, the
+/// text copy holding it escaped (it is the structured text as the tool wrote it). With spaces
+/// only, nothing is compacted. The line is no longer scanned for breaks after it is written:
+/// the text copy's escape reports them, and these bytes pin that both cases still come out right.
+#[tokio::test]
+async fn c1_raw_line_breaks_a_tool_passes_through_are_compacted_out() {
+    let server = server("direct");
+    for (exact, sent) in [
+        // (as given in the arguments, as the reply's structured content carries it)
+        (
+            "{\"n\": 1.10,\n \"m\":[1,\r\n2]}",
+            "{\"n\":1.10,\"m\":[1,2]}",
+        ),
+        ("{\"n\": 1.10, \"m\":[1, 2]}", "{\"n\": 1.10, \"m\":[1, 2]}"),
+        ("[\n]", "[]"),
+    ] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"pin","arguments":{{"text":"a\nb","big":1,"exact":{exact},"ratio":1,"note":null}},"_meta":{META}}}}}"#
+        );
+        let as_written = format!(
+            r#"{{"value":{{"text":"a\nb","big":1,"exact":{exact},"ratio":1.0,"noted":false}}}}"#
+        );
+        let structured = as_written.replace(exact, sent);
+        let copy = serde_json::to_string(&as_written).unwrap();
+        let expected = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"result":{{"_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"pin","version":"1"}}}},"content":[{{"text":{copy},"type":"text"}}],"resultType":"complete","structuredContent":{structured}}}}}"#
+        );
+        let reply = serve(&server, &line).await;
+        assert_eq!(reply, expected, "exact = {exact:?}");
+        assert!(!reply.contains(['\n', '\r']), "one line: {reply}");
+    }
+}

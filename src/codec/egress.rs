@@ -279,15 +279,28 @@ pub(crate) fn encode_success_text(
     payload: &str,
     limits: &EgressLimits,
 ) -> Result<String, EgressError> {
-    encode_success_pieces(id, &[payload], limits)
+    encode_success_pieces(id, &[payload], LineBreaks::Possible, limits)
+}
+
+/// What the caller of [`encode_success_pieces`] knows about raw line breaks in its pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LineBreaks {
+    /// A piece may hold a raw `\n` or `\r` (outside strings, as insignificant whitespace): the
+    /// line is scanned and compacted if one is there.
+    Possible,
+    /// No piece holds one: the caller wrote or scanned every byte (a tool result's pieces,
+    /// scanned while its text copy was escaped), so the line is not scanned again.
+    Absent,
 }
 
 /// As [`encode_success_text`], for a result payload given as pieces whose concatenation is
 /// one JSON value: written once, straight into the reply line (allocated at its final size),
-/// instead of being joined first and copied again.
+/// instead of being joined first and copied again. With [`LineBreaks::Absent`] the finished
+/// line is not scanned for line breaks (one pass over a large result less, issue #23).
 pub(crate) fn encode_success_pieces(
     id: &RequestId,
     pieces: &[&str],
+    line_breaks: LineBreaks,
     limits: &EgressLimits,
 ) -> Result<String, EgressError> {
     const HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
@@ -296,6 +309,13 @@ pub(crate) fn encode_success_pieces(
         serde_json::from_str::<&RawValue>(&pieces.concat()).is_ok(),
         "result is not one JSON value: {}",
         pieces.concat()
+    );
+    debug_assert!(
+        line_breaks == LineBreaks::Possible
+            || pieces
+                .iter()
+                .all(|p| memchr::memchr2(b'\n', b'\r', p.as_bytes()).is_none()),
+        "a piece said to hold no line break holds one"
     );
     let token = id.token();
     if token.len() > limits.max_id_bytes {
@@ -326,7 +346,10 @@ pub(crate) fn encode_success_pieces(
         out.push_str(piece);
     }
     out.push('}');
-    if memchr::memchr2(b'\n', b'\r', out.as_bytes()).is_some() {
+    // The id token is a JSON string or integer: neither can hold a raw line break.
+    if line_breaks == LineBreaks::Possible
+        && memchr::memchr2(b'\n', b'\r', out.as_bytes()).is_some()
+    {
         let mut buf = out.into_bytes();
         compact(&mut buf);
         // Compaction removes ASCII whitespace only: the text stays UTF-8.
@@ -438,7 +461,8 @@ mod tests {
         let (head, tail) = at.split_at(40);
         let joined = encode_success_text(&id, &at, &limits).expect("at the bound");
         assert_eq!(
-            encode_success_pieces(&id, &[head, "", tail], &limits).expect("at the bound"),
+            encode_success_pieces(&id, &[head, "", tail], LineBreaks::Absent, &limits)
+                .expect("at the bound"),
             joined
         );
         assert_eq!(
@@ -448,7 +472,7 @@ mod tests {
 
         let past = payload(limits.max_payload_bytes() + 1);
         let (head, tail) = past.split_at(40);
-        match encode_success_pieces(&id, &[head, tail], &limits) {
+        match encode_success_pieces(&id, &[head, tail], LineBreaks::Absent, &limits) {
             Err(EgressError::TooLarge {
                 bound: EgressBound::ResultPayload,
                 limit,
@@ -464,20 +488,32 @@ mod tests {
         };
         let whole = payload(200 - "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":}".len());
         let (head, tail) = whole.split_at(10);
-        assert!(encode_success_pieces(&id, &[head, tail], &tight).is_ok());
+        assert!(encode_success_pieces(&id, &[head, tail], LineBreaks::Absent, &tight).is_ok());
         let over = payload(whole.len() + 1);
         let (head, tail) = over.split_at(10);
         assert!(matches!(
-            encode_success_pieces(&id, &[head, tail], &tight),
+            encode_success_pieces(&id, &[head, tail], LineBreaks::Absent, &tight),
             Err(EgressError::TooLarge {
                 bound: EgressBound::Message,
                 ..
             })
         ));
-        // A raw line break in a piece is compacted as in one text.
+        // A raw line break in a piece is compacted as in one text, when the caller says one
+        // may be there; spaces without a break stay as given either way.
         assert_eq!(
-            encode_success_pieces(&id, &["{\"a\":\n", "1}"], &limits).unwrap(),
+            encode_success_pieces(&id, &["{\"a\":\n", "1}"], LineBreaks::Possible, &limits)
+                .unwrap(),
             encode_success_text(&id, "{\"a\":\n1}", &limits).unwrap()
         );
+        assert_eq!(
+            encode_success_text(&id, "{\"a\":\n1}", &limits).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}"
+        );
+        for line_breaks in [LineBreaks::Possible, LineBreaks::Absent] {
+            assert_eq!(
+                encode_success_pieces(&id, &["{\"a\": ", "1}"], line_breaks, &limits).unwrap(),
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\": 1}}"
+            );
+        }
     }
 }

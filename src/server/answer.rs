@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use super::encode::{encode_result_raw, error_reply};
 use super::publication::{Publication, ResultParts};
 use super::{Cause, Reply};
+use crate::codec::egress::LineBreaks;
 use crate::codec::EgressLimits;
 use crate::core::{CoreError, FailureCode};
 use crate::wire::jsonrpc::RequestId;
@@ -106,6 +107,7 @@ pub(crate) fn failure_result(
             structured: None,
             is_error: true,
             meta_member: None,
+            line_breaks: LineBreaks::Absent,
         })
 }
 
@@ -211,7 +213,12 @@ pub(crate) fn to_reply(
     };
     // Tool results are written once from their pieces (no member map, no re-parse).
     let encoded_tool = |parts: &ResultParts| {
-        crate::codec::egress::encode_success_pieces(id, &parts.complete_pieces(info), limits)
+        crate::codec::egress::encode_success_pieces(
+            id,
+            &parts.complete_pieces(info),
+            parts.line_breaks(info),
+            limits,
+        )
     };
     match answer {
         Answer::Silent => None,

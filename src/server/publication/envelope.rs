@@ -14,6 +14,7 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::codec::egress::LineBreaks;
 #[cfg(doc)]
 use crate::core::descriptor::CallToolResult;
 use crate::core::descriptor::ContentBlock;
@@ -222,6 +223,11 @@ pub(crate) struct ResultParts {
     /// `serverInfo` (its key must sort after it). The Apps shell puts a result's approved
     /// view here.
     pub(crate) meta_member: Option<String>,
+    /// Whether `content` or `structured` may hold a raw line break (whitespace of a raw value
+    /// a tool passed through), which the reply encoder then compacts away. Found while the
+    /// parts are written (the text copy's escape reads every byte of `structured`), so the
+    /// finished reply line is not scanned once more (issue #23).
+    pub(crate) line_breaks: LineBreaks,
 }
 
 impl ResultParts {
@@ -245,11 +251,13 @@ impl ResultParts {
         let Some(text) = &structured else {
             let content = serde_json::to_string(&content)
                 .map_err(|_| CoreError::Internal { retryable: true })?;
+            let line_breaks = line_breaks_in(&content);
             return Ok(ResultParts {
                 content,
                 structured,
                 is_error,
                 meta_member: None,
+                line_breaks,
             });
         };
         debug_assert!(
@@ -268,6 +276,8 @@ impl ResultParts {
         let mut out =
             serde_json::to_string(&content).map_err(|_| CoreError::Internal { retryable: true })?;
         out.pop(); // the array's `]`
+                   // The other blocks may carry raw values; the copy below is escaped (no raw breaks).
+        let mut line_breaks = line_breaks_in(&out);
         if !content.is_empty() {
             out.push(',');
         }
@@ -276,7 +286,11 @@ impl ResultParts {
         // One string literal of the pieces' concatenation, escaped piece by piece (escaping
         // is per character, so the bytes are those of escaping the whole text at once),
         // straight into the `String`: no UTF-8 check of the copy afterwards.
-        crate::codec::escape::write_str_pieces(&mut out, &text.pieces());
+        // Escaping reads every byte of the structured text, which the reply also carries
+        // verbatim: it says whether that text holds a raw line break.
+        if crate::codec::escape::write_str_pieces(&mut out, &text.pieces()) {
+            line_breaks = LineBreaks::Possible;
+        }
         out.push_str(TAIL);
         out.shrink_to_fit();
         let content = out;
@@ -285,7 +299,25 @@ impl ResultParts {
             structured,
             is_error,
             meta_member: None,
+            line_breaks,
         })
+    }
+
+    /// Whether the reply written from [`ResultParts::complete_pieces`] may hold a raw line
+    /// break: one of the parts' own, or one in `server_info` or the extra `_meta` member (both
+    /// short, scanned here).
+    pub(crate) fn line_breaks(&self, server_info: &RawValue) -> LineBreaks {
+        let others = [Some(server_info.get()), self.meta_member.as_deref()];
+        if self.line_breaks == LineBreaks::Absent
+            && others
+                .into_iter()
+                .flatten()
+                .all(|text| line_breaks_in(text) == LineBreaks::Absent)
+        {
+            LineBreaks::Absent
+        } else {
+            LineBreaks::Possible
+        }
     }
 
     /// The body as the public API returns it: `{"content", "isError"?,
@@ -343,6 +375,15 @@ impl ResultParts {
 
     fn len_hint(&self) -> usize {
         self.content.len() + self.structured.as_ref().map_or(0, Structured::len) + 48
+    }
+}
+
+/// Whether `text` holds a raw `\n` or `\r`.
+fn line_breaks_in(text: &str) -> LineBreaks {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+        LineBreaks::Possible
+    } else {
+        LineBreaks::Absent
     }
 }
 
