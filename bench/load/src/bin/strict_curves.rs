@@ -19,7 +19,9 @@
 //!   time linear in its depth: the cursor carries the last name served).
 //!
 //! `strict_curves size|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row);
-//! `CURVES_ONLY=strict` (or `serde`) runs one side of the size curve only, for a profiler.
+//! `CURVES_ONLY=strict` (or `serde`) runs one side of the size curve only, for a profiler;
+//! `CURVES_TEXT=plain` sends a text without escapes (base64 data, most prose) instead of one
+//! with a quote every 64 bytes.
 
 #[path = "../strict_echo.rs"]
 #[allow(dead_code)]
@@ -139,10 +141,16 @@ fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
     println!("|---:|---:|---:|---:|---:|---:|---:|");
     const MIB: usize = 1 << 20;
     for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
-        // Printable text with a JSON escape every 64 bytes, so the parser has work to do.
+        // Printable text with a JSON escape every 64 bytes, so the parser has work to do;
+        // `CURVES_TEXT=plain`: none at all (base64 data, most prose).
+        let every = if std::env::var("CURVES_TEXT").as_deref() == Ok("plain") {
+            usize::MAX
+        } else {
+            64
+        };
         let text: String = (0..text_bytes)
             .map(|i| {
-                if i % 64 == 63 {
+                if i % every == every - 1 {
                     '"'
                 } else {
                     (b'a' + (i % 26) as u8) as char
