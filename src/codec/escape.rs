@@ -29,7 +29,7 @@ use std::io;
 use serde::ser::{self, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::wire::string_run::{has_control, plain_run, quote_run};
+use crate::wire::string_run::{plain_run, quote_run, quote_runs_pay};
 
 /// Strings shorter than this are left to serde_json's own escaper. Below it the run finder's
 /// fixed cost (a buffer of its own, then one more copy into serde_json's output) is more than
@@ -98,20 +98,21 @@ pub(crate) fn write_str_pieces(out: &mut String, pieces: &[&str]) -> bool {
 /// Appends the escaped body of a string literal (no quotes); returns whether `s` held a raw
 /// line break (`\n` or `\r`).
 ///
-/// A text without control bytes (the common case, and every JSON text escaped as a text copy
-/// that carries no raw whitespace) is escaped by [`write_body_quotes`], whose stops `memchr2`
-/// finds in vector steps; one with control bytes by [`write_body_runs`].
+/// A long text without control bytes (the common case, and every JSON text escaped as a text
+/// copy that carries no raw whitespace) is escaped by [`write_body_quotes`], whose stops
+/// `memchr2` finds in vector steps; a short one, or one with control bytes, by
+/// [`write_body_runs`] (`quote_runs_pay` decides).
 ///
 /// Written into a `String`, so nothing is validated again: a plain run ends only before an
 /// ASCII byte or at the end, which is always a character boundary, and the escapes are ASCII.
 /// (Into a byte buffer, each of the result's copies was checked as UTF-8 once more: about 1.4
 /// instructions per byte of the size curve, issue #23.)
 fn write_body(out: &mut String, s: &str) -> bool {
-    if has_control(s.as_bytes()) {
-        write_body_runs(out, s)
-    } else {
+    if quote_runs_pay(s.as_bytes()) {
         write_body_quotes(out, s);
         false
+    } else {
+        write_body_runs(out, s)
     }
 }
 
@@ -615,35 +616,38 @@ mod tests {
             prop_assert_eq!(line_break, s.contains(['\n', '\r']));
         }
 
-        /// #23, O121: text without control bytes takes the `memchr2` path (quotes and
+        /// #23, O121: text without control bytes escaped by `write_body_quotes` (quotes and
         /// backslashes only, a backslash and the `"` or `\` after it in one step): dense
-        /// quotes and backslashes, escaped JSON written again as a text copy, cut anywhere
-        /// (a pair split between two pieces is written as its two escapes).
+        /// quotes and backslashes, escaped JSON written again as a text copy, cut anywhere (a
+        /// pair split between two pieces is written as its two escapes), and through
+        /// `write_str_pieces`, which takes that path from `QUOTE_RUN_MIN_TEXT` bytes on.
         #[cfg(feature = "server")]
         #[test]
         fn text_without_controls_escapes_as_serde_json(
-            s in "[ -~\"\\\\\u{e9}\u{20ac}\u{1f600}]{0,300}",
-            cuts in proptest::collection::vec(0usize..=300, 0..4),
+            s in "[ -~\"\\\\\u{e9}\u{20ac}\u{1f600}]{0,1400}",
+            cuts in proptest::collection::vec(0usize..=1400, 0..4),
         ) {
             let json = serde_json::to_string(&s).expect("a str serialises");
             for text in [s.as_str(), json.as_str()] {
-                prop_assert!(!has_control(text.as_bytes()));
+                prop_assert!(!text.bytes().any(|b| b < 0x20));
+                let want = serde_json::to_string(text).expect("a str serialises");
                 let mut cuts: Vec<usize> = cuts
                     .iter()
                     .map(|&c| c.min(text.len()))
                     .filter(|&c| text.is_char_boundary(c))
                     .collect();
                 cuts.sort_unstable();
-                let mut pieces = Vec::new();
+                let mut out = String::from("\"");
                 let mut at = 0;
-                for cut in cuts {
-                    pieces.push(&text[at..cut]);
+                for cut in cuts.into_iter().chain([text.len()]) {
+                    write_body_quotes(&mut out, &text[at..cut]);
                     at = cut;
                 }
-                pieces.push(&text[at..]);
-                let mut out = String::new();
-                prop_assert!(!write_str_pieces(&mut out, &pieces));
-                prop_assert_eq!(&out, &serde_json::to_string(text).expect("a str serialises"));
+                out.push('"');
+                prop_assert_eq!(&out, &want);
+                let mut whole = String::new();
+                prop_assert!(!write_str_pieces(&mut whole, &[text]));
+                prop_assert_eq!(&whole, &want);
             }
         }
     }

@@ -15,7 +15,9 @@
 
 use std::borrow::Cow;
 
-use crate::wire::string_run::{has_control, plain_run, quote_run};
+#[cfg(test)]
+use crate::wire::string_run::QUOTE_RUN_MIN_TEXT;
+use crate::wire::string_run::{plain_run, quote_run, quote_runs_pay};
 
 /// The byte offset where the text stopped being JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +133,23 @@ pub(crate) struct Scan<'a> {
 
 /// Scans `text` as exactly one JSON value surrounded by optional whitespace.
 pub(crate) fn scan(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError> {
-    let mut s = Scanner {
+    scan_with(text, max_depth, quote_runs_pay(text.as_bytes()))
+}
+
+/// [`scan`] with the string-run finder chosen by the caller (tests compare both). Each finder
+/// gets its own copy of the scanner (a const parameter), so the short-text path is the
+/// `plain_run` scanner it always was, with no choice made per string (that choice cost the
+/// 296-byte call of `bench/callgrind-check` about 390 instructions, issue #23).
+fn scan_with(text: &str, max_depth: usize, quote_runs: bool) -> Result<Scan<'_>, SyntaxError> {
+    if quote_runs {
+        scan_by::<true>(text, max_depth)
+    } else {
+        scan_by::<false>(text, max_depth)
+    }
+}
+
+fn scan_by<const QUOTE_RUNS: bool>(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError> {
+    let mut s = Scanner::<QUOTE_RUNS> {
         text,
         b: text.as_bytes(),
         pos: 0,
@@ -139,7 +157,6 @@ pub(crate) fn scan(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError
         keys: Vec::new(),
         members: TopMembers::default(),
         structural: None,
-        controls: has_control(text.as_bytes()),
     };
     s.ws();
     let top = s.value(1)?;
@@ -158,7 +175,11 @@ pub(crate) fn scan(text: &str, max_depth: usize) -> Result<Scan<'_>, SyntaxError
 /// are sorted. Both use the shared key stack, so no allocation per object.
 const PAIRWISE_MAX: usize = 8;
 
-struct Scanner<'a> {
+/// `QUOTE_RUNS`: whether string ends are found by [`quote_run`]: a text of at least
+/// `QUOTE_RUN_MIN_TEXT` bytes without a byte below 0x20 (a long stdio line, a compact body) has
+/// only `"` and `\` to stop at inside its strings, found in vector steps; otherwise
+/// [`plain_run`] also stops at control bytes (a raw one inside a string is an error).
+struct Scanner<'a, const QUOTE_RUNS: bool> {
     text: &'a str,
     b: &'a [u8],
     pos: usize,
@@ -167,14 +188,9 @@ struct Scanner<'a> {
     keys: Vec<Cow<'a, str>>,
     members: TopMembers<'a>,
     structural: Option<Structural>,
-    /// Whether the text holds a byte below 0x20 anywhere. Without one (every stdio line and
-    /// every compact body), strings end their plain runs only at `"` or `\`, which
-    /// [`quote_run`] finds in vector steps; with one, [`plain_run`] also stops at control bytes
-    /// (a raw one inside a string is an error).
-    controls: bool,
 }
 
-impl<'a> Scanner<'a> {
+impl<'a, const QUOTE_RUNS: bool> Scanner<'a, QUOTE_RUNS> {
     fn err(&self) -> SyntaxError {
         SyntaxError { offset: self.pos }
     }
@@ -305,10 +321,10 @@ impl<'a> Scanner<'a> {
         loop {
             // Fast path: skip bytes that need no attention. The text is valid UTF-8 already.
             let rest = &self.b[self.pos..];
-            self.pos += if self.controls {
-                plain_run(rest)
-            } else {
+            self.pos += if QUOTE_RUNS {
                 quote_run(rest)
+            } else {
+                plain_run(rest)
             };
             match self.peek() {
                 Some(b'"') => {
@@ -570,9 +586,50 @@ fn has_duplicates(keys: &mut [Cow<'_, str>]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn ok(text: &str) -> Scan<'_> {
         scan(text, 64).expect("valid JSON")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// #23, O121: the scan finds the same verdict (value, members, structural findings,
+        /// or the error's offset) with either string-run finder, on long texts without
+        /// control bytes that are valid (strings of every escape, long runs) or broken
+        /// anywhere (an unterminated string, a bad escape, a lone surrogate, a cut).
+        #[test]
+        fn quote_runs_scan_as_plain_runs(
+            strings in proptest::collection::vec("[ -~\u{e9}\u{1f600}]{0,300}", 1..8),
+            cut in any::<prop::sample::Index>(),
+            damage in 0usize..6,
+        ) {
+            let members: Vec<String> = strings
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("\"k{i}\":{}", serde_json::to_string(v).unwrap()))
+                .collect();
+            let mut text = format!("{{\"jsonrpc\":\"2.0\",{}}}", members.join(","));
+            while text.len() < QUOTE_RUN_MIN_TEXT {
+                text.insert_str(1, "\"pad\":\"0123456789abcdef\\\"0123456789\",");
+            }
+            let at = cut.index(text.len());
+            let at = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            match damage {
+                0 => {}
+                1 => text.truncate(at),
+                2 => text.insert_str(at, "\\q"),
+                3 => text.insert_str(at, "\\ud800"),
+                4 => text.insert(at, '"'),
+                _ => text.insert(at, '\\'),
+            }
+            prop_assert!(!text.bytes().any(|b| b < 0x20));
+            prop_assert_eq!(scan_with(&text, 64, true), scan_with(&text, 64, false));
+            if text.len() >= QUOTE_RUN_MIN_TEXT {
+                prop_assert!(quote_runs_pay(text.as_bytes()));
+            }
+        }
     }
 
     #[test]

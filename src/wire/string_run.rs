@@ -79,7 +79,7 @@ const CONTROL_TEST_BLOCK: usize = 32;
 /// Whether `b` holds a byte below 0x20. A text without one has only `"` and `\` to stop at
 /// inside its strings, and [`quote_run`] finds those faster than [`plain_run`].
 #[inline]
-pub(crate) fn has_control(b: &[u8]) -> bool {
+fn has_control(b: &[u8]) -> bool {
     let mut blocks = b.chunks_exact(CONTROL_TEST_BLOCK);
     for block in &mut blocks {
         if block.iter().fold(0u8, |seen, &x| seen | u8::from(x < 0x20)) != 0 {
@@ -87,6 +87,20 @@ pub(crate) fn has_control(b: &[u8]) -> bool {
         }
     }
     blocks.remainder().iter().any(|&x| x < 0x20)
+}
+
+/// Texts shorter than this keep [`plain_run`] even without control bytes: on them the
+/// [`has_control`] pass and [`quote_run`]'s calls cost more than its vector steps save
+/// (+720 instructions, +2.2 %, on the 296-byte `tools/call` of `bench/callgrind-check`, whose
+/// strings are all short). A text of this size pays the pass back with one run of
+/// [`QUOTE_RUN_HEAD`] bytes or more.
+pub(crate) const QUOTE_RUN_MIN_TEXT: usize = 1024;
+
+/// Whether a reader of `text` should look for string ends with [`quote_run`]: a text of
+/// [`QUOTE_RUN_MIN_TEXT`] bytes or more without a control byte.
+#[inline]
+pub(crate) fn quote_runs_pay(text: &[u8]) -> bool {
+    text.len() >= QUOTE_RUN_MIN_TEXT && !has_control(text)
 }
 
 /// Bytes [`quote_run`] tests with [`plain_run`]'s word steps before it calls `memchr2`: a run
@@ -104,7 +118,7 @@ const QUOTE_RUN_HEAD: usize = 4 * PLAIN_RUN_STEP;
 /// offset of its first `"` or `\`, or `b.len()`. Past [`QUOTE_RUN_HEAD`] bytes, `memchr2`
 /// searches a vector at a time: about five times faster than `plain_run` on long runs, the
 /// same on short ones.
-#[inline]
+#[inline(always)]
 pub(crate) fn quote_run(b: &[u8]) -> usize {
     match (b.get(..QUOTE_RUN_HEAD), b.get(QUOTE_RUN_HEAD..)) {
         (Some(head), Some(tail)) => match plain_run(head) {
@@ -196,6 +210,21 @@ mod tests {
                 assert!(has_control(&b[..=at]), "{control:#04x} last of {}", at + 1);
             }
             assert!(!has_control(&vec![b' '; at]));
+        }
+    }
+
+    /// #23: the bound of [`quote_runs_pay`]: a text without control bytes one byte short of
+    /// [`QUOTE_RUN_MIN_TEXT`] keeps `plain_run`, at the bound it takes `quote_run`; a control
+    /// byte anywhere (first, middle, last) keeps `plain_run` at any length.
+    #[test]
+    fn quote_runs_pay_from_the_bound_on_text_without_controls() {
+        let at = vec![b'a'; QUOTE_RUN_MIN_TEXT];
+        assert!(quote_runs_pay(&at));
+        assert!(!quote_runs_pay(&at[..QUOTE_RUN_MIN_TEXT - 1]));
+        for place in [0, QUOTE_RUN_MIN_TEXT / 2, QUOTE_RUN_MIN_TEXT] {
+            let mut b = vec![b'a'; QUOTE_RUN_MIN_TEXT + 1];
+            b[place] = b'\t';
+            assert!(!quote_runs_pay(&b), "a tab at {place}");
         }
     }
 }
