@@ -28,6 +28,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Created before the server starts: the wait loop below must not race the redirection (under
+# `set -e` an `awk` that finds no file ends the script).
+: >"$work/server.out"
 env "$@" MAX_SECONDS=$((WARMUP + MEASURE + 120)) valgrind --tool=callgrind \
     --callgrind-out-file="$work/cg.out" "$bin" >"$work/server.out" 2>"$work/valgrind.err" &
 pid=$!
