@@ -17,10 +17,25 @@ if [ ! -d "$examples" ]; then
   echo "seed-corpus: no examples at $examples (set EXAMPLES_DIR)" >&2
   exit 1
 fi
+# Long seeds (issue #23): texts of 1 KiB or more without control bytes take the scan's and the
+# escaper's `quote_run` path (wire::string_run::QUOTE_RUN_MIN_TEXT), which the examples (all
+# short) and mutated inputs (control bytes crowd in) rarely reach: a request and a result with
+# long strings, plain, with an escaped quote every 64 bytes, and with every escape kind.
+long="$(mktemp -d)"
+trap 'rm -rf "$long"' EXIT
+unit='abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ\"'
+escapes='\\ \/ \b\f\n\r\t \u00e9 \ud83d\ude00 \"\u0000 caf\u00e9 '
+quoted="" plain="" mixed=""
+for _ in $(seq 40); do quoted+="$unit"; plain+="${unit%??}xy"; mixed+="$unit$escapes"; done
+mkdir -p "$long/long"
+printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}' "$quoted" > "$long/long/request-quoted.json"
+printf '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s","note":"%s"}}}' "$plain" "$plain" > "$long/long/request-plain.json"
+printf '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}' "$mixed" > "$long/long/request-escapes.json"
+printf '{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"%s"}],"structuredContent":{"text":"%s"},"resultType":"complete"}}' "$quoted" "$plain" > "$long/long/result-long.json"
 for target in stdio_line http_body egress_preflight client_response sse_stream codec_differential; do
   dir="$here/corpus/$target"
   mkdir -p "$dir"
-  find "$examples" -name '*.json' -print0 | while IFS= read -r -d '' f; do
+  find "$examples" "$long" -name '*.json' -print0 | while IFS= read -r -d '' f; do
     name="$(basename "$(dirname "$f")")-$(basename "$f")"
     case "$target" in
       # stdio_line: first byte is the chunk size, then the example as compact lines.
