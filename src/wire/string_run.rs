@@ -135,6 +135,36 @@ pub(crate) fn quote_run(b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    /// `finder` gives `reference`'s answer on every text of up to `max_len` bytes of `a`s with
+    /// one of `bytes` at any offset (and `last` at the end, so a later stop must not hide or
+    /// move the first one), and on the plain texts themselves (no stop: the whole length).
+    fn agrees_at_every_offset(
+        max_len: usize,
+        bytes: std::ops::RangeInclusive<u8>,
+        last: u8,
+        finder: impl Fn(&[u8]) -> usize,
+        reference: impl Fn(&[u8]) -> usize,
+    ) {
+        for len in 0..=max_len {
+            let plain = vec![b'a'; len];
+            assert_eq!(finder(&plain), len);
+            for at in 0..len {
+                for byte in bytes.clone() {
+                    let mut b = plain.clone();
+                    b[at] = byte;
+                    if at + 1 < len {
+                        b[len - 1] = last;
+                    }
+                    assert_eq!(
+                        finder(&b),
+                        reference(&b),
+                        "byte {byte:#04x} at {at} of {len}"
+                    );
+                }
+            }
+        }
+    }
+
     /// The word-at-a-time run finder stops where the byte table stops, for every byte value
     /// at every offset of two steps and the tail (a stop byte before, at and after each word
     /// boundary), and at the end when there is none.
@@ -145,25 +175,7 @@ mod tests {
                 .position(|&c| STRING_STOP[c as usize])
                 .unwrap_or(b.len())
         };
-        for len in 0..=2 * PLAIN_RUN_STEP + 7 {
-            let plain = vec![b'a'; len];
-            assert_eq!(plain_run(&plain), len);
-            for at in 0..len {
-                for byte in 0..=255u8 {
-                    let mut b = plain.clone();
-                    b[at] = byte;
-                    // A later stop must not hide or move the first one.
-                    if at + 1 < len {
-                        b[len - 1] = b'"';
-                    }
-                    assert_eq!(
-                        plain_run(&b),
-                        by_table(&b),
-                        "byte {byte:#04x} at {at} of {len}"
-                    );
-                }
-            }
-        }
+        agrees_at_every_offset(2 * PLAIN_RUN_STEP + 7, 0..=255, b'"', plain_run, by_table);
         // Bytes just around each class: 0x1f/0x20, 0x21/0x22/0x23, 0x5b/0x5c/0x5d, high bytes.
         let mixed = "ab\u{7f}\u{e9}\u{20ac}!#[]\u{1f600} ~".as_bytes();
         assert_eq!(plain_run(mixed), mixed.len());
@@ -174,24 +186,8 @@ mod tests {
     /// tail, every other byte value at every offset (no stop), and none at all.
     #[test]
     fn quote_run_agrees_with_plain_run_without_controls() {
-        for len in 0..=QUOTE_RUN_HEAD + 2 * PLAIN_RUN_STEP + 40 {
-            let plain = vec![b'a'; len];
-            assert_eq!(quote_run(&plain), len);
-            for at in 0..len {
-                for byte in 0x20..=0xffu8 {
-                    let mut b = plain.clone();
-                    b[at] = byte;
-                    if at + 1 < len {
-                        b[len - 1] = b'\\';
-                    }
-                    assert_eq!(
-                        quote_run(&b),
-                        plain_run(&b),
-                        "byte {byte:#04x} at {at} of {len}"
-                    );
-                }
-            }
-        }
+        let lens = QUOTE_RUN_HEAD + 2 * PLAIN_RUN_STEP + 40;
+        agrees_at_every_offset(lens, 0x20..=0xff, b'\\', quote_run, plain_run);
     }
 
     /// #23: [`has_control`] finds one control byte at every offset of two blocks and the tail
