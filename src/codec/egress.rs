@@ -293,6 +293,17 @@ pub(crate) enum LineBreaks {
     Absent,
 }
 
+impl LineBreaks {
+    /// What `text` holds: [`LineBreaks::Possible`] when it has a raw `\n` or `\r`.
+    pub(crate) fn of(text: &str) -> LineBreaks {
+        if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+            LineBreaks::Possible
+        } else {
+            LineBreaks::Absent
+        }
+    }
+}
+
 /// As [`encode_success_text`], for a result payload given as pieces whose concatenation is
 /// one JSON value: written once, straight into the reply line (allocated at its final size),
 /// instead of being joined first and copied again. With [`LineBreaks::Absent`] the finished
@@ -314,7 +325,7 @@ pub(crate) fn encode_success_pieces(
         line_breaks == LineBreaks::Possible
             || pieces
                 .iter()
-                .all(|p| memchr::memchr2(b'\n', b'\r', p.as_bytes()).is_none()),
+                .all(|p| LineBreaks::of(p) == LineBreaks::Absent),
         "a piece said to hold no line break holds one"
     );
     let token = id.token();
@@ -347,9 +358,7 @@ pub(crate) fn encode_success_pieces(
     }
     out.push('}');
     // The id token is a JSON string or integer: neither can hold a raw line break.
-    if line_breaks == LineBreaks::Possible
-        && memchr::memchr2(b'\n', b'\r', out.as_bytes()).is_some()
-    {
+    if line_breaks == LineBreaks::Possible && LineBreaks::of(&out) == LineBreaks::Possible {
         let mut buf = out.into_bytes();
         compact(&mut buf);
         // Compaction removes ASCII whitespace only: the text stays UTF-8.

@@ -251,7 +251,7 @@ impl ResultParts {
         let Some(text) = &structured else {
             let content = serde_json::to_string(&content)
                 .map_err(|_| CoreError::Internal { retryable: true })?;
-            let line_breaks = line_breaks_in(&content);
+            let line_breaks = LineBreaks::of(&content);
             return Ok(ResultParts {
                 content,
                 structured,
@@ -277,7 +277,7 @@ impl ResultParts {
             serde_json::to_string(&content).map_err(|_| CoreError::Internal { retryable: true })?;
         out.pop(); // the array's `]`
                    // The other blocks may carry raw values; the copy below is escaped (no raw breaks).
-        let mut line_breaks = line_breaks_in(&out);
+        let mut line_breaks = LineBreaks::of(&out);
         if !content.is_empty() {
             out.push(',');
         }
@@ -312,7 +312,7 @@ impl ResultParts {
             && others
                 .into_iter()
                 .flatten()
-                .all(|text| line_breaks_in(text) == LineBreaks::Absent)
+                .all(|text| LineBreaks::of(text) == LineBreaks::Absent)
         {
             LineBreaks::Absent
         } else {
@@ -375,15 +375,6 @@ impl ResultParts {
 
     fn len_hint(&self) -> usize {
         self.content.len() + self.structured.as_ref().map_or(0, Structured::len) + 48
-    }
-}
-
-/// Whether `text` holds a raw `\n` or `\r`.
-fn line_breaks_in(text: &str) -> LineBreaks {
-    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
-        LineBreaks::Possible
-    } else {
-        LineBreaks::Absent
     }
 }
 
