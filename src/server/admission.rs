@@ -32,7 +32,7 @@ pub(crate) async fn serve_request(
     request: Request,
     outbox: Arc<dyn Outbox>,
     client_cancel: CancelToken,
-    host: Option<HostCheck<'_>>,
+    host: Option<HostCheck>,
 ) {
     let started = std::time::Instant::now();
     // C9: once the client cancels, nothing more leaves for this request, whatever still runs.
@@ -198,7 +198,7 @@ async fn serve_checked(
     request: &Request,
     gated: &Arc<Gated>,
     client_cancel: CancelToken,
-    host: Option<HostCheck<'_>>,
+    host: Option<HostCheck>,
 ) {
     let mut arrival = Arrival {
         registry: server.registry(),
@@ -206,7 +206,10 @@ async fn serve_checked(
         tool_access: None,
     };
     if let Some(check) = host {
-        match check_host(server, &arrival, &caller, request, check) {
+        let checked = check_host(server, &arrival, &caller, request, &*check);
+        // Dropped before the request is served: see [`HostCheck`].
+        drop(check);
+        match checked {
             Ok(access) => arrival.tool_access = access,
             Err(refusal) => return gated.finish(refusal),
         }
@@ -221,7 +224,7 @@ fn check_host(
     arrival: &Arrival<'_>,
     caller: &Caller,
     request: &Request,
-    check: HostCheck<'_>,
+    check: &context::HostCheckFn,
 ) -> Result<Option<Access>, Reply> {
     let mirrored = context::mirrored(arrival.params.as_ref().ok());
     let decision = match (request.method.as_str(), mirrored.name()) {

@@ -100,9 +100,16 @@ impl<'a> std::ops::Deref for Params<'a> {
 /// parse of its params ([`parse_params`]; [`Mirrored::default`] when that parse failed, and the
 /// dispatcher answers the params error), with the published `x-mcp-header` annotations of the
 /// tool a direct `tools/call` names. `Err` is the refusal's message (400, -32600).
-pub(crate) type HostCheck<'a> = &'a (dyn Fn(&Request, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
-         + Send
-         + Sync);
+///
+/// Owned, and dropped as soon as it has run: an HTTP host's check holds the request's
+/// header map, whose values are slices of hyper's read buffer, and a long-lived request
+/// (a listen stream) must not keep that buffer alive beside the one hyper reads into next.
+pub(crate) type HostCheck = Box<HostCheckFn>;
+
+/// The check itself ([`HostCheck`]).
+pub(crate) type HostCheckFn = dyn Fn(&Request, &Mirrored<'_>, Option<&[ParamHeader]>) -> Result<(), HeaderError>
+    + Send
+    + Sync;
 
 /// The mirrored members of the one parse of the params (empty when it failed).
 pub(crate) fn mirrored<'p>(params: Option<&Params<'p>>) -> Mirrored<'p> {

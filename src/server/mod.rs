@@ -875,7 +875,7 @@ impl Server {
         request: crate::wire::jsonrpc::Request,
         outbox: Arc<dyn Outbox>,
         cancel: CancelToken,
-        check: context::HostCheck<'_>,
+        check: context::HostCheck,
     ) {
         admission::serve_request(self, caller, request, outbox, cancel, Some(check)).await;
     }

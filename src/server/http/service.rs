@@ -275,17 +275,24 @@ impl<D: Dispatch> Inner<D> {
             drain(body.as_mut(), 0, self.config.body_read_timeout).await;
             return refused;
         }
+        // Only the headers and the caller are needed from here on. The method and the URI
+        // are slices of hyper's read buffer: dropped now, so that a long-lived request (a
+        // listen stream) holds none of that buffer once the header check has run.
+        let hyper::http::request::Parts {
+            headers,
+            mut extensions,
+            ..
+        } = { parts };
+        let caller = extensions
+            .remove::<Caller>()
+            .unwrap_or_else(|| self.anonymous.clone());
+        drop(extensions);
         let limits = self.dispatch.ingress_limits();
-        let body = match self.read_body(&parts.headers, body, &limits).await {
+        let body = match self.read_body(&headers, body, &limits).await {
             Ok(bytes) => bytes,
             Err(refused) => return refused,
         };
         fault(fault_points::HTTP_BODY);
-        let caller = parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
-            .unwrap_or_else(|| self.anonymous.clone());
         let message = match codec::decode(&body, &limits) {
             Ok(message) => message,
             Err(rejection) => {
@@ -294,7 +301,7 @@ impl<D: Dispatch> Inner<D> {
                 #[cfg(feature = "legacy")]
                 if let Some(answer) = legacy::client_response(
                     self.dispatch.legacy_server(),
-                    &parts.headers,
+                    &headers,
                     &caller,
                     &body,
                     &rejection,
@@ -309,12 +316,8 @@ impl<D: Dispatch> Inner<D> {
         // Legacy Streamable HTTP (feature `legacy`): a session's message is answered or
         // served here; everything else continues on the modern path unchanged.
         #[cfg(feature = "legacy")]
-        let message = match legacy::post(
-            self.dispatch.legacy_server(),
-            &parts.headers,
-            &caller,
-            message,
-        ) {
+        let message = match legacy::post(self.dispatch.legacy_server(), &headers, &caller, message)
+        {
             legacy::Post::Modern(message) => message,
             legacy::Post::Answer(answer) => return legacy::response(answer),
             legacy::Post::Serve(request, call) => {
@@ -343,7 +346,7 @@ impl<D: Dispatch> Inner<D> {
         };
         let span = request_span(&request);
         fault(fault_points::HTTP_HEADERS);
-        let check = header_check(parts.headers, span.clone());
+        let check = header_check(headers, span.clone());
         self.clone()
             .respond(
                 request.id.clone(),
