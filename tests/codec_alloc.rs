@@ -93,11 +93,49 @@ fn frame_at_bound_costs_about_one_copy() {
     );
 }
 
+/// #23: an accepted request allocates what the message keeps (the id's token and its
+/// comparison key, the method and the params) and the scanner's key stack, once. The reply
+/// target of a rejection is read only when there is one (it was cloned for every frame: two
+/// more blocks per request), and the key stack starts with room for a request's keys (it
+/// grew once for this frame: one more). 8 blocks before, 5 now.
+fn accepted_request_allocates_only_what_it_keeps() {
+    let frame = concat!(
+        r#"{"jsonrpc":"2.0","id":"r-1","method":"tools/call","params":{"name":"t","#,
+        r#""arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"#,
+        r#""2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"#,
+        r#""io.modelcontextprotocol/clientCapabilities":{}}}}"#
+    )
+    .as_bytes();
+    let before = dhat::HeapStats::get().total_blocks;
+    let message = decode(frame, &IngressLimits::SERVER).expect("a request");
+    let blocks = dhat::HeapStats::get().total_blocks - before;
+    println!("accepted request: {blocks} blocks allocated by decode");
+    assert!(matches!(message, Message::Request(_)));
+    assert_eq!(
+        blocks, 5,
+        "decode allocated {blocks} blocks for a request that keeps 4 (and one key stack)"
+    );
+    // A rejection still answers the id it read.
+    let rejected = decode(
+        br#"{"jsonrpc":"1.0","id":"r-2","method":"tools/call"}"#,
+        &IngressLimits::SERVER,
+    )
+    .expect_err("a bad version");
+    assert_eq!(rejected.error, IngressError::BadVersion);
+    assert_eq!(
+        rejected.reply_to,
+        strict_mcp::codec::ReplyTo::Id(
+            strict_mcp::wire::jsonrpc::RequestId::from_token(r#""r-2""#).unwrap()
+        )
+    );
+}
+
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     // The framer check reads the all-time heap peak, so it runs before anything larger exists.
     oversized_line_is_never_buffered();
     oversized_frame_allocates_nothing();
     frame_at_bound_costs_about_one_copy();
-    println!("codec_alloc: 3 checks passed");
+    accepted_request_allocates_only_what_it_keeps();
+    println!("codec_alloc: 4 checks passed");
 }
