@@ -18,7 +18,14 @@
 //!   CPU per request and its ratio to page 1 of the same registry (a page must not cost
 //!   time linear in its depth: the cursor carries the last name served).
 //!
-//! `strict_curves size|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row);
+//! - `strict_curves echo-floor`: the size curve's request three ways, in turn in one process:
+//!   serde_json's parse (the `size` baseline), the same reply built with serde_json alone and
+//!   no checks (parse, structured content and its JSON text, serialise), and strict-mcp.
+//!   Ratios of each to the parse and strict-mcp's to that echo: how much of the `size` ratio
+//!   any server sending this reply pays, and how much is strict-mcp's own. Last, strict-mcp
+//!   against serde_json's parse of every byte it handles (the request and its reply line).
+//!
+//! `strict_curves size|echo-floor|registry|pages [SECONDS_PER_ROW]` (default 1 s of CPU per row);
 //! `CURVES_ONLY=strict` (or `serde`) runs one side of the size curve only, for a profiler;
 //! `CURVES_TEXT=plain` sends a text without escapes (base64 data, most prose) instead of one
 //! with a quote every 64 bytes.
@@ -128,8 +135,101 @@ fn parse_for(line: &str, budget_us: u64, min: u64) -> f64 {
     }
 }
 
+/// The reply the size curve's request gets, built the plainest way serde_json allows: the
+/// request parsed into a `Value`, the text put back as structured content and as that
+/// content's JSON text, the reply serialised. No checks at all (no duplicate keys, no
+/// schema, no headers or policy): what any server that sends this reply must at least do.
+/// CPU µs per request.
+fn serde_echo_for(line: &str, budget_us: u64, min: u64) -> f64 {
+    let pid = std::process::id();
+    let cpu0 = process_cpu_us(pid).unwrap();
+    let mut n = 0u64;
+    loop {
+        let mut v: serde_json::Value = serde_json::from_slice(line.as_bytes()).expect("parses");
+        let text = v["params"]["arguments"]["text"].take();
+        let structured = serde_json::json!({ "text": text });
+        let copy = serde_json::to_string(&structured).expect("serialises");
+        let reply = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": v["id"].take(),
+            "result": {
+                "content": [{ "type": "text", "text": copy }],
+                "structuredContent": structured,
+            }
+        });
+        let bytes = serde_json::to_vec(&reply).expect("serialises");
+        std::hint::black_box(bytes);
+        n += 1;
+        if n >= min && (n % 8 == 0 || n == min) {
+            let used = process_cpu_us(pid).unwrap() - cpu0;
+            if used >= budget_us {
+                return used as f64 / n as f64;
+            }
+        }
+    }
+}
+
 fn ok_result(reply: &str) -> bool {
     reply.contains(r#""result""#) && !reply.contains(r#""isError":true"#)
+}
+
+/// The size curve's text of `text_bytes` bytes (`CURVES_TEXT`, as in [`size_curve`]).
+fn curve_text(text_bytes: usize) -> String {
+    let every = if std::env::var("CURVES_TEXT").as_deref() == Ok("plain") {
+        usize::MAX
+    } else {
+        64
+    };
+    (0..text_bytes)
+        .map(|i| {
+            if i % every == every - 1 {
+                '"'
+            } else {
+                (b'a' + (i % 26) as u8) as char
+            }
+        })
+        .collect()
+}
+
+/// `strict_curves echo-floor`: the size curve against two baselines measured in turn in
+/// the same process: serde_json's parse of the request (the `size` target's baseline) and
+/// [`serde_echo_for`] (the same reply built with serde_json and no checks).
+fn echo_floor(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let server = strict_echo::server()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    println!("| text bytes | serde_json parse µs | serde_json echo µs | strict µs | echo ÷ parse | strict ÷ parse | strict ÷ echo | reply bytes | parse of request + reply µs | strict ÷ that |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    const MIB: usize = 1 << 20;
+    for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
+        let text = curve_text(text_bytes);
+        let req = line(
+            1,
+            "tools/call",
+            serde_json::json!({"name": "echo", "arguments": {"text": text}}),
+        );
+        let parse = parse_for(&req, budget_us, 3);
+        let echo = serde_echo_for(&req, budget_us, 3);
+        let reply = std::cell::RefCell::new(String::new());
+        let strict = serve_for(&runtime, &server, &req, budget_us, 3, |r| {
+            *reply.borrow_mut() = r.to_owned();
+            ok_result(r) && r.len() > 2 * text_bytes
+        });
+        // Every byte the server handles, in and out, parsed by serde_json: the `size`
+        // baseline with the reply's bytes counted too.
+        let reply = reply.into_inner();
+        let both = parse + parse_for(&reply, budget_us, 3);
+        println!(
+            "| {text_bytes} | {parse:.1} | {echo:.1} | {strict:.1} | {:.2} | {:.2} | {:.2} | {} | {both:.1} | {:.2} |",
+            echo / parse,
+            strict / parse,
+            strict / echo,
+            reply.len(),
+            strict / both
+        );
+    }
+    Ok(())
 }
 
 fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
@@ -143,20 +243,7 @@ fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
     for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
         // Printable text with a JSON escape every 64 bytes, so the parser has work to do;
         // `CURVES_TEXT=plain`: none at all (base64 data, most prose).
-        let every = if std::env::var("CURVES_TEXT").as_deref() == Ok("plain") {
-            usize::MAX
-        } else {
-            64
-        };
-        let text: String = (0..text_bytes)
-            .map(|i| {
-                if i % every == every - 1 {
-                    '"'
-                } else {
-                    (b'a' + (i % 26) as u8) as char
-                }
-            })
-            .collect();
+        let text = curve_text(text_bytes);
         let req = line(
             1,
             "tools/call",
@@ -363,8 +450,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "size" => size_curve(budget_us),
         "registry" => registry_curve(budget_us),
         "pages" => pages_curve(budget_us),
+        "echo-floor" => echo_floor(budget_us),
         _ => {
-            eprintln!("usage: strict_curves size|registry|pages [SECONDS_PER_ROW]");
+            eprintln!("usage: strict_curves size|echo-floor|registry|pages [SECONDS_PER_ROW]");
             std::process::exit(2);
         }
     }
