@@ -12,7 +12,7 @@
 //!   until every stream has read its `notifications/tools/list_changed`, and the server's CPU
 //!   for it (`/proc/<pid>/stat`), medians. Needs two file descriptors per stream across the
 //!   two processes: run it under `ulimit -n` above the count (the hard limit here is 20 000).
-//!   `LISTEN_SERVER_WRAP` (e.g. `valgrind --tool=dhat --dhat-out-file=F`) runs the child
+//!   `STRICT_HTTP2=0` serves HTTP/1.1 only (no sniffing of the first bytes). `LISTEN_SERVER_WRAP` (e.g. `valgrind --tool=dhat --dhat-out-file=F`) runs the child
 //!   under a profiler.
 //! - `strict_scale mrtr [COUNTS…]` (default `1 10000`): in process, a server whose one tool
 //!   always asks for input (a form elicitation), its `MemoryLedgerStore` bounded at the count.
@@ -118,6 +118,8 @@ async fn listen_server(cap: usize) -> Result<(), Box<dyn std::error::Error>> {
     let config = ServeConfig {
         max_connections: cap + 16,
         max_requests_in_flight: cap + 64,
+        // `STRICT_HTTP2=0`: HTTP/1.1 only, no sniffing of the first bytes (as in strict_http).
+        http2: std::env::var("STRICT_HTTP2").as_deref() != Ok("0"),
         ..ServeConfig::default()
     };
     tokio::spawn(serve_with(
