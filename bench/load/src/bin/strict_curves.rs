@@ -117,14 +117,13 @@ fn serve_for(
     cpu as f64 / n as f64
 }
 
-/// Plain serde_json parse of `line`, for the same budget: CPU µs per parse.
-fn parse_for(line: &str, budget_us: u64, min: u64) -> f64 {
+/// Runs `work` until `budget_us` of process CPU are spent (at least `min` times): CPU µs per run.
+fn cpu_per_run(budget_us: u64, min: u64, mut work: impl FnMut()) -> f64 {
     let pid = std::process::id();
     let cpu0 = process_cpu_us(pid).unwrap();
     let mut n = 0u64;
     loop {
-        let v: serde_json::Value = serde_json::from_slice(line.as_bytes()).expect("parses");
-        std::hint::black_box(v);
+        work();
         n += 1;
         if n >= min && (n % 8 == 0 || n == min) {
             let used = process_cpu_us(pid).unwrap() - cpu0;
@@ -135,16 +134,21 @@ fn parse_for(line: &str, budget_us: u64, min: u64) -> f64 {
     }
 }
 
+/// Plain serde_json parse of `line`, for the same budget: CPU µs per parse.
+fn parse_for(line: &str, budget_us: u64, min: u64) -> f64 {
+    cpu_per_run(budget_us, min, || {
+        let v: serde_json::Value = serde_json::from_slice(line.as_bytes()).expect("parses");
+        std::hint::black_box(v);
+    })
+}
+
 /// The reply the size curve's request gets, built the plainest way serde_json allows: the
 /// request parsed into a `Value`, the text put back as structured content and as that
 /// content's JSON text, the reply serialised. No checks at all (no duplicate keys, no
 /// schema, no headers or policy): what any server that sends this reply must at least do.
 /// CPU µs per request.
 fn serde_echo_for(line: &str, budget_us: u64, min: u64) -> f64 {
-    let pid = std::process::id();
-    let cpu0 = process_cpu_us(pid).unwrap();
-    let mut n = 0u64;
-    loop {
+    cpu_per_run(budget_us, min, || {
         let mut v: serde_json::Value = serde_json::from_slice(line.as_bytes()).expect("parses");
         let text = v["params"]["arguments"]["text"].take();
         let structured = serde_json::json!({ "text": text });
@@ -159,21 +163,37 @@ fn serde_echo_for(line: &str, budget_us: u64, min: u64) -> f64 {
         });
         let bytes = serde_json::to_vec(&reply).expect("serialises");
         std::hint::black_box(bytes);
-        n += 1;
-        if n >= min && (n % 8 == 0 || n == min) {
-            let used = process_cpu_us(pid).unwrap() - cpu0;
-            if used >= budget_us {
-                return used as f64 / n as f64;
-            }
-        }
-    }
+    })
 }
 
 fn ok_result(reply: &str) -> bool {
     reply.contains(r#""result""#) && !reply.contains(r#""isError":true"#)
 }
 
-/// The size curve's text of `text_bytes` bytes (`CURVES_TEXT`, as in [`size_curve`]).
+/// The size curve's text sizes, 100 B to 1.9 MiB.
+const SIZES: [usize; 6] = [100, 1_000, 10_000, 100_000, 1 << 20, (1 << 20) * 19 / 10];
+
+/// The echo server both size curves serve, and the current-thread runtime they serve it on.
+fn echo_server() -> Result<(Server, tokio::runtime::Runtime), Box<dyn std::error::Error>> {
+    let server = strict_echo::server()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    Ok((server, runtime))
+}
+
+/// The size curve's `tools/call echo` request with a text of `text_bytes` bytes.
+fn curve_request(text_bytes: usize) -> String {
+    line(
+        1,
+        "tools/call",
+        serde_json::json!({"name": "echo", "arguments": {"text": curve_text(text_bytes)}}),
+    )
+}
+
+/// The size curve's text of `text_bytes` bytes: printable, with a JSON escape (a quote)
+/// every 64 bytes so the parser has work to do; `CURVES_TEXT=plain`: none at all (base64
+/// data, most prose).
 fn curve_text(text_bytes: usize) -> String {
     let every = if std::env::var("CURVES_TEXT").as_deref() == Ok("plain") {
         usize::MAX
@@ -195,20 +215,11 @@ fn curve_text(text_bytes: usize) -> String {
 /// the same process: serde_json's parse of the request (the `size` target's baseline) and
 /// [`serde_echo_for`] (the same reply built with serde_json and no checks).
 fn echo_floor(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
-    let server = strict_echo::server()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let (server, runtime) = echo_server()?;
     println!("| text bytes | serde_json parse µs | serde_json echo µs | strict µs | echo ÷ parse | strict ÷ parse | strict ÷ echo | reply bytes | parse of request + reply µs | strict ÷ that |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    const MIB: usize = 1 << 20;
-    for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
-        let text = curve_text(text_bytes);
-        let req = line(
-            1,
-            "tools/call",
-            serde_json::json!({"name": "echo", "arguments": {"text": text}}),
-        );
+    for text_bytes in SIZES {
+        let req = curve_request(text_bytes);
         let parse = parse_for(&req, budget_us, 3);
         let echo = serde_echo_for(&req, budget_us, 3);
         let reply = std::cell::RefCell::new(String::new());
@@ -233,22 +244,11 @@ fn echo_floor(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn size_curve(budget_us: u64) -> Result<(), Box<dyn std::error::Error>> {
-    let server = strict_echo::server()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let (server, runtime) = echo_server()?;
     println!("| text bytes | request bytes | strict µs/req | serde_json parse µs | strict ns/byte | serde_json ns/byte | strict ÷ serde_json |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
-    const MIB: usize = 1 << 20;
-    for text_bytes in [100, 1_000, 10_000, 100_000, MIB, MIB * 19 / 10] {
-        // Printable text with a JSON escape every 64 bytes, so the parser has work to do;
-        // `CURVES_TEXT=plain`: none at all (base64 data, most prose).
-        let text = curve_text(text_bytes);
-        let req = line(
-            1,
-            "tools/call",
-            serde_json::json!({"name": "echo", "arguments": {"text": text}}),
-        );
+    for text_bytes in SIZES {
+        let req = curve_request(text_bytes);
         // `CURVES_ONLY=strict` or `=serde` runs one side only, for a profiler to see it alone.
         let only = std::env::var("CURVES_ONLY").unwrap_or_default();
         let strict = if only == "serde" {
