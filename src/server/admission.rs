@@ -137,8 +137,11 @@ impl Summary {
             return;
         };
         if method == methods::TOOLS_CALL {
-            name =
-                super::tools::called_tool(server.mode(), &name, params.get("arguments").copied());
+            if let std::borrow::Cow::Owned(wrapped) =
+                super::tools::called_tool(server.mode(), &name, params.get("arguments").copied())
+            {
+                name = wrapped;
+            }
         }
         if name.len() > MAX_LOGGED_NAME {
             let mut end = MAX_LOGGED_NAME;

@@ -132,7 +132,7 @@ pub(crate) async fn call(ctx: &Ctx, params: &Params<'_>) -> Answer {
                     }
                     Ok(Err(e)) => Err(Answer::from_core(&e)),
                     Err(Expired) => Err(Answer::from_core(&CoreError::ToolTimedOut {
-                        name: tool.clone(),
+                        name: (**tool).to_owned(),
                     })),
                 }
             }
@@ -188,7 +188,11 @@ fn remake(
 /// The tool a `tools/call` runs, whose time-out bounds it: the target itself in direct mode,
 /// `call_tool`'s `name` argument in compact mode (`call_tool` itself when that is not a
 /// string; publication then refuses the call).
-pub(crate) fn called_tool(mode: PublishMode, target: &str, arguments: Option<&RawValue>) -> String {
+pub(crate) fn called_tool<'t>(
+    mode: PublishMode,
+    target: &'t str,
+    arguments: Option<&RawValue>,
+) -> std::borrow::Cow<'t, str> {
     #[derive(serde::Deserialize)]
     struct Wrapped {
         name: String,
@@ -196,9 +200,12 @@ pub(crate) fn called_tool(mode: PublishMode, target: &str, arguments: Option<&Ra
     match (mode, arguments) {
         (PublishMode::Compact, Some(raw)) if target == "call_tool" => {
             serde_json::from_str::<Wrapped>(raw.get())
-                .map_or_else(|_| target.to_owned(), |w| w.name)
+                .map_or(std::borrow::Cow::Borrowed(target), |w| {
+                    std::borrow::Cow::Owned(w.name)
+                })
         }
-        _ => target.to_owned(),
+        // Borrowed: a direct call names its tool itself (no copy per request, #23).
+        _ => std::borrow::Cow::Borrowed(target),
     }
 }
 
