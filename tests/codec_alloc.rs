@@ -115,7 +115,7 @@ fn accepted_request_allocates_only_what_it_keeps() {
         blocks, 5,
         "decode allocated {blocks} blocks for a request that keeps 4 (and one key stack)"
     );
-    // A rejection still answers the id it read.
+    // A4: a rejection still answers the id it read.
     let rejected = decode(
         br#"{"jsonrpc":"1.0","id":"r-2","method":"tools/call"}"#,
         &IngressLimits::SERVER,
@@ -130,6 +130,31 @@ fn accepted_request_allocates_only_what_it_keeps() {
     );
 }
 
+/// `KEY_STACK_START` at its bound and one past. A key goes on the stack once its value is
+/// read and leaves with its object, so at the end of these params the stack holds the three
+/// top-level keys before them and the params' own: 3 + 5 = 8 fit in the first allocation,
+/// 3 + 6 = 9 grow it once.
+fn key_stack_holds_its_start_and_grows_one_past() {
+    let frame = |members: usize| {
+        let params: Vec<String> = (0..members).map(|i| format!(r#""k{i}":0"#)).collect();
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{{}}}}}"#,
+            params.join(",")
+        )
+    };
+    let blocks = |text: &str| {
+        let before = dhat::HeapStats::get().total_blocks;
+        let message = decode(text.as_bytes(), &IngressLimits::SERVER).expect("a request");
+        let blocks = dhat::HeapStats::get().total_blocks - before;
+        assert!(matches!(message, Message::Request(_)));
+        blocks
+    };
+    // The id's token and key, the method and the params: 4; the key stack: 1, or 2 grown.
+    assert_eq!(blocks(&frame(5)), 5, "8 keys on the stack");
+    assert_eq!(blocks(&frame(6)), 6, "9 keys on the stack");
+    println!("key stack: 8 keys in one block, 9 in two");
+}
+
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     // The framer check reads the all-time heap peak, so it runs before anything larger exists.
@@ -137,5 +162,6 @@ fn main() {
     oversized_frame_allocates_nothing();
     frame_at_bound_costs_about_one_copy();
     accepted_request_allocates_only_what_it_keeps();
-    println!("codec_alloc: 4 checks passed");
+    key_stack_holds_its_start_and_grows_one_past();
+    println!("codec_alloc: 5 checks passed");
 }

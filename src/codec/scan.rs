@@ -149,9 +149,9 @@ fn scan_with(text: &str, max_depth: usize, quote_runs: bool) -> Result<Scan<'_>,
 }
 
 /// Room for this many keys on the shared key stack from the start, so a typical request's
-/// open keys fit in its one allocation: a `tools/call` with arguments and `_meta`, its client
-/// info nested, holds 7 below the top level, and growing from empty took two allocations
-/// (4, then 8). 16 measured worse on the echo call (`bench/callgrind-check`: 32,158
+/// keys fit in its one allocation (a key goes on once its value is read and leaves with its
+/// object): a `tools/call` with arguments and `_meta`, its client info nested, holds at most
+/// 8 at once, and growing from empty took two allocations (4, then 8). 16 measured worse on the echo call (`bench/callgrind-check`: 32,158
 /// instructions against 31,648 with 8). #23; `tests/codec_alloc.rs` counts the blocks.
 const KEY_STACK_START: usize = 8;
 

@@ -899,6 +899,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper::rt::Timer as _;
 
     /// #23: the first bytes decide the protocol as the auto builder would, without consuming
     /// them: any byte off the preface is HTTP/1.1, the whole preface HTTP/2, and a prefix of
@@ -921,7 +922,6 @@ mod tests {
         assert_eq!(FirstBytes::of(b"POST /mcp HTTP/1.1\r\n"), FirstBytes::Http1);
         assert_eq!(FirstBytes::of(b"PRI * HTTP/1.1\r\n"), FirstBytes::Http1);
     }
-    use hyper::rt::Timer as _;
 
     /// Operability: every accepted socket gets TCP_NODELAY (the accept loop calls this).
     #[test]

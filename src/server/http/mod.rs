@@ -364,8 +364,8 @@ fn fault(point: &'static str) {
 mod tests {
     use super::*;
 
-    /// #23: the host's check is dropped once it has run, not kept for the request's life. An
-    /// HTTP host's check holds the request's header map, whose values are slices of hyper's
+    /// #23: the host's check (D26–D28's header rules) is dropped once it has run, not kept
+    /// for the request's life. An HTTP host's check holds the request's header map, whose values are slices of hyper's
     /// read buffer; `Server`'s dispatch kept it while it served the request, so a long call
     /// or an idle listen stream kept it (≈ 0.8 KB and five blocks of
     /// heap per stream under dhat, 1,000 streams).
